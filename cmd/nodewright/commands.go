@@ -1,0 +1,6 @@
+package main
+
+import "github.com/spf13/cobra"
+
+// subcommands lists the CLI's commands; each lives in its own file.
+var subcommands = []func() *cobra.Command{}
