@@ -1,0 +1,139 @@
+// Package apis holds nodewright's configuration and record types. They are
+// Karpenter's own API (karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1
+// EC2NodeClass, karpenter.sh/v1 NodeClaim) so users' YAML moves over
+// unchanged; JSON tags match Karpenter's field names exactly.
+package apis
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// API groups, versions and kinds accepted by the loader.
+const (
+	Group             = "karpenter.sh"
+	AWSGroup          = "karpenter.k8s.aws"
+	V1                = "v1"
+	V1Beta1           = "v1beta1"
+	NodePoolKind      = "NodePool"
+	EC2NodeClassKind  = "EC2NodeClass"
+	NodeClaimKind     = "NodeClaim"
+	NodePoolAPIV1     = Group + "/" + V1
+	NodeClassAPIV1    = AWSGroup + "/" + V1
+	NodePoolAPIBeta   = Group + "/" + V1Beta1
+	NodeClassAPIBeta  = AWSGroup + "/" + V1Beta1
+	DefaultNodesRatio = "10%"
+)
+
+// NodePool is karpenter.sh/v1 NodePool.
+type NodePool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              NodePoolSpec `json:"spec"`
+}
+
+// NodePoolSpec is the desired state of a NodePool.
+type NodePoolSpec struct {
+	// Template describes the NodeClaims this pool launches.
+	Template NodeClaimTemplate `json:"template"`
+	// Disruption controls how Karpenter may disrupt the pool's nodes.
+	Disruption Disruption `json:"disruption"`
+	// Limits caps the total resources of the pool's nodes ("cpu", "memory",
+	// "nodes", any extended resource).
+	Limits Limits `json:"limits,omitempty"`
+	// Weight orders pools (higher first); 1..100, nil means unweighted.
+	Weight *int32 `json:"weight,omitempty"`
+}
+
+// Limits is the resource ceiling of a NodePool.
+type Limits corev1.ResourceList
+
+// NodeClaimTemplate is spec.template of a NodePool.
+type NodeClaimTemplate struct {
+	ObjectMeta TemplateObjectMeta    `json:"metadata,omitempty"`
+	Spec       NodeClaimTemplateSpec `json:"spec"`
+}
+
+// TemplateObjectMeta is the subset of object metadata a template carries.
+type TemplateObjectMeta struct {
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// NodeClaimTemplateSpec is spec.template.spec of a NodePool; it is the
+// NodeClaimSpec minus resources.
+type NodeClaimTemplateSpec struct {
+	Requirements           []NodeSelectorRequirementWithMinValues `json:"requirements"`
+	Taints                 []corev1.Taint                         `json:"taints,omitempty"`
+	StartupTaints          []corev1.Taint                         `json:"startupTaints,omitempty"`
+	NodeClassRef           *NodeClassReference                    `json:"nodeClassRef"`
+	ExpireAfter            NillableDuration                       `json:"expireAfter,omitzero"`
+	TerminationGracePeriod *metav1.Duration                       `json:"terminationGracePeriod,omitempty"`
+}
+
+// NodeSelectorRequirementWithMinValues is a node selector requirement that
+// may also demand a minimum number of distinct values across the instance
+// types a NodeClaim may launch as.
+type NodeSelectorRequirementWithMinValues struct {
+	Key       string                      `json:"key"`
+	Operator  corev1.NodeSelectorOperator `json:"operator"`
+	Values    []string                    `json:"values,omitempty"`
+	MinValues *int                        `json:"minValues,omitempty"`
+}
+
+// NodeSelectorRequirement returns the plain Kubernetes requirement.
+func (r NodeSelectorRequirementWithMinValues) NodeSelectorRequirement() corev1.NodeSelectorRequirement {
+	return corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: append([]string(nil), r.Values...)}
+}
+
+// NodeClassReference points a NodePool or NodeClaim at its node class.
+type NodeClassReference struct {
+	Group string `json:"group"`
+	Kind  string `json:"kind"`
+	Name  string `json:"name"`
+}
+
+// ConsolidationPolicy says which nodes consolidation may act on.
+type ConsolidationPolicy string
+
+// Consolidation policies of karpenter.sh/v1 (WhenUnderutilized is v1beta1 only).
+const (
+	ConsolidationPolicyWhenEmpty                ConsolidationPolicy = "WhenEmpty"
+	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	consolidationPolicyWhenUnderutilizedBeta    ConsolidationPolicy = "WhenUnderutilized"
+)
+
+// DisruptionReason names why a node is disrupted; budgets may be scoped to reasons.
+type DisruptionReason string
+
+// Disruption reasons a budget may name.
+const (
+	DisruptionReasonUnderutilized DisruptionReason = "Underutilized"
+	DisruptionReasonEmpty         DisruptionReason = "Empty"
+	DisruptionReasonDrifted       DisruptionReason = "Drifted"
+)
+
+// Disruption is spec.disruption of a NodePool.
+type Disruption struct {
+	// ConsolidateAfter is how long after the last pod event a node becomes
+	// consolidatable; "Never" disables consolidation.
+	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitzero"`
+	// ConsolidationPolicy is WhenEmpty or WhenEmptyOrUnderutilized.
+	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
+	// Budgets limit how many nodes may be disrupted at once; the minimum of
+	// the active budgets applies.
+	Budgets []Budget `json:"budgets,omitempty"`
+}
+
+// Budget limits voluntary disruption. Nodes is "N" or "P%"; a Schedule (5
+// field cron or @daily etc., UTC) with a Duration makes it active only in
+// that window; Reasons scope it (empty = all reasons).
+type Budget struct {
+	Reasons  []DisruptionReason `json:"reasons,omitempty"`
+	Nodes    string             `json:"nodes"`
+	Schedule *string            `json:"schedule,omitempty"`
+	Duration *metav1.Duration   `json:"duration,omitempty"`
+}
+
+// NodePoolList groups pools in the order they were loaded.
+type NodePoolList []*NodePool
