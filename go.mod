@@ -10,6 +10,7 @@ ignore (
 )
 
 require (
+	github.com/BurntSushi/toml v1.5.0
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.270.0
 	github.com/aws/aws-lambda-go v1.55.1
 	github.com/aws/aws-sdk-go-v2 v1.41.1
