@@ -99,7 +99,9 @@ func (o AllocatableOptions) Validate() error {
 	return nil
 }
 
-func (o AllocatableOptions) windows() bool { return strings.HasPrefix(strings.ToLower(o.AMIFamily), "windows") }
+func (o AllocatableOptions) windows() bool {
+	return strings.HasPrefix(strings.ToLower(o.AMIFamily), "windows")
+}
 
 // Overhead is what Karpenter subtracts from capacity.
 type Overhead struct {

@@ -73,19 +73,19 @@ type InstanceType struct {
 	MaxENIs    int64 `json:"maxENIs"`
 	IPv4PerENI int64 `json:"ipv4PerENI"`
 
-	NetworkBandwidthMbps int64   `json:"networkBandwidthMbps,omitempty"` // baseline, all cards
-	EBSBandwidthMbps     int64   `json:"ebsBandwidthMbps,omitempty"`     // maximum, EBS-optimized by default only
-	Hypervisor           string  `json:"hypervisor,omitempty"`           // nitro | xen | "" (bare metal)
-	BareMetal            bool    `json:"bareMetal,omitempty"`
-	CurrentGeneration    bool    `json:"currentGeneration,omitempty"`
-	Generation           int     `json:"generation,omitempty"` // 5 for m5.large; 0 when the name has none
-	Category             string  `json:"category,omitempty"`   // m
-	Family               string  `json:"family"`               // m5
-	Size                 string  `json:"size"`                 // large
-	CPUManufacturer      string  `json:"cpuManufacturer,omitempty"`
-	CPUClockMHz          int64   `json:"cpuClockMHz,omitempty"`
-	EncryptionInTransit  bool    `json:"encryptionInTransit"`
-	Burstable            bool    `json:"burstable,omitempty"`
+	NetworkBandwidthMbps int64    `json:"networkBandwidthMbps,omitempty"` // baseline, all cards
+	EBSBandwidthMbps     int64    `json:"ebsBandwidthMbps,omitempty"`     // maximum, EBS-optimized by default only
+	Hypervisor           string   `json:"hypervisor,omitempty"`           // nitro | xen | "" (bare metal)
+	BareMetal            bool     `json:"bareMetal,omitempty"`
+	CurrentGeneration    bool     `json:"currentGeneration,omitempty"`
+	Generation           int      `json:"generation,omitempty"` // 5 for m5.large; 0 when the name has none
+	Category             string   `json:"category,omitempty"`   // m
+	Family               string   `json:"family"`               // m5
+	Size                 string   `json:"size"`                 // large
+	CPUManufacturer      string   `json:"cpuManufacturer,omitempty"`
+	CPUClockMHz          int64    `json:"cpuClockMHz,omitempty"`
+	EncryptionInTransit  bool     `json:"encryptionInTransit"`
+	Burstable            bool     `json:"burstable,omitempty"`
 	CapacityTypes        []string `json:"capacityTypes"` // supported usage classes: on-demand, spot
 
 	Offerings []Offering `json:"offerings"`
