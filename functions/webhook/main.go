@@ -1,0 +1,87 @@
+// Command webhook is the admission webhook Lambda: the kube-apiserver calls it
+// (through a function URL) when the scheduler marks a pod Unschedulable; it
+// always allows and nudges the provisioner through the work queue.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/nodewright/nodewright/internal/admission"
+	"github.com/nodewright/nodewright/internal/queue"
+	"github.com/nodewright/nodewright/internal/settings"
+)
+
+func main() {
+	ctx := context.Background()
+	s, err := settings.FromEnv(settings.Getenv)
+	log := settings.Logger(os.Stdout, s.LogLevel, "webhook")
+	if err == nil {
+		err = s.Require(settings.EnvWorkQueueURL)
+	}
+	if err != nil {
+		log.Error("configuration", "error", err.Error())
+		os.Exit(1)
+	}
+	h, err := newHandler(ctx, s, log)
+	if err != nil {
+		log.Error("start", "error", err.Error())
+		os.Exit(1)
+	}
+	lambda.Start(func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
+		return serve(ctx, h, ev), nil
+	})
+}
+
+func newHandler(ctx context.Context, s settings.Settings, log *slog.Logger) (*admission.Handler, error) {
+	cfg, err := settings.AWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	secret := s.WebhookSecret
+	if secret == "" && s.WebhookSecretARN != "" {
+		out, err := secretsmanager.NewFromConfig(cfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.WebhookSecretARN)})
+		if err != nil {
+			return nil, fmt.Errorf("read webhook secret: %w", err)
+		}
+		secret = strings.TrimSpace(aws.ToString(out.SecretString))
+	}
+	q := queue.New(sqs.NewFromConfig(cfg), s.WorkQueueURL)
+	return admission.NewHandler(admission.Options{Secret: secret, Nudger: nudger{q}, Coalesce: s.BatchIdle, Logger: log})
+}
+
+// nudger adapts the work queue to the admission handler.
+type nudger struct{ q *queue.Queue }
+
+func (n nudger) Nudge(ctx context.Context, hint admission.Hint, delay time.Duration) error {
+	return n.q.Send(ctx, queue.Message{Kind: queue.KindProvision, Subject: hint.Namespace + "/" + hint.Name, Reason: hint.Reason}, delay)
+}
+
+// serve adapts a function URL (or API Gateway HTTP API 2.0) event.
+func serve(ctx context.Context, h *admission.Handler, ev events.LambdaFunctionURLRequest) events.LambdaFunctionURLResponse {
+	body := []byte(ev.Body)
+	if ev.IsBase64Encoded {
+		decoded, err := base64.StdEncoding.DecodeString(ev.Body)
+		if err != nil {
+			return events.LambdaFunctionURLResponse{StatusCode: 400, Body: `{"error":"bad base64 body"}`}
+		}
+		body = decoded
+	}
+	headers := make(map[string]string, len(ev.Headers))
+	for k, v := range ev.Headers {
+		headers[strings.ToLower(k)] = v
+	}
+	resp := h.Serve(ctx, admission.Request{Method: ev.RequestContext.HTTP.Method, Path: ev.RawPath, Headers: headers, Body: body})
+	return events.LambdaFunctionURLResponse{StatusCode: resp.Status, Headers: map[string]string{"content-type": "application/json"}, Body: string(resp.Body)}
+}

@@ -1,0 +1,97 @@
+// Package queue sends and parses the work messages nodewright functions pass
+// to each other through SQS: provisioner nudges and delayed requeues (the
+// serverless form of a controller's requeueAfter).
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// Kinds of work message.
+const (
+	KindProvision = "provision" // wake the provisioner; the payload is a hint
+	KindLifecycle = "lifecycle" // resume a NodeClaim's lifecycle step
+)
+
+// maxDelay is SQS's limit on DelaySeconds; longer waits are chained by the
+// receiver re-sending with the remaining delay.
+const maxDelay = 15 * time.Minute
+
+// Message is one unit of work.
+type Message struct {
+	Kind string `json:"kind"`
+	// Subject names what the work is about: a NodeClaim for lifecycle work,
+	// "namespace/pod" for a provisioning hint.
+	Subject string    `json:"subject,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
+	SentAt  time.Time `json:"sentAt"`
+	// NotBefore is when the work is due; set when the wanted delay exceeds
+	// what SQS can hold a message back for.
+	NotBefore time.Time `json:"notBefore,omitzero"`
+}
+
+// Sender is the part of the SQS client the queue uses.
+type Sender interface {
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+}
+
+// Queue sends work messages to one SQS queue.
+type Queue struct {
+	client Sender
+	url    string
+	now    func() time.Time
+}
+
+// New returns a Queue for the queue at url.
+func New(client Sender, url string) *Queue {
+	return &Queue{client: client, url: url, now: time.Now}
+}
+
+// Send enqueues msg to become visible after delay.
+func (q *Queue) Send(ctx context.Context, msg Message, delay time.Duration) error {
+	now := q.now()
+	if msg.SentAt.IsZero() {
+		msg.SentAt = now
+	}
+	if delay > maxDelay {
+		msg.NotBefore = now.Add(delay)
+		delay = maxDelay
+	}
+	if delay < 0 {
+		delay = 0
+	}
+	body, err := json.Marshal(msg)
+	if err != nil {
+		return fmt.Errorf("encode %s message: %w", msg.Kind, err)
+	}
+	_, err = q.client.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:     aws.String(q.url),
+		MessageBody:  aws.String(string(body)),
+		DelaySeconds: int32((delay + time.Second - 1) / time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("send %s message for %q: %w", msg.Kind, msg.Subject, err)
+	}
+	return nil
+}
+
+// Parse decodes a message body, rejecting anything that is not a known kind
+// so a malformed message is reported (and redriven to the DLQ), not dropped.
+func Parse(body string) (Message, error) {
+	var m Message
+	if err := json.Unmarshal([]byte(body), &m); err != nil {
+		return Message{}, fmt.Errorf("decode work message: %w", err)
+	}
+	switch m.Kind {
+	case KindProvision, KindLifecycle:
+	default:
+		return Message{}, fmt.Errorf("work message kind %q is not one of %s, %s", m.Kind, KindProvision, KindLifecycle)
+	}
+	return m, nil
+}

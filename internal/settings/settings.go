@@ -1,0 +1,134 @@
+// Package settings reads a function's configuration from its environment, as
+// the CDK app sets it, and builds the shared AWS config and JSON logger. Every
+// function reads the same names so the CDK app and the local demo set them
+// in one place.
+package settings
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+)
+
+// Environment variable names, shared with infra/ and the local demo.
+const (
+	EnvClusterName       = "NODEWRIGHT_CLUSTER_NAME"
+	EnvTableName         = "NODEWRIGHT_TABLE_NAME"
+	EnvWorkQueueURL      = "NODEWRIGHT_WORK_QUEUE_URL"
+	EnvInterruptionQueue = "NODEWRIGHT_INTERRUPTION_QUEUE_URL"
+	EnvWebhookSecret     = "NODEWRIGHT_WEBHOOK_SECRET"
+	EnvWebhookSecretARN  = "NODEWRIGHT_WEBHOOK_SECRET_ARN"
+	EnvConfigDir         = "NODEWRIGHT_CONFIG_DIR"
+	EnvRebalance         = "NODEWRIGHT_REBALANCE"
+	EnvBatchIdle         = "NODEWRIGHT_BATCH_IDLE"
+	EnvBatchMax          = "NODEWRIGHT_BATCH_MAX"
+	EnvLogLevel          = "NODEWRIGHT_LOG_LEVEL"
+)
+
+// Settings is what a function knows about its deployment.
+type Settings struct {
+	ClusterName       string
+	TableName         string
+	WorkQueueURL      string
+	InterruptionQueue string
+	WebhookSecret     string
+	WebhookSecretARN  string
+	ConfigDir         string
+	// Rebalance is "ignore" (Karpenter's behaviour) or "replace".
+	Rebalance string
+	BatchIdle time.Duration
+	BatchMax  time.Duration
+	LogLevel  slog.Level
+}
+
+// FromEnv reads Settings from getenv (os.Getenv in production).
+func FromEnv(getenv func(string) string) (Settings, error) {
+	s := Settings{
+		ClusterName:       getenv(EnvClusterName),
+		TableName:         getenv(EnvTableName),
+		WorkQueueURL:      getenv(EnvWorkQueueURL),
+		InterruptionQueue: getenv(EnvInterruptionQueue),
+		WebhookSecret:     getenv(EnvWebhookSecret),
+		WebhookSecretARN:  getenv(EnvWebhookSecretARN),
+		ConfigDir:         getenv(EnvConfigDir),
+		Rebalance:         "ignore",
+		BatchIdle:         time.Second,
+		BatchMax:          10 * time.Second,
+	}
+	if v := getenv(EnvRebalance); v != "" {
+		if v != "ignore" && v != "replace" {
+			return s, fmt.Errorf("%s=%q: want ignore or replace", EnvRebalance, v)
+		}
+		s.Rebalance = v
+	}
+	var err error
+	if s.BatchIdle, err = duration(getenv, EnvBatchIdle, s.BatchIdle); err != nil {
+		return s, err
+	}
+	if s.BatchMax, err = duration(getenv, EnvBatchMax, s.BatchMax); err != nil {
+		return s, err
+	}
+	if s.BatchMax < s.BatchIdle {
+		return s, fmt.Errorf("%s (%s) is shorter than %s (%s)", EnvBatchMax, s.BatchMax, EnvBatchIdle, s.BatchIdle)
+	}
+	if v := getenv(EnvLogLevel); v != "" {
+		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {
+			return s, fmt.Errorf("%s=%q: %w", EnvLogLevel, v, err)
+		}
+	}
+	return s, nil
+}
+
+// Require reports the first of the named settings that is empty.
+func (s Settings) Require(names ...string) error {
+	values := map[string]string{
+		EnvClusterName: s.ClusterName, EnvTableName: s.TableName, EnvWorkQueueURL: s.WorkQueueURL,
+		EnvInterruptionQueue: s.InterruptionQueue, EnvConfigDir: s.ConfigDir,
+	}
+	for _, n := range names {
+		if values[n] == "" {
+			return fmt.Errorf("%s is not set", n)
+		}
+	}
+	return nil
+}
+
+func duration(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return d, nil
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, nil
+	}
+	return 0, fmt.Errorf("%s=%q is not a duration", name, v)
+}
+
+// Logger returns the JSON logger every function uses; Lambda ships stdout
+// lines to CloudWatch Logs as they are.
+func Logger(w io.Writer, level slog.Level, function string) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})).With("function", function)
+}
+
+// AWSConfig loads the SDK configuration. Endpoints honour AWS_ENDPOINT_URL and
+// AWS_ENDPOINT_URL_<SERVICE>, which is how the local cloud is reached.
+func AWSConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
+	}
+	return cfg, nil
+}
+
+// Getenv is os.Getenv, named so callers read as FromEnv(settings.Getenv).
+func Getenv(k string) string { return os.Getenv(k) }

@@ -1,0 +1,47 @@
+package settings
+
+import (
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestFromEnvDefaults(t *testing.T) {
+	s, err := FromEnv(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Rebalance != "ignore" || s.BatchIdle != time.Second || s.BatchMax != 10*time.Second {
+		t.Fatalf("defaults: %+v", s)
+	}
+	if err := s.Require(EnvClusterName); err == nil {
+		t.Fatal("missing cluster name not reported")
+	}
+}
+
+func TestFromEnvParses(t *testing.T) {
+	s, err := FromEnv(env(map[string]string{EnvClusterName: "c", EnvRebalance: "replace", EnvBatchIdle: "2s", EnvBatchMax: "20", EnvLogLevel: "debug"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Rebalance != "replace" || s.BatchIdle != 2*time.Second || s.BatchMax != 20*time.Second || s.LogLevel.String() != "DEBUG" {
+		t.Fatalf("%+v", s)
+	}
+	if err := s.Require(EnvClusterName); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFromEnvRejects(t *testing.T) {
+	for _, m := range []map[string]string{
+		{EnvRebalance: "sometimes"},
+		{EnvBatchIdle: "soon"},
+		{EnvBatchIdle: "5s", EnvBatchMax: "1s"},
+		{EnvLogLevel: "loud"},
+	} {
+		if _, err := FromEnv(env(m)); err == nil {
+			t.Errorf("%v accepted", m)
+		}
+	}
+}
