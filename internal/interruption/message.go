@@ -1,0 +1,145 @@
+// Package interruption reads the EC2 and AWS Health events EventBridge
+// delivers to the interruption queue and decides what each means for the
+// nodes nodewright owns.
+package interruption
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Kind is what an interruption message announces.
+type Kind string
+
+// Kinds, named like Karpenter's message types (they become the
+// message_type metric dimension).
+const (
+	SpotInterruption      Kind = "spot_interrupted"
+	RebalanceRecommended  Kind = "rebalance_recommendation"
+	ScheduledChange       Kind = "scheduled_change"
+	StateChange           Kind = "state_change"
+	Unknown               Kind = "no_op"
+	detailTypeSpot             = "EC2 Spot Instance Interruption Warning"
+	detailTypeRebalance        = "EC2 Instance Rebalance Recommendation"
+	detailTypeStateChange      = "EC2 Instance State-change Notification"
+	detailTypeHealth           = "AWS Health Event"
+	sourceEC2                  = "aws.ec2"
+	sourceHealth               = "aws.health"
+)
+
+// Message is a parsed interruption event.
+type Message struct {
+	ID          string
+	Kind        Kind
+	DetailType  string
+	InstanceIDs []string
+	// State is the new instance state for StateChange messages.
+	State string
+	Time  time.Time
+}
+
+// Actionable reports whether the message may make nodewright act on its
+// instances (drain or clean up), as opposed to being acknowledged only.
+// Rebalance recommendations are actionable only under the `replace` policy;
+// the controller applies that setting.
+func (m Message) Actionable() bool {
+	switch m.Kind {
+	case SpotInterruption, ScheduledChange, RebalanceRecommended:
+		return true
+	case StateChange:
+		return m.State == "stopping" || m.State == "stopped" || m.State == "shutting-down" || m.State == "terminated"
+	}
+	return false
+}
+
+// Gone reports whether the instance is already stopped or terminated, so the
+// claim and node are cleaned up at once rather than drained.
+func (m Message) Gone() bool {
+	return m.Kind == StateChange && (m.State == "stopped" || m.State == "terminated")
+}
+
+// ErrMalformed marks messages that can never be processed; they are reported
+// as batch item failures so SQS moves them to the dead-letter queue.
+var ErrMalformed = errors.New("malformed interruption message")
+
+type envelope struct {
+	Version    string          `json:"version"`
+	ID         string          `json:"id"`
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Time       time.Time       `json:"time"`
+	Region     string          `json:"region"`
+	Resources  []string        `json:"resources"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+type ec2Detail struct {
+	InstanceID string `json:"instance-id"`
+	State      string `json:"state"`
+}
+
+type healthDetail struct {
+	Service           string `json:"service"`
+	EventTypeCategory string `json:"eventTypeCategory"`
+	EventTypeCode     string `json:"eventTypeCode"`
+	AffectedEntities  []struct {
+		EntityValue string `json:"entityValue"`
+	} `json:"affectedEntities"`
+}
+
+// Parse decodes an EventBridge envelope. Events of other kinds parse to
+// Unknown (acknowledged and counted); bodies that are not an envelope, or a
+// known kind without its instance, are ErrMalformed.
+func Parse(body string) (Message, error) {
+	var env envelope
+	if err := json.Unmarshal([]byte(body), &env); err != nil {
+		return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	if env.DetailType == "" || env.Source == "" {
+		return Message{}, fmt.Errorf("%w: no detail-type or source", ErrMalformed)
+	}
+	m := Message{ID: env.ID, DetailType: env.DetailType, Time: env.Time, Kind: Unknown}
+	switch {
+	case env.Source == sourceEC2 && (env.DetailType == detailTypeSpot || env.DetailType == detailTypeRebalance || env.DetailType == detailTypeStateChange):
+		var d ec2Detail
+		if err := json.Unmarshal(env.Detail, &d); err != nil {
+			return Message{}, fmt.Errorf("%w: %s detail: %v", ErrMalformed, env.DetailType, err)
+		}
+		if !strings.HasPrefix(d.InstanceID, "i-") {
+			return Message{}, fmt.Errorf("%w: %s without an instance-id", ErrMalformed, env.DetailType)
+		}
+		m.InstanceIDs = []string{d.InstanceID}
+		switch env.DetailType {
+		case detailTypeSpot:
+			m.Kind = SpotInterruption
+		case detailTypeRebalance:
+			m.Kind = RebalanceRecommended
+		default:
+			if d.State == "" {
+				return Message{}, fmt.Errorf("%w: state-change without a state", ErrMalformed)
+			}
+			m.Kind, m.State = StateChange, d.State
+		}
+	case env.Source == sourceHealth && env.DetailType == detailTypeHealth:
+		var d healthDetail
+		if err := json.Unmarshal(env.Detail, &d); err != nil {
+			return Message{}, fmt.Errorf("%w: health detail: %v", ErrMalformed, err)
+		}
+		if d.Service != "EC2" || d.EventTypeCategory != "scheduledChange" {
+			return m, nil
+		}
+		for _, e := range d.AffectedEntities {
+			if strings.HasPrefix(e.EntityValue, "i-") {
+				m.InstanceIDs = append(m.InstanceIDs, e.EntityValue)
+			}
+		}
+		if len(m.InstanceIDs) == 0 {
+			return Message{}, fmt.Errorf("%w: scheduled change without affected instances", ErrMalformed)
+		}
+		m.Kind = ScheduledChange
+	}
+	return m, nil
+}
