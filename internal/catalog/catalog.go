@@ -237,3 +237,27 @@ func (c *Catalog) Names() []string {
 	}
 	return out
 }
+
+// WithUnavailable returns a catalog in which the offerings unavailable
+// reports true for (e.g. the ICE cache) are marked unavailable. Types with no
+// such offering are shared; affected types are copied, so the receiver is
+// unchanged.
+func (c *Catalog) WithUnavailable(unavailable func(instanceType, zone, capacityType string) bool) *Catalog {
+	out := &Catalog{Region: c.Region, Zones: c.Zones, Types: make([]*InstanceType, len(c.Types)), byName: make(map[string]*InstanceType, len(c.Types))}
+	for i, it := range c.Types {
+		cp := it
+		for j, o := range it.Offerings {
+			if o.Available && unavailable(it.Name, o.Zone, o.CapacityType) {
+				if cp == it {
+					dup := *it
+					dup.Offerings = append([]Offering(nil), it.Offerings...)
+					cp = &dup
+				}
+				cp.Offerings[j].Available = false
+			}
+		}
+		out.Types[i] = cp
+		out.byName[cp.Name] = cp
+	}
+	return out
+}

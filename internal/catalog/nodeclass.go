@@ -1,0 +1,69 @@
+package catalog
+
+import (
+	"github.com/nodewright/nodewright/internal/apis"
+)
+
+// ephemeralDevice is the device backing ephemeral storage per AMI family
+// (the root volume everywhere except Bottlerocket's data volume).
+var ephemeralDevice = map[string]string{
+	apis.AMIFamilyAL2:          "/dev/xvda",
+	apis.AMIFamilyAL2023:       "/dev/xvda",
+	apis.AMIFamilyBottlerocket: "/dev/xvdb",
+	apis.AMIFamilyWindows2019:  "/dev/sda1",
+	apis.AMIFamilyWindows2022:  "/dev/sda1",
+}
+
+// OptionsForNodeClass derives the allocatable options an EC2NodeClass
+// implies: AMI family, kubelet overrides, ephemeral volume size and instance
+// store policy. Controller-level settings (VMMemoryOverheadPercent,
+// ReservedENIs) are left for the caller. A nil node class gives the defaults.
+func OptionsForNodeClass(nc *apis.EC2NodeClass) AllocatableOptions {
+	var o AllocatableOptions
+	if nc == nil {
+		return o
+	}
+	o.AMIFamily = nc.AMIFamily()
+	if k := nc.Spec.Kubelet; k != nil {
+		o.Kubelet = KubeletOptions{
+			MaxPods:        k.MaxPods,
+			PodsPerCore:    k.PodsPerCore,
+			SystemReserved: k.SystemReserved,
+			KubeReserved:   k.KubeReserved,
+			EvictionHard:   k.EvictionHard,
+		}
+	}
+	if p := nc.Spec.InstanceStorePolicy; p != nil && *p == apis.InstanceStorePolicyRAID0 {
+		o.InstanceStoreRAID0 = true
+	}
+	bdms := nc.Spec.BlockDeviceMappings
+	for _, b := range bdms {
+		if b != nil && b.RootVolume && b.EBS != nil && b.EBS.VolumeSize != nil {
+			q := b.EBS.VolumeSize.DeepCopy()
+			o.RootVolumeSize = &q
+			return o
+		}
+	}
+	if len(bdms) == 0 {
+		return o
+	}
+	if o.AMIFamily == apis.AMIFamilyCustom {
+		// Nothing says which volume a custom AMI uses; Karpenter takes the last.
+		if b := bdms[len(bdms)-1]; b != nil && b.EBS != nil && b.EBS.VolumeSize != nil {
+			q := b.EBS.VolumeSize.DeepCopy()
+			o.RootVolumeSize = &q
+		}
+		return o
+	}
+	family := o.AMIFamily
+	if family == "" {
+		family = apis.AMIFamilyAL2023
+	}
+	for _, b := range bdms {
+		if b != nil && b.DeviceName != nil && *b.DeviceName == ephemeralDevice[family] && b.EBS != nil && b.EBS.VolumeSize != nil {
+			q := b.EBS.VolumeSize.DeepCopy()
+			o.RootVolumeSize = &q
+		}
+	}
+	return o
+}
