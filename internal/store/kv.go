@@ -1,0 +1,98 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// KV is a small versioned value for checkpoints (e.g. a disruption pass's
+// progress, a webhook nudge's coalescing window). Items: pk "kv", sk = key.
+type KV struct {
+	Key     string
+	Value   []byte
+	Version int64
+	// ExpiresAt is zero for values that never expire.
+	ExpiresAt time.Time
+}
+
+// GetKV reads a value. Missing or expired: ErrNotFound.
+func (s *Store) GetKV(ctx context.Context, k string) (*KV, error) {
+	item, err := s.getItem(ctx, pkKV, k)
+	if err != nil {
+		return nil, fmt.Errorf("get kv %s: %w", k, err)
+	}
+	if item == nil {
+		return nil, fmt.Errorf("get kv %s: %w", k, ErrNotFound)
+	}
+	v, err := numAttr(item, "version")
+	if err != nil {
+		return nil, fmt.Errorf("get kv %s: %w", k, err)
+	}
+	out := &KV{Key: k, Version: v}
+	if exp, err := numAttr(item, AttrExpiresAt); err == nil {
+		if s.expired(exp) {
+			return nil, fmt.Errorf("get kv %s: %w (expired)", k, ErrNotFound)
+		}
+		out.ExpiresAt = time.Unix(exp, 0)
+	}
+	if b, ok := item["value"].(*types.AttributeValueMemberB); ok {
+		out.Value = b.Value
+	}
+	return out, nil
+}
+
+// PutKV writes value if the stored version equals expectedVersion (0: the key
+// must be absent or expired) and returns the new version. ttl > 0 makes the
+// value expire. A concurrent write gives ErrConflict.
+func (s *Store) PutKV(ctx context.Context, k string, value []byte, expectedVersion int64, ttl time.Duration) (int64, error) {
+	if k == "" {
+		return 0, errors.New("put kv: empty key")
+	}
+	item := key(pkKV, k)
+	item["version"] = nAttr(expectedVersion + 1)
+	item["value"] = &types.AttributeValueMemberB{Value: value}
+	if ttl > 0 {
+		item[AttrExpiresAt] = nAttr(s.now().Add(ttl).Unix())
+	}
+	in := &dynamodb.PutItemInput{TableName: aws.String(s.table), Item: item}
+	if expectedVersion == 0 {
+		in.ConditionExpression = aws.String("attribute_not_exists(#pk) OR #exp <= :now")
+		in.ExpressionAttributeNames = map[string]string{"#pk": AttrPK, "#exp": AttrExpiresAt}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":now": nAttr(s.now().Unix())}
+	} else {
+		in.ConditionExpression = aws.String("#v = :v AND (attribute_not_exists(#exp) OR #exp > :now)")
+		in.ExpressionAttributeNames = map[string]string{"#v": "version", "#exp": AttrExpiresAt}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": nAttr(expectedVersion), ":now": nAttr(s.now().Unix())}
+	}
+	_, err := s.api.PutItem(ctx, in)
+	if isConditionFailed(err) {
+		return 0, fmt.Errorf("put kv %s (expected version %d): %w", k, expectedVersion, ErrConflict)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("put kv %s: %w", k, err)
+	}
+	return expectedVersion + 1, nil
+}
+
+// DeleteKV removes a value if its version still equals expectedVersion.
+func (s *Store) DeleteKV(ctx context.Context, k string, expectedVersion int64) error {
+	_, err := s.api.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.table), Key: key(pkKV, k),
+		ConditionExpression:       aws.String("#v = :v"),
+		ExpressionAttributeNames:  map[string]string{"#v": "version"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":v": nAttr(expectedVersion)},
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("delete kv %s (expected version %d): %w", k, expectedVersion, ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("delete kv %s: %w", k, err)
+	}
+	return nil
+}
