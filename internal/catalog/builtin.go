@@ -30,14 +30,21 @@ func BuiltinRegions() []string {
 	return out
 }
 
+// EmbeddedData is the embedded catalog folder (the aws-data layout plus
+// zones-<region>.json), for ReadEC2Data or for serving it from a simulator.
+func EmbeddedData() fs.FS {
+	sub, err := fs.Sub(data, "data")
+	if err != nil {
+		panic(err) // "data" is a valid path; fs.Sub cannot fail on it
+	}
+	return sub
+}
+
 // Builtin returns the embedded catalog of region. Spot prices are derived
 // (PriceSourceDerivedSpot); regions without their own price list use the
 // us-east-1 list price and say so in the price source.
 func Builtin(region string) (*Catalog, error) {
-	sub, err := fs.Sub(data, "data")
-	if err != nil {
-		return nil, err
-	}
+	sub := EmbeddedData()
 	if _, err := fs.Stat(sub, offeringsFile(region)); err != nil {
 		return nil, fmt.Errorf("embedded catalog has no region %q (have %s)", region, strings.Join(BuiltinRegions(), ", "))
 	}

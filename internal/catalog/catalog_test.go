@@ -432,3 +432,18 @@ func TestLoadDirSharedData(t *testing.T) {
 		t.Error("a region without offerings loaded")
 	}
 }
+
+func TestReadEC2DataEmbedded(t *testing.T) {
+	in, err := ReadEC2Data(EmbeddedData(), "us-west-2", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.InstanceTypes) != len(in.OnDemand) || len(in.Offerings) == 0 || len(in.Zones) != 4 || in.OnDemandSource != "test (us-east-1 list price)" {
+		t.Fatalf("input: %d types, %d prices, %d offerings, zones %v, source %q", len(in.InstanceTypes), len(in.OnDemand), len(in.Offerings), in.Zones, in.OnDemandSource)
+	}
+	for _, info := range in.InstanceTypes {
+		if info.VCpuInfo == nil || info.NetworkInfo == nil || info.ProcessorInfo == nil {
+			t.Fatalf("%s: EC2 shape not decoded", info.InstanceType)
+		}
+	}
+}

@@ -45,24 +45,35 @@ func LoadDir(dir, region string) (*Catalog, error) {
 
 // LoadFS is LoadDir over any fs.FS; source labels the on-demand prices.
 func LoadFS(fsys fs.FS, region, source string) (*Catalog, error) {
+	in, err := ReadEC2Data(fsys, region, source)
+	if err != nil {
+		return nil, err
+	}
+	return FromEC2(in)
+}
+
+// ReadEC2Data reads a catalog folder into the EC2 API shapes FromEC2 takes,
+// for callers that need the raw shapes too (the AWS simulator serves
+// DescribeInstanceTypes from them). source labels the on-demand prices.
+func ReadEC2Data(fsys fs.FS, region, source string) (EC2Input, error) {
 	if region == "" {
-		return nil, errors.New("region is empty")
+		return EC2Input{}, errors.New("region is empty")
 	}
 	infos, err := readInstanceTypes(fsys)
 	if err != nil {
-		return nil, err
+		return EC2Input{}, err
 	}
 	var rawOfferings []struct {
 		InstanceType string
 		Location     string
 	}
 	if err := readJSON(fsys, offeringsFile(region), &rawOfferings); err != nil {
-		return nil, err
+		return EC2Input{}, err
 	}
 	offerings := make([]ec2types.InstanceTypeOffering, len(rawOfferings))
 	for i, o := range rawOfferings {
 		if o.InstanceType == "" || o.Location == "" {
-			return nil, fmt.Errorf("%s: entry %d lacks InstanceType or Location", offeringsFile(region), i)
+			return EC2Input{}, fmt.Errorf("%s: entry %d lacks InstanceType or Location", offeringsFile(region), i)
 		}
 		loc := o.Location
 		offerings[i] = ec2types.InstanceTypeOffering{InstanceType: ec2types.InstanceType(o.InstanceType), Location: &loc,
@@ -73,15 +84,15 @@ func LoadFS(fsys fs.FS, region, source string) (*Catalog, error) {
 	err = readJSON(fsys, pricesFile(region), &prices)
 	if errors.Is(err, fs.ErrNotExist) && region != fallbackPriceRegion {
 		if err2 := readJSON(fsys, pricesFile(fallbackPriceRegion), &prices); err2 != nil {
-			return nil, fmt.Errorf("no on-demand prices for %s (%w) and no %s fallback: %w", region, err, fallbackPriceRegion, err2)
+			return EC2Input{}, fmt.Errorf("no on-demand prices for %s (%w) and no %s fallback: %w", region, err, fallbackPriceRegion, err2)
 		}
 		priceSource = source + " (" + fallbackPriceRegion + " list price)"
 	} else if err != nil {
-		return nil, err
+		return EC2Input{}, err
 	}
 	for name, p := range prices {
 		if p < 0 {
-			return nil, fmt.Errorf("on-demand price of %s is negative (%v)", name, p)
+			return EC2Input{}, fmt.Errorf("on-demand price of %s is negative (%v)", name, p)
 		}
 	}
 	var zones map[string]string
@@ -92,12 +103,12 @@ func LoadFS(fsys fs.FS, region, source string) (*Catalog, error) {
 			zones[z.Name] = z.ID
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
+		return EC2Input{}, err
 	}
-	return FromEC2(EC2Input{
+	return EC2Input{
 		Region: region, InstanceTypes: infos, Offerings: offerings, Zones: zones,
 		OnDemand: prices, OnDemandSource: priceSource,
-	})
+	}, nil
 }
 
 func readInstanceTypes(fsys fs.FS) ([]ec2types.InstanceTypeInfo, error) {
