@@ -202,6 +202,15 @@ func New(region string, zones []Zone, types []*InstanceType) (*Catalog, error) {
 
 // Get returns the instance type called name.
 func (c *Catalog) Get(name string) (*InstanceType, bool) {
+	if c.byName == nil {
+		// A catalog decoded from JSON has no index; stay correct, if slower.
+		for _, it := range c.Types {
+			if it.Name == name {
+				return it, true
+			}
+		}
+		return nil, false
+	}
 	it, ok := c.byName[name]
 	return it, ok
 }

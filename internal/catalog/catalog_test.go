@@ -413,6 +413,11 @@ func TestLoadDirSharedData(t *testing.T) {
 			t.Errorf("us-west-2 price source = %q", o.PriceSource)
 		}
 	}
+	if metal, ok := east.Get("m5.metal"); ok {
+		if v, has := metal.Labels[LabelInstanceHypervisor]; !has || v != "" || !metal.BareMetal {
+			t.Errorf("m5.metal: hypervisor label %q (present %v), bare metal %v; Karpenter labels it with an empty value", v, has, metal.BareMetal)
+		}
+	}
 	var gpus, arm int
 	for _, it := range east.Types {
 		if it.GPUCount() > 0 {

@@ -102,12 +102,9 @@ func TypeLabels(it *InstanceType, region string) map[string]string {
 		LabelInstanceMemory:              strconv.FormatInt(it.MemoryMiB, 10),
 		LabelInstanceEncryptionInTransit: strconv.FormatBool(it.EncryptionInTransit),
 	}
-	// Karpenter sets the hypervisor requirement to the (possibly empty) value
-	// EC2 reports; an empty label value would still be a label, but an empty
-	// value is meaningless to select on, so bare metal carries no label.
-	if it.Hypervisor != "" {
-		l[LabelInstanceHypervisor] = it.Hypervisor
-	}
+	// Karpenter labels bare metal with an empty hypervisor value, so an
+	// Exists requirement matches every type; keep that.
+	l[LabelInstanceHypervisor] = it.Hypervisor
 	if region != "" {
 		l[LabelTopologyRegion] = region
 	}
