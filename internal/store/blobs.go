@@ -226,7 +226,6 @@ func (s *Store) getItem(ctx context.Context, pk, sk string) (map[string]types.At
 	return out.Item, nil
 }
 
-
 func partKey(gen string, i int) string { return fmt.Sprintf("part#%s#%05d", gen, i) }
 
 func newGeneration() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -85,9 +86,11 @@ func (s *Store) Table() string { return s.table }
 // NewDynamoDBClient builds a DynamoDB client whose retryer suits a shared
 // on-demand table: throttling (ProvisionedThroughputExceeded, Throttling,
 // RequestLimitExceeded) and 5xx are retried up to 10 attempts with jittered
-// exponential backoff capped at 5 s. The client-side retry quota is disabled:
+// exponential backoff capped at 2 s. The client-side retry quota is disabled:
 // under a throttling burst it would otherwise turn throttles into hard
 // "retry quota exceeded" failures across every concurrent caller.
+// Backoff starts at 25 ms (DynamoDB throttling clears in milliseconds to
+// seconds; the SDK's default 1 s base would stall a Lambda pass needlessly).
 func NewDynamoDBClient(cfg aws.Config, optFns ...func(*dynamodb.Options)) *dynamodb.Client {
 	opts := append([]func(*dynamodb.Options){func(o *dynamodb.Options) {
 		o.Retryer = NewRetryer()
@@ -99,9 +102,22 @@ func NewDynamoDBClient(cfg aws.Config, optFns ...func(*dynamodb.Options)) *dynam
 func NewRetryer() aws.Retryer {
 	return retry.NewStandard(func(o *retry.StandardOptions) {
 		o.MaxAttempts = 10
-		o.MaxBackoff = 5 * time.Second
+		o.MaxBackoff = 2 * time.Second
+		o.Backoff = jitterBackoff{base: 25 * time.Millisecond, max: 2 * time.Second}
 		o.RateLimiter = ratelimit.None
 	})
+}
+
+// jitterBackoff is full-jitter exponential backoff: a uniform delay in
+// [0, min(max, base*2^attempt)).
+type jitterBackoff struct{ base, max time.Duration }
+
+func (b jitterBackoff) BackoffDelay(attempt int, _ error) (time.Duration, error) {
+	ceil := b.max
+	if attempt < 20 && b.base<<attempt < b.max {
+		ceil = b.base << attempt
+	}
+	return time.Duration(rand.Int64N(int64(ceil) + 1)), nil
 }
 
 // Item kinds and key prefixes. Every kind lives in its own partition(s) so a
