@@ -68,11 +68,13 @@ type FieldError struct {
 
 func (e FieldError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d", e.Line)
+	if e.File != "" {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			fmt.Fprintf(&b, ":%d", e.Line)
+		}
+		b.WriteString(": ")
 	}
-	b.WriteString(": ")
 	if e.Path != "" {
 		b.WriteString(e.Path)
 		b.WriteString(": ")

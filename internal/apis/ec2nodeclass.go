@@ -1,6 +1,9 @@
 package apis
 
 import (
+	"maps"
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -131,19 +134,16 @@ type InstanceStorePolicy string
 // InstanceStorePolicyRAID0 stripes all instance store NVMe disks into one volume.
 const InstanceStorePolicyRAID0 InstanceStorePolicy = "RAID0"
 
-// AMIFamily returns the effective AMI family: the alias family when an alias
-// term is used, else spec.amiFamily ("" when neither is set).
+// AMIFamily returns the effective AMI family: spec.amiFamily when set (with
+// an alias it may only be the alias' family or Custom), else the alias'
+// family ("" when neither is set).
 func (nc *EC2NodeClass) AMIFamily() string {
-	for _, t := range nc.Spec.AMISelectorTerms {
-		if t.Alias != "" {
-			fam, _, _ := splitAlias(t.Alias)
-			if f, ok := aliasFamilies[fam]; ok {
-				return f
-			}
-		}
-	}
 	if nc.Spec.AMIFamily != nil {
 		return *nc.Spec.AMIFamily
+	}
+	if alias := nc.AMIAlias(); alias != "" {
+		fam, _, _ := splitAlias(alias)
+		return aliasFamilies[fam]
 	}
 	return ""
 }
@@ -174,4 +174,33 @@ func splitAlias(alias string) (family, version string, ok bool) {
 		}
 	}
 	return alias, "", false
+}
+
+// DeepCopy returns an independent copy.
+func (k *KubeletConfiguration) DeepCopy() *KubeletConfiguration {
+	if k == nil {
+		return nil
+	}
+	out := *k
+	out.ClusterDNS = slices.Clone(k.ClusterDNS)
+	out.MaxPods = clonePtr(k.MaxPods)
+	out.PodsPerCore = clonePtr(k.PodsPerCore)
+	out.SystemReserved = maps.Clone(k.SystemReserved)
+	out.KubeReserved = maps.Clone(k.KubeReserved)
+	out.EvictionHard = maps.Clone(k.EvictionHard)
+	out.EvictionSoft = maps.Clone(k.EvictionSoft)
+	out.EvictionSoftGracePeriod = maps.Clone(k.EvictionSoftGracePeriod)
+	out.EvictionMaxPodGracePeriod = clonePtr(k.EvictionMaxPodGracePeriod)
+	out.ImageGCHighThresholdPercent = clonePtr(k.ImageGCHighThresholdPercent)
+	out.ImageGCLowThresholdPercent = clonePtr(k.ImageGCLowThresholdPercent)
+	out.CPUCFSQuota = clonePtr(k.CPUCFSQuota)
+	return &out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

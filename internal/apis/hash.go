@@ -63,6 +63,11 @@ func (nc *EC2NodeClass) Hash() string {
 	s.SubnetSelectorTerms = nil
 	s.SecurityGroupSelectorTerms = nil
 	s.AMISelectorTerms = nil
+	// The family is hashed as resolved, so spelling it via amiFamily or via
+	// an alias of the same family does not count as drift.
+	if fam := nc.AMIFamily(); fam != "" {
+		s.AMIFamily = &fam
+	}
 	return hashOf(s)
 }
 

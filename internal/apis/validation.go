@@ -1,0 +1,725 @@
+package apis
+
+import (
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nodewright/nodewright/internal/apis/cron"
+)
+
+// This file mirrors the OpenAPI and CEL rules of Karpenter's v1 CRDs
+// (karpenter.sh NodePool, karpenter.k8s.aws EC2NodeClass); where Karpenter
+// has a message, it is used verbatim so users can search for it.
+
+const msgRequired = "required field is missing"
+
+type validator struct{ errs []fieldErr }
+
+func (v *validator) add(path, format string, args ...any) {
+	v.errs = append(v.errs, fieldErr{path: path, msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *validator) oneOf(path, value string, allowed ...string) {
+	if !slices.Contains(allowed, value) {
+		v.add(path, "%q is not one of %s", value, strings.Join(allowed, ", "))
+	}
+}
+
+func toErrorList(errs []fieldErr) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	out := make(ErrorList, len(errs))
+	for i, e := range errs {
+		out[i] = FieldError{Path: e.path, Message: e.msg}
+	}
+	return out
+}
+
+// Validate checks the (defaulted) NodePool on its own: everything except
+// whether its nodeClassRef resolves, which needs the loaded classes. The
+// error is an ErrorList without file names.
+func (np *NodePool) Validate() error { return toErrorList(validateNodePool(np)) }
+
+// Validate checks the (defaulted) EC2NodeClass. The error is an ErrorList
+// without file names.
+func (nc *EC2NodeClass) Validate() error { return toErrorList(validateEC2NodeClass(nc)) }
+
+var operators = []string{
+	string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpNotIn),
+	string(corev1.NodeSelectorOpExists), string(corev1.NodeSelectorOpDoesNotExist),
+	string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpLt),
+}
+
+func validateNodePool(np *NodePool) []fieldErr {
+	v := &validator{}
+	validateName(v, np.Name)
+	s := np.Spec
+	if s.Weight != nil && (*s.Weight < 1 || *s.Weight > 100) {
+		v.add("spec.weight", "%d is outside 1..100", *s.Weight)
+	}
+	for name, q := range s.Limits {
+		p := joinKey("spec.limits", string(name))
+		if name == "" {
+			v.add(p, "empty resource name")
+		}
+		if q.Sign() < 0 {
+			v.add(p, "%s must not be negative", q.String())
+		}
+	}
+	validateTemplateLabels(v, "spec.template.metadata.labels", s.Template.ObjectMeta.Labels)
+	for k := range s.Template.ObjectMeta.Annotations {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			v.add(joinKey("spec.template.metadata.annotations", k), "invalid annotation key: %s", strings.Join(errs, "; "))
+		}
+	}
+	validateClaimSpec(v, "spec.template.spec", &s.Template.Spec)
+	validateDisruption(v, "spec.disruption", &s.Disruption)
+	return v.errs
+}
+
+func validateName(v *validator, name string) {
+	if name == "" {
+		v.add("metadata.name", msgRequired)
+		return
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		v.add("metadata.name", "%q is not a valid name: %s", name, strings.Join(errs, "; "))
+	}
+}
+
+func validateClaimSpec(v *validator, path string, ts *NodeClaimTemplateSpec) {
+	if len(ts.Requirements) > 100 {
+		v.add(joinField(path, "requirements"), "%d requirements, at most 100 are allowed", len(ts.Requirements))
+	}
+	for i, r := range ts.Requirements {
+		validateRequirement(v, joinIndex(joinField(path, "requirements"), i), r)
+	}
+	validateTaints(v, joinField(path, "taints"), ts.Taints)
+	validateTaints(v, joinField(path, "startupTaints"), ts.StartupTaints)
+	ref := ts.NodeClassRef
+	refPath := joinField(path, "nodeClassRef")
+	switch {
+	case ref == nil:
+		v.add(refPath, msgRequired)
+	default:
+		if ref.Name == "" {
+			v.add(joinField(refPath, "name"), "name may not be empty")
+		}
+		if ref.Group == "" {
+			v.add(joinField(refPath, "group"), "group may not be empty")
+		} else if strings.Contains(ref.Group, "/") {
+			v.add(joinField(refPath, "group"), "%q is a group, not an apiVersion: use %q", ref.Group, AWSGroup)
+		} else if ref.Group != AWSGroup {
+			v.add(joinField(refPath, "group"), "%q is not supported: nodewright node classes are %s/%s", ref.Group, AWSGroup, EC2NodeClassKind)
+		}
+		if ref.Kind == "" {
+			v.add(joinField(refPath, "kind"), "kind may not be empty")
+		} else if ref.Kind != EC2NodeClassKind {
+			v.add(joinField(refPath, "kind"), "%q is not supported: nodewright node classes are %s/%s", ref.Kind, AWSGroup, EC2NodeClassKind)
+		}
+	}
+	validateNillable(v, joinField(path, "expireAfter"), ts.ExpireAfter)
+	if d := ts.TerminationGracePeriod; d != nil {
+		validateSeconds(v, joinField(path, "terminationGracePeriod"), d.Duration)
+	}
+}
+
+// validateNillable applies the pattern ^(([0-9]+(s|m|h))+|Never)$ to a value.
+func validateNillable(v *validator, path string, n NillableDuration) {
+	if d, ok := n.Get(); ok {
+		validateSeconds(v, path, d)
+	}
+}
+
+// validateSeconds applies ^([0-9]+(s|m|h))+$: non-negative whole seconds.
+func validateSeconds(v *validator, path string, d time.Duration) {
+	if d < 0 {
+		v.add(path, "%s must not be negative", d)
+	} else if d%time.Second != 0 {
+		v.add(path, "%s must be whole seconds (e.g. 30s, 5m, 1h)", d)
+	}
+}
+
+func validateRequirement(v *validator, path string, r NodeSelectorRequirementWithMinValues) {
+	if r.Key == "" {
+		v.add(joinField(path, "key"), msgRequired)
+	} else {
+		for _, m := range labelKeyProblems(r.Key) {
+			v.add(joinField(path, "key"), "%s", m)
+		}
+	}
+	if r.Operator == "" {
+		v.add(joinField(path, "operator"), msgRequired)
+	} else {
+		v.oneOf(joinField(path, "operator"), string(r.Operator), operators...)
+	}
+	for j, val := range r.Values {
+		if errs := validation.IsValidLabelValue(val); len(errs) > 0 {
+			v.add(joinIndex(joinField(path, "values"), j), "%q is not a valid label value: %s", val, strings.Join(errs, "; "))
+		}
+	}
+	switch r.Operator {
+	case corev1.NodeSelectorOpIn:
+		if len(r.Values) == 0 {
+			v.add(joinField(path, "values"), "requirements with operator 'In' must have a value defined")
+		}
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		ok := len(r.Values) == 1
+		if ok {
+			n, err := strconv.ParseInt(r.Values[0], 10, 64)
+			ok = err == nil && n >= 0
+		}
+		if !ok {
+			v.add(joinField(path, "values"), "operator %s takes exactly one non-negative integer value, got %s", r.Operator, quoteList(r.Values))
+		}
+	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+		if len(r.Values) > 0 {
+			v.add(joinField(path, "values"), "operator %s takes no values, got %s", r.Operator, quoteList(r.Values))
+		}
+	}
+	if r.MinValues != nil {
+		mv := *r.MinValues
+		switch {
+		case mv < 1 || mv > 50:
+			v.add(joinField(path, "minValues"), "%d is outside 1..50", mv)
+		case r.Operator == corev1.NodeSelectorOpIn && mv > len(r.Values):
+			v.add(joinField(path, "minValues"), "requirements with 'minValues' must have at least that many values specified in the 'values' field (minValues %d, %d values)", mv, len(r.Values))
+		}
+	}
+}
+
+func quoteList(vals []string) string {
+	q := make([]string, len(vals))
+	for i, s := range vals {
+		q[i] = strconv.Quote(s)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// Labels Karpenter lets users set or require although their domains are
+// otherwise restricted.
+var (
+	allowedKubernetesLabels = []string{
+		"beta.kubernetes.io/instance-type", "failure-domain.beta.kubernetes.io/region",
+		"beta.kubernetes.io/os", "beta.kubernetes.io/arch", "failure-domain.beta.kubernetes.io/zone",
+		"topology.kubernetes.io/zone", "topology.kubernetes.io/region", "node.kubernetes.io/instance-type",
+		"kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/windows-build",
+	}
+	allowedKarpenterLabels = []string{CapacityTypeLabelKey, NodePoolLabelKey}
+	allowedAWSLabels       = []string{
+		"karpenter.k8s.aws/capacity-reservation-id", "karpenter.k8s.aws/ec2nodeclass",
+		"karpenter.k8s.aws/instance-encryption-in-transit-supported", "karpenter.k8s.aws/instance-category",
+		"karpenter.k8s.aws/instance-hypervisor", "karpenter.k8s.aws/instance-family",
+		"karpenter.k8s.aws/instance-generation", "karpenter.k8s.aws/instance-local-nvme",
+		"karpenter.k8s.aws/instance-size", "karpenter.k8s.aws/instance-cpu",
+		"karpenter.k8s.aws/instance-cpu-manufacturer", "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
+		"karpenter.k8s.aws/instance-memory", "karpenter.k8s.aws/instance-ebs-bandwidth",
+		"karpenter.k8s.aws/instance-network-bandwidth", "karpenter.k8s.aws/instance-gpu-name",
+		"karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-count",
+		"karpenter.k8s.aws/instance-gpu-memory", "karpenter.k8s.aws/instance-accelerator-name",
+		"karpenter.k8s.aws/instance-accelerator-manufacturer", "karpenter.k8s.aws/instance-accelerator-count",
+		"karpenter.k8s.aws/instance-capability-flex",
+	}
+)
+
+// labelKeyProblems returns every restriction a label key (template label or
+// requirement key) breaks, with Karpenter's messages.
+func labelKeyProblems(key string) []string {
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return []string{fmt.Sprintf("%q is not a valid label key: %s", key, strings.Join(errs, "; "))}
+	}
+	domain, _, _ := strings.Cut(key, "/")
+	var out []string
+	if !slices.Contains(allowedKubernetesLabels, key) && !strings.HasSuffix(domain, "node.kubernetes.io") &&
+		!strings.HasSuffix(domain, "node-restriction.kubernetes.io") && strings.HasSuffix(domain, "kubernetes.io") {
+		out = append(out, `label domain "kubernetes.io" is restricted`)
+	}
+	if !strings.HasSuffix(domain, "kops.k8s.io") && strings.HasSuffix(domain, "k8s.io") {
+		out = append(out, `label domain "k8s.io" is restricted`)
+	}
+	if !slices.Contains(allowedKarpenterLabels, key) && strings.HasSuffix(domain, "karpenter.sh") {
+		out = append(out, `label domain "karpenter.sh" is restricted`)
+	}
+	if !slices.Contains(allowedAWSLabels, key) && strings.HasSuffix(domain, "karpenter.k8s.aws") {
+		out = append(out, `label domain "karpenter.k8s.aws" is restricted`)
+	}
+	if key == NodePoolLabelKey {
+		out = append(out, `label "karpenter.sh/nodepool" is restricted`)
+	}
+	if key == corev1.LabelHostname {
+		out = append(out, `label "kubernetes.io/hostname" is restricted`)
+	}
+	return out
+}
+
+func validateTemplateLabels(v *validator, path string, labels map[string]string) {
+	if len(labels) > 100 {
+		v.add(path, "%d labels, at most 100 are allowed", len(labels))
+	}
+	for _, k := range sortedKeys(labels) {
+		p := joinKey(path, k)
+		for _, m := range labelKeyProblems(k) {
+			v.add(p, "%s", m)
+		}
+		if errs := validation.IsValidLabelValue(labels[k]); len(errs) > 0 {
+			v.add(p, "%q is not a valid label value: %s", labels[k], strings.Join(errs, "; "))
+		}
+	}
+}
+
+var taintEffects = []string{string(corev1.TaintEffectNoSchedule), string(corev1.TaintEffectPreferNoSchedule), string(corev1.TaintEffectNoExecute)}
+
+func validateTaints(v *validator, path string, taints []corev1.Taint) {
+	seen := map[string]int{}
+	for i, t := range taints {
+		p := joinIndex(path, i)
+		if t.Key == "" {
+			v.add(joinField(p, "key"), msgRequired)
+		} else if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+			v.add(joinField(p, "key"), "%q is not a valid taint key: %s", t.Key, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+			v.add(joinField(p, "value"), "%q is not a valid taint value: %s", t.Value, strings.Join(errs, "; "))
+		}
+		if t.Effect == "" {
+			v.add(joinField(p, "effect"), msgRequired)
+		} else {
+			v.oneOf(joinField(p, "effect"), string(t.Effect), taintEffects...)
+		}
+		id := t.Key + ":" + string(t.Effect)
+		if j, dup := seen[id]; dup {
+			v.add(p, "taint %s:%s repeats %s[%d]", t.Key, t.Effect, path, j)
+		} else {
+			seen[id] = i
+		}
+	}
+}
+
+var (
+	budgetSchedulePattern = regexp.MustCompile(`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$`)
+	disruptionReasons     = []string{string(DisruptionReasonUnderutilized), string(DisruptionReasonEmpty), string(DisruptionReasonDrifted)}
+)
+
+func validateDisruption(v *validator, path string, d *Disruption) {
+	if d.ConsolidateAfter.IsZero() {
+		v.add(joinField(path, "consolidateAfter"), "%s (a duration such as 0s, 30s, 5m, or Never)", msgRequired)
+	}
+	validateNillable(v, joinField(path, "consolidateAfter"), d.ConsolidateAfter)
+	if d.ConsolidationPolicy == consolidationPolicyWhenUnderutilizedBeta {
+		v.add(joinField(path, "consolidationPolicy"), "%q is karpenter.sh/v1beta1; use %s", d.ConsolidationPolicy, ConsolidationPolicyWhenEmptyOrUnderutilized)
+	} else if d.ConsolidationPolicy != "" {
+		v.oneOf(joinField(path, "consolidationPolicy"), string(d.ConsolidationPolicy), string(ConsolidationPolicyWhenEmpty), string(ConsolidationPolicyWhenEmptyOrUnderutilized))
+	}
+	bp := joinField(path, "budgets")
+	if len(d.Budgets) > 50 {
+		v.add(bp, "%d budgets, at most 50 are allowed", len(d.Budgets))
+	}
+	for i, b := range d.Budgets {
+		p := joinIndex(bp, i)
+		if !budgetNodesPattern.MatchString(b.Nodes) {
+			v.add(joinField(p, "nodes"), "%q is not a node count or percentage (e.g. \"5\" or \"10%%\"; must match %s)", b.Nodes, budgetNodesPattern)
+		}
+		if b.Schedule != nil {
+			sp := joinField(p, "schedule")
+			if !budgetSchedulePattern.MatchString(*b.Schedule) {
+				v.add(sp, "%q is not a cron schedule (5 fields: minute hour day-of-month month day-of-week, or @daily, @hourly, @weekly, @monthly, @yearly, @annually, @midnight)", *b.Schedule)
+			} else if _, err := cron.Parse(*b.Schedule); err != nil {
+				v.add(sp, "%q is not a valid cron schedule: %v", *b.Schedule, err)
+			}
+		}
+		if b.Duration != nil {
+			if d := b.Duration.Duration; d < 0 || d%time.Minute != 0 {
+				v.add(joinField(p, "duration"), "%s must be whole minutes or hours (e.g. 30m, 8h, 1h30m)", d)
+			}
+		}
+		if (b.Schedule == nil) != (b.Duration == nil) {
+			v.add(p, "'schedule' must be set with 'duration'")
+		}
+		for j, r := range b.Reasons {
+			v.oneOf(joinIndex(joinField(p, "reasons"), j), string(r), disruptionReasons...)
+		}
+	}
+}
+
+// EC2NodeClass rules.
+
+var (
+	subnetIDPattern = regexp.MustCompile(`^subnet-[0-9a-z]+$`)
+	sgIDPattern     = regexp.MustCompile(`^sg-[0-9a-z]+$`)
+	amiIDPattern    = regexp.MustCompile(`^ami-[0-9a-z]+$`)
+	aliasPattern    = regexp.MustCompile(`^[a-zA-Z0-9]+@.+$`)
+	datedVersion    = regexp.MustCompile(`^v[0-9]{8}$`)
+	semverVersion   = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+$`)
+	volumeSizeRe    = regexp.MustCompile(`^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$`)
+	amiFamilies     = []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyCustom, AMIFamilyWindows2019, AMIFamilyWindows2022}
+	volumeTypes     = []string{"standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"}
+	evictionSignals = []string{"memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"}
+	reservedKeys    = []string{"cpu", "memory", "ephemeral-storage", "pid"}
+)
+
+func validateEC2NodeClass(nc *EC2NodeClass) []fieldErr {
+	v := &validator{}
+	validateName(v, nc.Name)
+	s := &nc.Spec
+
+	validateSubnetTerms(v, s.SubnetSelectorTerms)
+	validateSGTerms(v, s.SecurityGroupSelectorTerms)
+	validateAMI(v, s)
+
+	switch {
+	case s.Role != "" && s.InstanceProfile != nil:
+		v.add("spec", "must specify exactly one of ['role', 'instanceProfile']")
+	case s.Role == "" && s.InstanceProfile == nil:
+		v.add("spec", "must specify exactly one of ['role', 'instanceProfile']")
+	case s.InstanceProfile != nil && *s.InstanceProfile == "":
+		v.add("spec.instanceProfile", "instanceProfile cannot be empty")
+	}
+
+	for _, k := range sortedKeys(s.Tags) {
+		p := joinKey("spec.tags", k)
+		switch {
+		case k == "":
+			v.add(p, "empty tag keys aren't supported")
+		case k == "eks:eks-cluster-name":
+			v.add(p, "tag contains a restricted tag matching eks:eks-cluster-name")
+		case strings.HasPrefix(k, "kubernetes.io/cluster"):
+			v.add(p, "tag contains a restricted tag matching kubernetes.io/cluster/")
+		case k == NodePoolLabelKey:
+			v.add(p, "tag contains a restricted tag matching karpenter.sh/nodepool")
+		case k == "karpenter.sh/nodeclaim":
+			v.add(p, "tag contains a restricted tag matching karpenter.sh/nodeclaim")
+		case k == NodeClassLabelKey:
+			v.add(p, "tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass")
+		}
+	}
+
+	if s.Kubelet != nil {
+		validateKubelet(v, "spec.kubelet", s.Kubelet)
+	}
+	validateBlockDevices(v, s.BlockDeviceMappings)
+	if m := s.MetadataOptions; m != nil {
+		if m.HTTPEndpoint != nil {
+			v.oneOf("spec.metadataOptions.httpEndpoint", *m.HTTPEndpoint, "enabled", "disabled")
+		}
+		if m.HTTPProtocolIPv6 != nil {
+			v.oneOf("spec.metadataOptions.httpProtocolIPv6", *m.HTTPProtocolIPv6, "enabled", "disabled")
+		}
+		if h := m.HTTPPutResponseHopLimit; h != nil && (*h < 1 || *h > 64) {
+			v.add("spec.metadataOptions.httpPutResponseHopLimit", "%d is outside 1..64", *h)
+		}
+		if m.HTTPTokens != nil {
+			v.oneOf("spec.metadataOptions.httpTokens", *m.HTTPTokens, "required", "optional")
+		}
+	}
+	if p := s.InstanceStorePolicy; p != nil {
+		v.oneOf("spec.instanceStorePolicy", string(*p), string(InstanceStorePolicyRAID0))
+	}
+	return v.errs
+}
+
+func validateSelectorTags(v *validator, path string, tags map[string]string) {
+	if len(tags) > 20 {
+		v.add(path, "%d tags, at most 20 are allowed", len(tags))
+	}
+	for _, k := range sortedKeys(tags) {
+		if k == "" || tags[k] == "" {
+			v.add(path, "empty tag keys or values aren't supported")
+			return
+		}
+	}
+}
+
+func validateSubnetTerms(v *validator, terms []SubnetSelectorTerm) {
+	const path = "spec.subnetSelectorTerms"
+	switch {
+	case terms == nil:
+		v.add(path, msgRequired)
+	case len(terms) == 0:
+		v.add(path, "subnetSelectorTerms cannot be empty")
+	case len(terms) > 30:
+		v.add(path, "%d terms, at most 30 are allowed", len(terms))
+	}
+	for i, t := range terms {
+		p := joinIndex(path, i)
+		switch {
+		case t.Tags == nil && t.ID == "":
+			v.add(p, "expected at least one, got none, ['tags', 'id']")
+		case t.Tags != nil && t.ID != "":
+			v.add(p, "'id' is mutually exclusive, cannot be set with a combination of other fields in a subnet selector term")
+		}
+		if t.Tags != nil {
+			if len(t.Tags) == 0 {
+				v.add(joinField(p, "tags"), "expected at least one tag")
+			}
+			validateSelectorTags(v, joinField(p, "tags"), t.Tags)
+		}
+		if t.ID != "" && !subnetIDPattern.MatchString(t.ID) {
+			v.add(joinField(p, "id"), "%q is not a subnet id (subnet-...)", t.ID)
+		}
+	}
+}
+
+func validateSGTerms(v *validator, terms []SecurityGroupSelectorTerm) {
+	const path = "spec.securityGroupSelectorTerms"
+	switch {
+	case terms == nil:
+		v.add(path, msgRequired)
+	case len(terms) == 0:
+		v.add(path, "securityGroupSelectorTerms cannot be empty")
+	case len(terms) > 30:
+		v.add(path, "%d terms, at most 30 are allowed", len(terms))
+	}
+	for i, t := range terms {
+		p := joinIndex(path, i)
+		switch {
+		case t.Tags == nil && t.ID == "" && t.Name == "":
+			v.add(p, "expected at least one, got none, ['tags', 'id', 'name']")
+		case t.ID != "" && (t.Tags != nil || t.Name != ""):
+			v.add(p, "'id' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term")
+		case t.Name != "" && t.Tags != nil:
+			v.add(p, "'name' is mutually exclusive, cannot be set with a combination of other fields in a security group selector term")
+		}
+		if t.Tags != nil {
+			if len(t.Tags) == 0 {
+				v.add(joinField(p, "tags"), "expected at least one tag")
+			}
+			validateSelectorTags(v, joinField(p, "tags"), t.Tags)
+		}
+		if t.ID != "" && !sgIDPattern.MatchString(t.ID) {
+			v.add(joinField(p, "id"), "%q is not a security group id (sg-...)", t.ID)
+		}
+	}
+}
+
+func validateAMI(v *validator, s *EC2NodeClassSpec) {
+	const path = "spec.amiSelectorTerms"
+	terms := s.AMISelectorTerms
+	switch {
+	case len(terms) == 0:
+		v.add(path, "%s (e.g. [{alias: al2023@latest}])", msgRequired)
+	case len(terms) > 30:
+		v.add(path, "%d terms, at most 30 are allowed", len(terms))
+	}
+	aliasFamily := ""
+	for i, t := range terms {
+		p := joinIndex(path, i)
+		others := t.Tags != nil || t.Name != "" || t.Owner != ""
+		switch {
+		case t.Alias == "" && t.ID == "" && t.Tags == nil && t.Name == "":
+			v.add(p, "expected at least one, got none, ['tags', 'id', 'name', 'alias']")
+		case t.ID != "" && (t.Alias != "" || others):
+			v.add(p, "'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms")
+		case t.Alias != "" && (t.ID != "" || others):
+			v.add(p, "'alias' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms")
+		}
+		if t.Tags != nil {
+			validateSelectorTags(v, joinField(p, "tags"), t.Tags)
+		}
+		if t.ID != "" && !amiIDPattern.MatchString(t.ID) {
+			v.add(joinField(p, "id"), "%q is not an AMI id (ami-...)", t.ID)
+		}
+		if t.Alias != "" {
+			if fam, ok := validateAlias(v, joinField(p, "alias"), t.Alias); ok {
+				aliasFamily = fam
+			}
+			if len(terms) != 1 {
+				v.add(path, "'alias' is mutually exclusive, cannot be set with a combination of other amiSelectorTerms")
+			}
+		}
+	}
+	hasAlias := slices.ContainsFunc(terms, func(t AMISelectorTerm) bool { return t.Alias != "" })
+	switch {
+	case s.AMIFamily != nil:
+		fam := *s.AMIFamily
+		if fam == amiFamilyUbuntuBeta {
+			v.add("spec.amiFamily", "Ubuntu is not an AMI family in karpenter.k8s.aws/v1: use AL2 with amiSelectorTerms for your Ubuntu AMIs")
+			break
+		}
+		v.oneOf("spec.amiFamily", fam, amiFamilies...)
+		if aliasFamily != "" && fam != AMIFamilyCustom && fam != aliasFamily {
+			v.add("spec.amiFamily", "if set, amiFamily must be '%s' or 'Custom' when using an %s alias", aliasFamily, aliasFamily)
+		}
+	case !hasAlias && len(terms) > 0:
+		v.add("spec.amiFamily", "must specify amiFamily if amiSelectorTerms does not contain an alias")
+	}
+}
+
+// validateAlias checks "family@version" and returns the AMI family.
+func validateAlias(v *validator, path, alias string) (string, bool) {
+	if len(alias) > 30 {
+		v.add(path, "%q is longer than 30 characters", alias)
+		return "", false
+	}
+	if !aliasPattern.MatchString(alias) {
+		v.add(path, "'alias' is improperly formatted, must match the format 'family@version'")
+		return "", false
+	}
+	famName, version, _ := splitAlias(alias)
+	fam, ok := aliasFamilies[famName]
+	if !ok {
+		v.add(path, "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'")
+		return "", false
+	}
+	if version == "latest" {
+		return fam, true
+	}
+	switch famName {
+	case "windows2019", "windows2022":
+		v.add(path, "windows families may only specify version 'latest'")
+	case "bottlerocket":
+		if !semverVersion.MatchString(version) {
+			v.add(path, "version %q of %q is not \"latest\" or a Bottlerocket release like v1.20.3", version, alias)
+		}
+	default:
+		if !datedVersion.MatchString(version) {
+			v.add(path, "version %q of %q is not \"latest\" or a release like v20240625", version, alias)
+		}
+	}
+	return fam, true
+}
+
+func validateKubelet(v *validator, path string, k *KubeletConfiguration) {
+	for i, ip := range k.ClusterDNS {
+		if net.ParseIP(ip) == nil {
+			v.add(joinIndex(joinField(path, "clusterDNS"), i), "%q is not an IP address", ip)
+		}
+	}
+	if k.MaxPods != nil && *k.MaxPods < 0 {
+		v.add(joinField(path, "maxPods"), "%d must not be negative", *k.MaxPods)
+	}
+	if k.PodsPerCore != nil && *k.PodsPerCore < 0 {
+		v.add(joinField(path, "podsPerCore"), "%d must not be negative", *k.PodsPerCore)
+	}
+	validateReserved(v, joinField(path, "systemReserved"), "systemReserved", k.SystemReserved)
+	validateReserved(v, joinField(path, "kubeReserved"), "kubeReserved", k.KubeReserved)
+	validateEviction(v, joinField(path, "evictionHard"), "evictionHard", k.EvictionHard)
+	validateEviction(v, joinField(path, "evictionSoft"), "evictionSoft", k.EvictionSoft)
+	for _, sig := range sortedKeys(k.EvictionSoftGracePeriod) {
+		p := joinKey(joinField(path, "evictionSoftGracePeriod"), sig)
+		if !slices.Contains(evictionSignals, sig) {
+			v.add(p, "valid keys for evictionSoftGracePeriod are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']")
+		}
+		if d := k.EvictionSoftGracePeriod[sig].Duration; d < 0 {
+			v.add(p, "%s must not be negative", d)
+		}
+		if _, ok := k.EvictionSoft[sig]; !ok {
+			v.add(p, "evictionSoftGracePeriod OwnerKey does not have a matching evictionSoft")
+		}
+	}
+	for _, sig := range sortedKeys(k.EvictionSoft) {
+		if _, ok := k.EvictionSoftGracePeriod[sig]; !ok {
+			v.add(joinKey(joinField(path, "evictionSoft"), sig), "evictionSoft OwnerKey does not have a matching evictionSoftGracePeriod")
+		}
+	}
+	if k.EvictionMaxPodGracePeriod != nil && *k.EvictionMaxPodGracePeriod < 0 {
+		v.add(joinField(path, "evictionMaxPodGracePeriod"), "%d must not be negative", *k.EvictionMaxPodGracePeriod)
+	}
+	hi, lo := k.ImageGCHighThresholdPercent, k.ImageGCLowThresholdPercent
+	if hi != nil && (*hi < 0 || *hi > 100) {
+		v.add(joinField(path, "imageGCHighThresholdPercent"), "%d is outside 0..100", *hi)
+	}
+	if lo != nil && (*lo < 0 || *lo > 100) {
+		v.add(joinField(path, "imageGCLowThresholdPercent"), "%d is outside 0..100", *lo)
+	}
+	if hi != nil && lo != nil && *hi <= *lo {
+		v.add(path, "imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent")
+	}
+}
+
+func validateReserved(v *validator, path, field string, m map[string]string) {
+	for _, k := range sortedKeys(m) {
+		p := joinKey(path, k)
+		if !slices.Contains(reservedKeys, k) {
+			v.add(p, "valid keys for %s are ['cpu','memory','ephemeral-storage','pid']", field)
+			continue
+		}
+		q, err := resource.ParseQuantity(m[k])
+		switch {
+		case strings.HasPrefix(m[k], "-") || (err == nil && q.Sign() < 0):
+			v.add(p, "%s value cannot be a negative resource quantity", field)
+		case err != nil:
+			v.add(p, "%q is not a quantity (e.g. 100m, 1Gi)", m[k])
+		}
+	}
+}
+
+func validateEviction(v *validator, path, field string, m map[string]string) {
+	for _, k := range sortedKeys(m) {
+		p := joinKey(path, k)
+		if !slices.Contains(evictionSignals, k) {
+			v.add(p, "valid keys for %s are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']", field)
+			continue
+		}
+		val := m[k]
+		if pct, ok := strings.CutSuffix(val, "%"); ok {
+			f, err := strconv.ParseFloat(pct, 64)
+			if err != nil || f < 0 || f > 100 {
+				v.add(p, "%q is not a percentage between 0%% and 100%%", val)
+			}
+			continue
+		}
+		if q, err := resource.ParseQuantity(val); err != nil || q.Sign() < 0 {
+			v.add(p, "%q is not a non-negative quantity or percentage (e.g. 100Mi, 10%%)", val)
+		}
+	}
+}
+
+func validateBlockDevices(v *validator, bdms []*BlockDeviceMapping) {
+	const path = "spec.blockDeviceMappings"
+	if len(bdms) > 50 {
+		v.add(path, "%d mappings, at most 50 are allowed", len(bdms))
+	}
+	roots := 0
+	for i, m := range bdms {
+		p := joinIndex(path, i)
+		if m == nil {
+			v.add(p, "empty block device mapping")
+			continue
+		}
+		if m.RootVolume {
+			roots++
+		}
+		if m.EBS == nil {
+			continue
+		}
+		ep := joinField(p, "ebs")
+		e := m.EBS
+		if e.SnapshotID == nil && e.VolumeSize == nil {
+			v.add(ep, "snapshotID or volumeSize must be defined")
+		}
+		if e.VolumeSize != nil && !volumeSizeRe.MatchString(e.VolumeSize.String()) {
+			v.add(joinField(ep, "volumeSize"), "%s is not a volume size in Gi, G, Ti or T (e.g. 100Gi, at most 64T)", e.VolumeSize.String())
+		}
+		if e.VolumeType != nil {
+			v.oneOf(joinField(ep, "volumeType"), *e.VolumeType, volumeTypes...)
+		}
+		if e.IOPS != nil && *e.IOPS < 0 {
+			v.add(joinField(ep, "iops"), "%d must not be negative", *e.IOPS)
+		}
+		if e.Throughput != nil && *e.Throughput < 0 {
+			v.add(joinField(ep, "throughput"), "%d must not be negative", *e.Throughput)
+		}
+	}
+	if roots > 1 {
+		v.add(path, "must have only one blockDeviceMappings with rootVolume")
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
