@@ -1,0 +1,38 @@
+// Command webhookregistrar is the CloudFormation custom resource behind the
+// CDK stack's Custom::NodewrightWebhook: it puts nodewright's one and only
+// in-cluster object, a ValidatingWebhookConfiguration that forwards
+// Unschedulable pod status updates to the webhook function, into the cluster
+// on create/update and removes it on delete.
+//
+// CloudFormation invokes the function directly (ServiceToken = its ARN) and
+// cfn.LambdaWrap answers on the pre-signed response URL, so no Node.js
+// provider framework is needed.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/cfn"
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	cfg, err := config.LoadDefaultConfig(context.Background())
+	if err != nil {
+		log.Error("load AWS config", "error", err)
+		os.Exit(1)
+	}
+	r := &registrar{
+		log:     log,
+		cluster: eksClusterClients(eks.NewFromConfig(cfg), sts.NewPresignClient(sts.NewFromConfig(cfg))),
+		secrets: secretsManagerValue(secretsmanager.NewFromConfig(cfg)),
+	}
+	lambda.Start(cfn.LambdaWrap(r.handle))
+}
