@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodewright/nodewright/internal/localcloud"
+)
+
+// newLocalCmd is `nodewright local up|down|env`: the local cloud for people,
+// used from other shells through the printed environment.
+func newLocalCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "local",
+		Short: "Run the local cloud (Kubernetes control plane, DynamoDB, AWS simulator) on this machine",
+		Long: `Run the local cloud the tests use: a real kube-apiserver with KWOK fake
+kubelets, dynalite for DynamoDB and nodewright's AWS wire-protocol simulator,
+all on 127.0.0.1. The first start builds the control plane from the Go module
+proxy (several minutes); later starts take seconds.`,
+	}
+	cmd.AddCommand(newLocalUpCmd(), newLocalDownCmd(), newLocalEnvCmd())
+	return cmd
+}
+
+func newLocalUpCmd() *cobra.Command {
+	var opts localcloud.Options
+	var only []string
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the local cloud and keep it running until Ctrl-C or `nodewright local down`",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			comps, err := parseComponents(only)
+			if err != nil {
+				return err
+			}
+			opts.Components = comps
+			if st, err := localcloud.LoadState(); err == nil {
+				return fmt.Errorf("a local cloud is already running (pid %d); stop it with `nodewright local down`", st.PID)
+			}
+			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			ctx := cmd.Context()
+			c, err := localcloud.Start(ctx, opts)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if _, err := localcloud.SaveState(c); err != nil {
+				return err
+			}
+			defer localcloud.RemoveState()
+
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "# local cloud ready in %s\n", c.StartupTimes["total"].Round(time.Millisecond))
+			if c.Kubeconfig != "" {
+				fmt.Fprintf(out, "# kubeconfig: %s\n", c.Kubeconfig)
+			}
+			fmt.Fprintln(out, "# use it from another shell with: eval \"$(nodewright local env)\"")
+			writeEnv(out, c.Env())
+			fmt.Fprintln(out, "# Ctrl-C or `nodewright local down` stops it")
+			<-ctx.Done() // main cancels the context on SIGINT/SIGTERM
+			fmt.Fprintln(cmd.ErrOrStderr(), "stopping the local cloud")
+			return c.Close()
+		},
+	}
+	cmd.Flags().StringVar(&opts.Region, "region", "us-west-2", "AWS region the simulator pretends to be")
+	cmd.Flags().StringVar(&opts.ClusterName, "cluster-name", "local", "name of the simulated EKS cluster")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these components: controlplane, dynamodb, aws (default all)")
+	return cmd
+}
+
+func newLocalDownCmd() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the local cloud started by `nodewright local up`",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := localcloud.LoadState()
+			if errors.Is(err, localcloud.ErrNotRunning) {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no local cloud is running")
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if err := st.Stop(timeout); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "stopped the local cloud (pid %d)\n", st.PID)
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait for a clean shutdown before killing")
+	return cmd
+}
+
+func newLocalEnvCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "env",
+		Short: "Print the environment for using the running local cloud (eval \"$(nodewright local env)\")",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := localcloud.LoadState()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			writeEnv(cmd.OutOrStdout(), st.Env)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole state (pid, env, kubeconfig) as JSON")
+	return cmd
+}
+
+func parseComponents(names []string) (localcloud.Components, error) {
+	var c localcloud.Components
+	for _, n := range names {
+		switch strings.ToLower(strings.TrimSpace(n)) {
+		case "controlplane", "control-plane", "kube", "kubernetes":
+			c |= localcloud.ControlPlane
+		case "dynamodb", "dynalite":
+			c |= localcloud.DynamoDB
+		case "aws", "awssim", "simulator":
+			c |= localcloud.AWS
+		default:
+			return 0, fmt.Errorf("--only: unknown component %q (want controlplane, dynamodb or aws)", n)
+		}
+	}
+	return c, nil
+}
+
+// writeEnv prints KEY=VALUE pairs as POSIX shell exports.
+func writeEnv(w io.Writer, env []string) {
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		fmt.Fprintf(w, "export %s=%s\n", k, shellQuote(v))
+	}
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@,+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,453 @@
+// Package kubeplane runs a real Kubernetes control plane on loopback: etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and KWOK (fake
+// kubelets), built from the pinned tools module. It generates the PKI, writes
+// a kubeconfig and stops every process it started, by PID, on Close.
+package kubeplane
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/nodewright/nodewright/internal/localcloud/internal/proc"
+)
+
+//go:embed stages.yaml
+var stagesYAML string
+
+// KWOKAnnotation marks the Nodes KWOK plays the kubelet for.
+const KWOKAnnotation = "kwok.x-k8s.io/node"
+
+// ServiceClusterIPRange is the Service CIDR; the API server's in-cluster
+// address is its first IP, 10.0.0.1.
+const ServiceClusterIPRange = "10.0.0.0/24"
+
+// Options configure a control plane.
+type Options struct {
+	// TokenWebhookURL, when set, is the URL of a TokenReview endpoint
+	// (the simulator's) that authenticates bearer tokens the static token
+	// file does not know, such as EKS-style IAM tokens.
+	TokenWebhookURL string
+	// Dir holds the PKI, etcd data, kubeconfigs and logs. Empty means a new
+	// temporary directory that Close removes.
+	Dir string
+	// Binaries overrides the binaries to run; nil means EnsureBinaries.
+	Binaries *Binaries
+	// Logger receives progress messages; nil discards them.
+	Logger *slog.Logger
+	// StartTimeout bounds the whole start-up, builds excluded. Default 90 s.
+	StartTimeout time.Duration
+}
+
+// Plane is a running control plane.
+type Plane struct {
+	// Kubeconfig is the path of an admin kubeconfig (static token).
+	Kubeconfig string
+	// Dir is the working directory holding logs and state.
+	Dir string
+	// Endpoint is the API server URL, https://127.0.0.1:<port>.
+	Endpoint string
+	// CAData is the PEM of the CA that signed the API server's certificate.
+	CAData []byte
+
+	rest   *rest.Config
+	client kubernetes.Interface
+	ownDir bool
+	logger *slog.Logger
+
+	mu    sync.Mutex
+	procs []*proc.Process // in start order
+}
+
+// RESTConfig returns a copy of the admin client configuration.
+func (p *Plane) RESTConfig() *rest.Config { return rest.CopyConfig(p.rest) }
+
+// Client is an admin clientset.
+func (p *Plane) Client() kubernetes.Interface { return p.client }
+
+// PIDs lists the processes the plane runs, for state files.
+func (p *Plane) PIDs() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pids := make([]int, 0, len(p.procs))
+	for _, pr := range p.procs {
+		pids = append(pids, pr.PID())
+	}
+	return pids
+}
+
+// LogPath is the log file of a component (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok).
+func (p *Plane) LogPath(component string) string {
+	return filepath.Join(p.Dir, "logs", component+".log")
+}
+
+type tokens struct{ admin, kcm, scheduler, kwok string }
+
+// Start builds (if needed) and starts the control plane and returns once the
+// API server is ready and the controller manager is running controllers.
+func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	bins := opts.Binaries
+	if bins == nil {
+		if bins, err = EnsureBinaries(ctx, logger); err != nil {
+			return nil, err
+		}
+	}
+	timeout := opts.StartTimeout
+	if timeout == 0 {
+		timeout = 90 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	p := &Plane{Dir: opts.Dir, logger: logger}
+	if p.Dir == "" {
+		if p.Dir, err = os.MkdirTemp("", "nodewright-kube-"); err != nil {
+			return nil, fmt.Errorf("start control plane: %w", err)
+		}
+		p.ownDir = true
+	}
+	defer func() {
+		if err != nil {
+			p.Close()
+		}
+	}()
+	for _, d := range []string{"pki", "logs", "etcd", "kwok-home"} {
+		if err := os.MkdirAll(filepath.Join(p.Dir, d), 0o700); err != nil {
+			return nil, fmt.Errorf("start control plane: %w", err)
+		}
+	}
+	pk, err := writePKI(filepath.Join(p.Dir, "pki"))
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	p.CAData = pk.CAPEM
+	tok := tokens{admin: randToken(), kcm: randToken(), scheduler: randToken(), kwok: randToken()}
+	tokenFile := filepath.Join(p.Dir, "pki", "tokens.csv")
+	// Groups: the admin and KWOK need everything; the controller manager runs
+	// every controller with its own credentials (no per-controller service
+	// accounts), so it needs everything too; the scheduler gets the RBAC
+	// bootstrap role for its well-known user.
+	tokenCSV := strings.Join([]string{
+		tok.admin + `,nodewright-admin,uid-admin,"system:masters"`,
+		tok.kcm + `,system:kube-controller-manager,uid-kcm,"system:masters"`,
+		tok.scheduler + `,system:kube-scheduler,uid-scheduler`,
+		tok.kwok + `,kwok,uid-kwok,"system:masters"`,
+	}, "\n") + "\n"
+	if err := os.WriteFile(tokenFile, []byte(tokenCSV), 0o600); err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+
+	ports, err := proc.FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
+	p.Endpoint = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	p.rest = &rest.Config{
+		Host:            p.Endpoint,
+		BearerToken:     tok.admin,
+		TLSClientConfig: rest.TLSClientConfig{CAData: pk.CAPEM},
+		QPS:             200,
+		Burst:           400,
+		UserAgent:       "nodewright-localcloud",
+	}
+	if p.client, err = kubernetes.NewForConfig(p.rest); err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+
+	kubeconfigs := map[string]string{"admin": tok.admin, "kube-controller-manager": tok.kcm, "kube-scheduler": tok.scheduler, "kwok": tok.kwok}
+	for name, token := range kubeconfigs {
+		if err := writeKubeconfig(filepath.Join(p.Dir, name+".kubeconfig"), p.Endpoint, pk.CAPEM, name, token); err != nil {
+			return nil, err
+		}
+	}
+	p.Kubeconfig = filepath.Join(p.Dir, "admin.kubeconfig")
+
+	// etcd: in the temp dir, no fsync (the data is thrown away anyway).
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	etcd, err := p.start("etcd", bins.Etcd,
+		"--name=local",
+		"--data-dir="+filepath.Join(p.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=local="+peerURL,
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	)
+	if err != nil {
+		return nil, err
+	}
+	if err := waitHTTP(ctx, etcd, http.DefaultClient, etcdURL+"/health", ""); err != nil {
+		return nil, etcd.StartError("start etcd", err)
+	}
+
+	apiArgs := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + pk.ServingCert,
+		"--tls-private-key-file=" + pk.ServingKey,
+		"--client-ca-file=" + pk.CACert,
+		"--token-auth-file=" + tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + pk.SAPub,
+		"--service-account-signing-key-file=" + pk.SAKey,
+		"--service-cluster-ip-range=" + ServiceClusterIPRange,
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--cert-dir=" + filepath.Join(p.Dir, "pki"),
+	}
+	if opts.TokenWebhookURL != "" {
+		whPath := filepath.Join(p.Dir, "token-webhook.kubeconfig")
+		if err := writeWebhookKubeconfig(whPath, opts.TokenWebhookURL); err != nil {
+			return nil, err
+		}
+		apiArgs = append(apiArgs,
+			"--authentication-token-webhook-config-file="+whPath,
+			"--authentication-token-webhook-version=v1",
+			// Short, so a test that revokes an identity sees it soon.
+			"--authentication-token-webhook-cache-ttl=10s",
+		)
+	}
+	apiserver, err := p.start("kube-apiserver", bins.KubeAPIServer, apiArgs...)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := rest.TransportFor(p.rest)
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	if err := waitHTTP(ctx, apiserver, &http.Client{Transport: rt, Timeout: 5 * time.Second}, p.Endpoint+"/readyz", "ok"); err != nil {
+		return nil, apiserver.StartError("start kube-apiserver", err)
+	}
+
+	kcm, err := p.start("kube-controller-manager", bins.KubeControllerManager,
+		"--kubeconfig="+filepath.Join(p.Dir, "kube-controller-manager.kubeconfig"),
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--controllers=*",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file="+pk.SAKey,
+		"--root-ca-file="+pk.CACert,
+		"--cluster-signing-cert-file="+pk.CACert,
+		"--cluster-signing-key-file="+pk.CAKey,
+		"--service-cluster-ip-range="+ServiceClusterIPRange,
+		"--allocate-node-cidrs=false",
+		// Small clusters: act on a dead node after 40 s, like upstream defaults,
+		// but re-check often so tests observe it promptly.
+		"--node-monitor-period=2s",
+		"--profiling=false",
+	)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.start("kube-scheduler", bins.KubeScheduler,
+		"--kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
+		"--authentication-kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
+		"--authorization-kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--profiling=false",
+	); err != nil {
+		return nil, err
+	}
+
+	stagesPath := filepath.Join(p.Dir, "kwok-stages.yaml")
+	if err := os.WriteFile(stagesPath, []byte(strings.ReplaceAll(stagesYAML, "@KUBE_VERSION@", KubeVersion)), 0o644); err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	kwok, err := p.startEnv("kwok", bins.KWOK,
+		// KWOK reads ~/.kwok/kwok.yaml if present; a private HOME keeps a
+		// developer's own KWOK setup out of the tests.
+		proc.EnvWith("HOME="+filepath.Join(p.Dir, "kwok-home")),
+		"--kubeconfig="+filepath.Join(p.Dir, "kwok.kubeconfig"),
+		"--config="+stagesPath,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+KWOKAnnotation+"=fake",
+		"--node-lease-duration-seconds=40",
+		"--cidr=10.64.0.0/10",
+	)
+	if err != nil {
+		return nil, err
+	}
+
+	// The controller manager creates every namespace's "default" service
+	// account; its appearance shows the controllers are running, and pods can
+	// be created without racing the service-account admission check.
+	if err := p.waitServiceAccount(ctx, "default", kcm); err != nil {
+		return nil, kcm.StartError("start kube-controller-manager", err)
+	}
+	for _, pr := range []*proc.Process{etcd, apiserver, kcm, kwok} {
+		if exited, werr := pr.Exited(); exited {
+			return nil, pr.StartError("start "+pr.Name, fmt.Errorf("exited: %v", werr))
+		}
+	}
+	logger.InfoContext(ctx, "control plane ready", "endpoint", p.Endpoint, "kubeconfig", p.Kubeconfig)
+	return p, nil
+}
+
+func (p *Plane) start(name, path string, args ...string) (*proc.Process, error) {
+	return p.startEnv(name, path, nil, args...)
+}
+
+func (p *Plane) startEnv(name, path string, env []string, args ...string) (*proc.Process, error) {
+	pr, err := proc.Start(proc.Spec{Name: name, Path: path, Args: args, Env: env, Dir: p.Dir, Log: p.LogPath(name)})
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.procs = append(p.procs, pr)
+	p.mu.Unlock()
+	return pr, nil
+}
+
+// WaitServiceAccount waits until the controller manager has created the
+// "default" service account in ns; pods cannot be created before it exists.
+func (p *Plane) WaitServiceAccount(ctx context.Context, ns string) error {
+	return p.waitServiceAccount(ctx, ns, nil)
+}
+
+func (p *Plane) waitServiceAccount(ctx context.Context, ns string, kcm *proc.Process) error {
+	for {
+		_, err := p.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		if !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			p.logger.DebugContext(ctx, "waiting for default service account", "namespace", ns, "err", err)
+		}
+		if kcm != nil {
+			if exited, werr := kcm.Exited(); exited {
+				return fmt.Errorf("kube-controller-manager exited: %v", werr)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for service account %s/default: %w", ns, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops every process (clients first, etcd last) and removes the
+// temporary directory. Safe to call more than once.
+func (p *Plane) Close() error {
+	p.mu.Lock()
+	procs := p.procs
+	p.procs = nil
+	p.mu.Unlock()
+	byName := map[string]*proc.Process{}
+	for _, pr := range procs {
+		byName[pr.Name] = pr
+	}
+	stopAll := func(names ...string) {
+		var wg sync.WaitGroup
+		for _, n := range names {
+			if pr := byName[n]; pr != nil {
+				wg.Go(func() { pr.Stop(5 * time.Second) })
+			}
+		}
+		wg.Wait()
+	}
+	stopAll("kwok", "kube-scheduler", "kube-controller-manager")
+	stopAll("kube-apiserver")
+	stopAll("etcd")
+	if p.ownDir && p.Dir != "" {
+		if err := os.RemoveAll(p.Dir); err != nil {
+			return fmt.Errorf("remove control plane dir: %w", err)
+		}
+		p.Dir = ""
+	}
+	return nil
+}
+
+// waitHTTP polls url until it answers 200 (with a body containing want, if
+// set), failing early if the process exits.
+func waitHTTP(ctx context.Context, pr *proc.Process, client *http.Client, url, want string) error {
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			body := make([]byte, 4096)
+			n, _ := resp.Body.Read(body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && strings.Contains(string(body[:n]), want) {
+				return nil
+			}
+			last = fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body[:n])))
+		} else {
+			last = err
+		}
+		if exited, werr := pr.Exited(); exited {
+			return fmt.Errorf("%s exited: %v", pr.Name, werr)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %w (last: %v)", pr.Name, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func randToken() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func writeKubeconfig(path, server string, ca []byte, user, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["nodewright-local"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["nodewright-local"] = &clientcmdapi.Context{Cluster: "nodewright-local", AuthInfo: user}
+	cfg.CurrentContext = "nodewright-local"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write kubeconfig %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeWebhookKubeconfig points the API server's token authenticator at url.
+func writeWebhookKubeconfig(path, url string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["token-webhook"] = &clientcmdapi.Cluster{Server: url}
+	cfg.AuthInfos["kube-apiserver"] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts["token-webhook"] = &clientcmdapi.Context{Cluster: "token-webhook", AuthInfo: "kube-apiserver"}
+	cfg.CurrentContext = "token-webhook"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		return fmt.Errorf("write token webhook config: %w", err)
+	}
+	return nil
+}

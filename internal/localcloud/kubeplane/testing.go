@@ -1,0 +1,90 @@
+package kubeplane
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NewNamespace creates a fresh namespace for one test, waits until pods can
+// be created in it, and deletes it when the test ends.
+func (p *Plane) NewNamespace(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns, err := p.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "test-", Labels: map[string]string{"nodewright.io/test": sanitizeLabel(t.Name())}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create test namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		// Deletion finishes in the background (namespace controller); the
+		// next test gets its own namespace anyway.
+		_ = p.client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
+	})
+	if err := p.WaitServiceAccount(ctx, ns.Name); err != nil {
+		t.Fatalf("namespace %s: %v", ns.Name, err)
+	}
+	return ns.Name
+}
+
+// sanitizeLabel turns a test name into a valid label value.
+func sanitizeLabel(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 63 {
+		b = b[:63]
+	}
+	for len(b) > 0 && !isAlnum(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	for len(b) > 0 && !isAlnum(b[0]) {
+		b = b[1:]
+	}
+	return string(b)
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// FakeNode returns a Node that KWOK will play the kubelet for: it becomes
+// Ready, keeps its lease alive and runs the pods bound to it. capacity is
+// also used as allocatable; nil means 4 CPU, 16 GiB, 110 pods.
+func FakeNode(name string, labels map[string]string, capacity corev1.ResourceList) *corev1.Node {
+	if capacity == nil {
+		capacity = corev1.ResourceList{
+			corev1.ResourceCPU:    resource.MustParse("4"),
+			corev1.ResourceMemory: resource.MustParse("16Gi"),
+			corev1.ResourcePods:   resource.MustParse("110"),
+		}
+	}
+	l := map[string]string{
+		corev1.LabelHostname:   name,
+		corev1.LabelOSStable:   "linux",
+		corev1.LabelArchStable: "amd64",
+		"type":                 "kwok",
+	}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      l,
+			Annotations: map[string]string{KWOKAnnotation: "fake"},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity.DeepCopy(), Allocatable: capacity.DeepCopy()},
+	}
+}
