@@ -1,0 +1,62 @@
+package scheduling
+
+import "math/bits"
+
+// bitset indexes a NodePool's instance types (ordered cheapest first), so
+// per-shape and per-claim type filtering is a few word operations.
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) set(i int)      { b[i>>6] |= 1 << (uint(i) & 63) }
+func (b bitset) has(i int) bool { return i >= 0 && i>>6 < len(b) && b[i>>6]&(1<<(uint(i)&63)) != 0 }
+
+func (b bitset) count() int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
+
+func (b bitset) empty() bool {
+	for _, w := range b {
+		if w != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (b bitset) and(o bitset) bitset {
+	out := make(bitset, len(b))
+	for i := range b {
+		out[i] = b[i] & o[i]
+	}
+	return out
+}
+
+func (b bitset) clone() bitset { return append(bitset(nil), b...) }
+
+// each calls f for every set bit in ascending order until f returns false.
+func (b bitset) each(f func(int) bool) {
+	for wi, w := range b {
+		for w != 0 {
+			t := bits.TrailingZeros64(w)
+			if !f(wi<<6 + t) {
+				return
+			}
+			w &= w - 1
+		}
+	}
+}
+
+// first returns the lowest set bit or -1.
+func (b bitset) first() int {
+	for wi, w := range b {
+		if w != 0 {
+			return wi<<6 + bits.TrailingZeros64(w)
+		}
+	}
+	return -1
+}

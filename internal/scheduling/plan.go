@@ -1,0 +1,183 @@
+package scheduling
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// MaxInstanceTypeOptions is how many types a claim hands to CreateFleet.
+const MaxInstanceTypeOptions = 60
+
+type rankedOption struct {
+	idx      int
+	offering Offering
+}
+
+// resolve picks what CreateFleet would launch for a claim: capacity type
+// by preference (reserved, then spot, then on-demand, among those the
+// claim allows and some option offers), then the cheapest offering of
+// that capacity type; the options are the fitting types that have such an
+// offering, cheapest first.
+func resolve(c *claimState) (string, []rankedOption) {
+	for _, ct := range []string{CapacityTypeReserved, CapacityTypeSpot, CapacityTypeOnDemand, ""} {
+		if r, ok := c.reqs.Get(LabelCapacityType); ok && ct != "" && !r.Has(ct) {
+			continue
+		}
+		var ranked []rankedOption
+		c.options.each(func(i int) bool {
+			if o, ok := cheapestOffering(c.pool.types[i], c.reqs, ct); ok {
+				ranked = append(ranked, rankedOption{idx: i, offering: o})
+			}
+			return true
+		})
+		if len(ranked) == 0 {
+			continue
+		}
+		sort.SliceStable(ranked, func(a, b int) bool {
+			if ranked[a].offering.Price != ranked[b].offering.Price {
+				return ranked[a].offering.Price < ranked[b].offering.Price
+			}
+			return c.pool.types[ranked[a].idx].it.Name < c.pool.types[ranked[b].idx].it.Name
+		})
+		return ranked[0].offering.CapacityType, ranked
+	}
+	return "", nil
+}
+
+func (st *state) plan() *Plan {
+	out := &Plan{ExistingNodes: []*NodePlacement{}, NodeClaims: []*NodeClaimPlan{}, Unschedulable: []*Unschedulable{}}
+	for _, nd := range st.nodes {
+		if len(nd.placed) == 0 {
+			continue
+		}
+		if nd.claim == nil {
+			np := &NodePlacement{Name: nd.name}
+			for _, pr := range nd.placed {
+				for _, p := range pr.s.pods[pr.start : pr.start+pr.n] {
+					np.Pods = append(np.Pods, podKey(p))
+					np.PodRefs = append(np.PodRefs, p)
+				}
+			}
+			out.ExistingNodes = append(out.ExistingNodes, np)
+			continue
+		}
+		cp := st.finalize(nd)
+		if cp == nil {
+			continue
+		}
+		out.NodeClaims = append(out.NodeClaims, cp)
+		out.CostPerHour += cp.PricePerHour
+	}
+	out.Unschedulable = append(out.Unschedulable, st.failed...)
+	sort.SliceStable(out.Unschedulable, func(i, j int) bool { return out.Unschedulable[i].Pod < out.Unschedulable[j].Pod })
+	return out
+}
+
+func (st *state) finalize(nd *node) *NodeClaimPlan {
+	c := nd.claim
+	p := c.pool
+	ct, ranked := resolve(c)
+	if len(ranked) == 0 {
+		// commitClaim only keeps options with a launchable offering, so this
+		// cannot happen; refuse to emit a claim that cannot launch.
+		for _, pr := range nd.placed {
+			for _, pod := range pr.s.pods[pr.start : pr.start+pr.n] {
+				st.failed = append(st.failed, &Unschedulable{Pod: podKey(pod), Reason: "no launchable offering remained for its claim", PodRef: pod})
+			}
+		}
+		return nil
+	}
+	keep := ranked
+	if len(keep) > MaxInstanceTypeOptions {
+		keep = keep[:MaxInstanceTypeOptions]
+		if p.minValues {
+			b := newBitset(len(p.types))
+			for _, r := range keep {
+				b.set(r.idx)
+			}
+			if ok, _ := p.satisfiesMinValues(c.reqs, b); !ok {
+				keep = ranked // minValues wins over the fleet size cap
+			}
+		}
+	}
+	best := keep[0]
+	t := p.types[best.idx]
+	cp := &NodeClaimPlan{
+		NodePool:     p.np.Name,
+		NodeClass:    p.np.NodeClass,
+		InstanceType: t.it.Name,
+		CapacityType: ct,
+		Zone:         best.offering.Zone,
+		PricePerHour: best.offering.Price,
+		Labels:       map[string]string{},
+		Taints:       append([]corev1.Taint{}, p.np.Taints...),
+		Allocatable:  t.it.Allocatable.DeepCopy(),
+	}
+	if len(p.np.StartupTaints) > 0 {
+		cp.StartupTaints = append([]corev1.Taint(nil), p.np.StartupTaints...)
+	}
+	names := make([]string, len(keep))
+	for i, r := range keep {
+		names[i] = p.types[r.idx].it.Name
+	}
+	cp.InstanceTypeOptions = names
+	// Labels: the template's, the requirements' single values, the type's,
+	// and the offering's.
+	for k, v := range p.np.Labels {
+		cp.Labels[k] = v
+	}
+	for i := range c.reqs {
+		r := &c.reqs[i]
+		if r.Key == LabelHostname {
+			continue
+		}
+		if v, ok := r.Single(); ok {
+			cp.Labels[r.Key] = v
+		}
+	}
+	for k, v := range t.it.Labels {
+		cp.Labels[k] = v
+	}
+	cp.Labels[LabelNodePool] = p.np.Name
+	cp.Labels[LabelZone] = best.offering.Zone
+	if best.offering.ZoneID != "" {
+		cp.Labels[LabelZoneID] = best.offering.ZoneID
+	}
+	cp.Labels[LabelCapacityType] = ct
+	// Requirements: the claim's, pinned to the options and capacity type.
+	reqs := c.reqs.Add(Requirement{Key: LabelInstanceType, values: sortedUnique(names)})
+	reqs = reqs.Add(Requirement{Key: LabelCapacityType, values: []string{ct}})
+	for i := range reqs {
+		if reqs[i].Key == LabelHostname {
+			continue
+		}
+		cp.Requirements = append(cp.Requirements, reqs[i].NodeSelectorRequirement())
+		if reqs[i].MinValues > 0 {
+			if cp.MinValues == nil {
+				cp.MinValues = map[string]int{}
+			}
+			cp.MinValues[reqs[i].Key] = reqs[i].MinValues
+		}
+	}
+	used := nd.used.clone()
+	for j, v := range p.overhead[best.idx] {
+		used[j] += v
+	}
+	cp.Requests = st.space.list(used)
+	h := sha256.New()
+	h.Write([]byte(p.np.Name))
+	for _, pr := range nd.placed {
+		for _, pod := range pr.s.pods[pr.start : pr.start+pr.n] {
+			k := podKey(pod)
+			cp.Pods = append(cp.Pods, k)
+			cp.PodRefs = append(cp.PodRefs, pod)
+			h.Write([]byte{0})
+			h.Write([]byte(k))
+		}
+	}
+	cp.Name = p.np.Name + "-" + hex.EncodeToString(h.Sum(nil))[:10]
+	return cp
+}

@@ -1,0 +1,415 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// typeInfo is an instance type prepared for one NodePool.
+type typeInfo struct {
+	it        *InstanceType
+	offerings []Offering // Available already false for ICE'd offerings
+	rankPrice float64    // cheapest launchable offering the pool allows
+}
+
+// poolState is a NodePool prepared for one solve.
+type poolState struct {
+	np        *NodePool
+	reqs      Requirements // template requirements + labels + nodepool name
+	taints    []corev1.Taint
+	types     []*typeInfo // cheapest first
+	avail     []resVec    // allocatable minus compatible DaemonSet overhead
+	overhead  []resVec
+	all       bitset
+	daemons   []hostPort
+	maskCache map[string]bitset
+
+	limitNames  []corev1.ResourceName
+	limitRemain []int64
+	limitUse    [][]int64 // per type, capacity in limitNames order
+	nodesLimit  int64     // -1 = unlimited
+	minValues   bool
+}
+
+// isTypeKey reports whether an instance type decides the label key.
+func isTypeKey(it *InstanceType, key string) bool {
+	if _, ok := it.Labels[key]; ok {
+		return true
+	}
+	switch key {
+	case LabelInstanceType, LabelArch, LabelOS:
+		return true
+	}
+	return strings.HasPrefix(key, awsInstanceLabelPfx)
+}
+
+// typeCompatible reports whether some launchable offering of t meets reqs:
+// type-level keys are checked against the type's labels, zone, zone ID and
+// capacity type against its available offerings, and everything else is
+// left to the NodePool.
+func typeCompatible(t *typeInfo, reqs Requirements) bool {
+	var zone, ct, zid *Requirement
+	for i := range reqs {
+		r := &reqs[i]
+		switch r.Key {
+		case LabelZone:
+			zone = r
+			continue
+		case LabelCapacityType:
+			ct = r
+			continue
+		case LabelZoneID:
+			zid = r
+			continue
+		}
+		if !isTypeKey(t.it, r.Key) {
+			continue
+		}
+		v, ok := t.it.Labels[r.Key]
+		if !r.Matches(v, ok) {
+			return false
+		}
+	}
+	for i := range t.offerings {
+		o := &t.offerings[i]
+		if !o.Available {
+			continue
+		}
+		if zone != nil && !zone.Has(o.Zone) {
+			continue
+		}
+		if ct != nil && !ct.Has(o.CapacityType) {
+			continue
+		}
+		if zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "") {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// cheapestOffering returns the cheapest available offering of t meeting reqs.
+func cheapestOffering(t *typeInfo, reqs Requirements, capacityType string) (Offering, bool) {
+	zone, _ := reqs.Get(LabelZone)
+	ct, _ := reqs.Get(LabelCapacityType)
+	zid, _ := reqs.Get(LabelZoneID)
+	var best Offering
+	found := false
+	for _, o := range t.offerings {
+		if !o.Available || (capacityType != "" && o.CapacityType != capacityType) {
+			continue
+		}
+		if (zone != nil && !zone.Has(o.Zone)) || (ct != nil && !ct.Has(o.CapacityType)) ||
+			(zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "")) {
+			continue
+		}
+		if !found || o.Price < best.Price || (o.Price == best.Price && o.Zone < best.Zone) {
+			best, found = o, true
+		}
+	}
+	return best, found
+}
+
+func sortedPools(pools []*NodePool) []*NodePool {
+	out := append([]*NodePool(nil), pools...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Weight != out[j].Weight {
+			return out[i].Weight > out[j].Weight
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// daemon is a DaemonSet's pod template digested for overhead computation.
+type daemon struct {
+	name  string
+	uid   string
+	req   corev1.ResourceList
+	reqs  []Requirements // OR terms (nodeSelector folded in); one empty term when unconstrained
+	tols  []corev1.Toleration
+	ports []hostPort
+}
+
+func digestDaemonSets(dss []*appsv1.DaemonSet) ([]*daemon, error) {
+	var out []*daemon
+	for _, ds := range dss {
+		p := &corev1.Pod{Spec: ds.Spec.Template.Spec}
+		base, terms, _, err := podNodeRequirements(p)
+		if err != nil {
+			return nil, fmt.Errorf("daemonset %s/%s: %w", ds.Namespace, ds.Name, err)
+		}
+		d := &daemon{name: ds.Namespace + "/" + ds.Name, uid: string(ds.UID), req: PodRequests(p), tols: p.Spec.Tolerations, ports: podHostPorts(p)}
+		if len(terms) == 0 {
+			d.reqs = []Requirements{base}
+		}
+		for _, t := range terms {
+			d.reqs = append(d.reqs, base.Intersect(t))
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// compatibleWithPool reports whether the daemon would run on a node of
+// type t from this pool: it tolerates the pool's taints (startup taints
+// included, or it could never start there) and one of its node affinity
+// terms fits the pool's requirements and the type.
+func (d *daemon) compatibleWith(reqs Requirements, taints []corev1.Taint, t *typeInfo) bool {
+	if untoleratedTaint(d.tols, taints, false) != nil {
+		return false
+	}
+	for _, term := range d.reqs {
+		if reqs.Compatible(term) != nil {
+			continue
+		}
+		if t == nil || typeCompatible(t, reqs.Intersect(term)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *daemon) matchesNode(labels map[string]string, taints []corev1.Taint) bool {
+	if untoleratedTaint(d.tols, taints, false) != nil {
+		return false
+	}
+	for _, term := range d.reqs {
+		if term.MatchesLabels(labels) {
+			return true
+		}
+	}
+	return false
+}
+
+func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemons []*daemon, unavailable map[OfferingKey]bool) (*poolState, error) {
+	p := &poolState{np: np, taints: np.Taints, maskCache: map[string]bitset{}, nodesLimit: -1}
+	reqs := np.Requirements
+	for k, v := range np.Labels {
+		reqs = reqs.Add(Requirement{Key: k, values: []string{v}})
+	}
+	reqs = reqs.Add(Requirement{Key: LabelNodePool, values: []string{np.Name}})
+	if ok, key := reqs.Satisfiable(); !ok {
+		return nil, fmt.Errorf("nodepool %s: requirements on %q admit no value", np.Name, key)
+	}
+	p.reqs = reqs
+	for i := range reqs {
+		if reqs[i].MinValues > 0 {
+			p.minValues = true
+		}
+	}
+	for _, it := range its {
+		t := &typeInfo{it: it, offerings: append([]Offering(nil), it.Offerings...)}
+		for i := range t.offerings {
+			if unavailable[OfferingKey{it.Name, t.offerings[i].Zone, t.offerings[i].CapacityType}] {
+				t.offerings[i].Available = false
+			}
+		}
+		if !typeCompatible(t, reqs) {
+			continue
+		}
+		o, _ := cheapestOffering(t, reqs, "")
+		t.rankPrice = o.Price
+		p.types = append(p.types, t)
+	}
+	sort.SliceStable(p.types, func(i, j int) bool {
+		if p.types[i].rankPrice != p.types[j].rankPrice {
+			return p.types[i].rankPrice < p.types[j].rankPrice
+		}
+		return p.types[i].it.Name < p.types[j].it.Name
+	})
+	p.all = newBitset(len(p.types))
+	startupAndTaints := append(append([]corev1.Taint(nil), np.Taints...), np.StartupTaints...)
+	for i, t := range p.types {
+		alloc, _ := space.vector(t.it.Allocatable, false)
+		over := make(resVec, space.dim())
+		for _, d := range daemons {
+			if d.compatibleWith(reqs, startupAndTaints, t) {
+				v, _ := space.vector(d.req, false)
+				over.addScaled(v, 1)
+				over[resPods]++
+			}
+		}
+		av := alloc.clone()
+		for j := range av {
+			av[j] -= over[j]
+		}
+		p.avail = append(p.avail, av)
+		p.overhead = append(p.overhead, over)
+		p.all.set(i)
+	}
+	for _, d := range daemons {
+		if d.compatibleWith(reqs, startupAndTaints, nil) {
+			p.daemons = append(p.daemons, d.ports...)
+		}
+	}
+	names := make([]string, 0, len(np.Limits))
+	for n := range np.Limits {
+		names = append(names, string(n))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		rn := corev1.ResourceName(n)
+		q := np.Limits[rn]
+		if rn == "nodes" {
+			p.nodesLimit = q.Value()
+			continue
+		}
+		p.limitNames = append(p.limitNames, rn)
+		p.limitRemain = append(p.limitRemain, quantityValue(rn, q))
+	}
+	for _, t := range p.types {
+		use := make([]int64, len(p.limitNames))
+		capList := t.it.Capacity
+		if capList == nil {
+			capList = t.it.Allocatable
+		}
+		for i, rn := range p.limitNames {
+			if q, ok := capList[rn]; ok {
+				use[i] = quantityValue(rn, q)
+			}
+		}
+		p.limitUse = append(p.limitUse, use)
+	}
+	return p, nil
+}
+
+// chargeExisting subtracts an existing node's capacity from the limits.
+func (p *poolState) chargeExisting(capacity corev1.ResourceList) {
+	for i, rn := range p.limitNames {
+		if q, ok := capacity[rn]; ok {
+			p.limitRemain[i] -= quantityValue(rn, q)
+		}
+	}
+	if p.nodesLimit >= 0 {
+		p.nodesLimit--
+	}
+}
+
+// withinLimits reports whether type i could still launch.
+func (p *poolState) withinLimits(i int) bool {
+	if p.nodesLimit == 0 || p.nodesLimit < -1 {
+		return false
+	}
+	for j := range p.limitNames {
+		if p.limitUse[i][j] > p.limitRemain[j] {
+			return false
+		}
+	}
+	return true
+}
+
+// charge reserves the largest capacity among a new claim's options, as
+// Karpenter does: the launch may resolve to any of them.
+func (p *poolState) charge(options bitset) {
+	if p.nodesLimit > 0 {
+		p.nodesLimit--
+	}
+	if len(p.limitNames) == 0 {
+		return
+	}
+	maxUse := make([]int64, len(p.limitNames))
+	options.each(func(i int) bool {
+		for j := range maxUse {
+			maxUse[j] = max(maxUse[j], p.limitUse[i][j])
+		}
+		return true
+	})
+	for j := range maxUse {
+		p.limitRemain[j] -= maxUse[j]
+	}
+}
+
+// mask returns the types of this pool compatible with the pool and reqs.
+func (p *poolState) mask(reqs Requirements) bitset {
+	if len(reqs) == 0 {
+		return p.all
+	}
+	key := reqs.canonical()
+	if m, ok := p.maskCache[key]; ok {
+		return m
+	}
+	merged := p.reqs.Intersect(reqs)
+	m := newBitset(len(p.types))
+	for i, t := range p.types {
+		if typeCompatible(t, merged) {
+			m.set(i)
+		}
+	}
+	p.maskCache[key] = m
+	return m
+}
+
+// canonical is a stable string for caching by requirement set.
+func (rs Requirements) canonical() string {
+	var w keyWriter
+	for i := range rs {
+		r := &rs[i]
+		w.str(r.Key)
+		if r.complement {
+			w.tag('c')
+		}
+		if r.absentOK {
+			w.tag('a')
+		}
+		if r.hasGt {
+			w.tag('>')
+			w.int(r.gt)
+		}
+		if r.hasLt {
+			w.tag('<')
+			w.int(r.lt)
+		}
+		w.int(int64(r.MinValues))
+		w.int(int64(len(r.values)))
+		for _, v := range r.values {
+			w.str(v)
+		}
+	}
+	return string(w.b)
+}
+
+// satisfiesMinValues checks every minValues requirement against options.
+func (p *poolState) satisfiesMinValues(reqs Requirements, options bitset) (bool, string) {
+	for i := range reqs {
+		r := &reqs[i]
+		if r.MinValues <= 0 {
+			continue
+		}
+		seen := map[string]bool{}
+		options.each(func(ti int) bool {
+			t := p.types[ti]
+			switch r.Key {
+			case LabelZone, LabelCapacityType, LabelZoneID:
+				for _, o := range t.offerings {
+					if !o.Available {
+						continue
+					}
+					v := o.Zone
+					if r.Key == LabelCapacityType {
+						v = o.CapacityType
+					} else if r.Key == LabelZoneID {
+						v = o.ZoneID
+					}
+					if r.Has(v) {
+						seen[v] = true
+					}
+				}
+			default:
+				if v, ok := t.it.Labels[r.Key]; ok && r.Has(v) {
+					seen[v] = true
+				}
+			}
+			return len(seen) < r.MinValues
+		})
+		if len(seen) < r.MinValues {
+			return false, fmt.Sprintf("%s needs at least %d distinct values among instance types, only %d remain", shortKey(r.Key), r.MinValues, len(seen))
+		}
+	}
+	return true, ""
+}

@@ -1,0 +1,228 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// PodRequests returns the resources the kube-scheduler reserves for a pod:
+// the larger of (regular containers + restartable init containers, i.e.
+// sidecars) and the peak during init (each non-restartable init container
+// plus the sidecars started before it), plus the pod overhead. A container
+// that sets a limit but no request is counted at its limit, as the API
+// server's defaulting would.
+func PodRequests(pod *corev1.Pod) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	sidecars := corev1.ResourceList{}
+	initPeak := corev1.ResourceList{}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		req := containerRequests(c)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addList(sidecars, req)
+			maxList(initPeak, sidecars)
+			continue
+		}
+		peak := req.DeepCopy()
+		addList(peak, sidecars)
+		maxList(initPeak, peak)
+	}
+	for i := range pod.Spec.Containers {
+		addList(out, containerRequests(&pod.Spec.Containers[i]))
+	}
+	addList(out, sidecars)
+	maxList(out, initPeak)
+	addList(out, pod.Spec.Overhead)
+	return out
+}
+
+func containerRequests(c *corev1.Container) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range c.Resources.Limits {
+		out[name] = q
+	}
+	for name, q := range c.Resources.Requests {
+		out[name] = q
+	}
+	return out
+}
+
+func addList(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur := dst[name]
+		cur.Add(q)
+		dst[name] = cur
+	}
+}
+
+func maxList(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
+			dst[name] = q
+		}
+	}
+}
+
+// resourceSpace maps resource names to dense vector indices for one solve.
+// cpu is kept in millicores, everything else in base units (bytes, count).
+type resourceSpace struct {
+	names []corev1.ResourceName
+	index map[corev1.ResourceName]int
+}
+
+const (
+	resCPU = iota
+	resMemory
+	resPods
+	resEphemeral
+)
+
+func newResourceSpace() *resourceSpace {
+	s := &resourceSpace{index: map[corev1.ResourceName]int{}}
+	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage} {
+		s.add(n)
+	}
+	return s
+}
+
+func (s *resourceSpace) add(n corev1.ResourceName) int {
+	if i, ok := s.index[n]; ok {
+		return i
+	}
+	s.index[n] = len(s.names)
+	s.names = append(s.names, n)
+	return len(s.names) - 1
+}
+
+func (s *resourceSpace) dim() int { return len(s.names) }
+
+// vector converts a list, registering unseen names only when register is
+// true; unregistered names are reported so callers can decide (a type may
+// offer resources nobody asks for; a pod may ask for one nobody offers).
+func (s *resourceSpace) vector(l corev1.ResourceList, register bool) (resVec, []corev1.ResourceName) {
+	if register {
+		for n := range l {
+			s.add(n)
+		}
+	}
+	v := make(resVec, s.dim())
+	var unknown []corev1.ResourceName
+	for n, q := range l {
+		i, ok := s.index[n]
+		if !ok {
+			if !q.IsZero() {
+				unknown = append(unknown, n)
+			}
+			continue
+		}
+		v[i] = quantityValue(n, q)
+	}
+	return v, unknown
+}
+
+func quantityValue(n corev1.ResourceName, q resource.Quantity) int64 {
+	if n == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+func (s *resourceSpace) list(v resVec) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i, n := range s.names {
+		if i >= len(v) {
+			break
+		}
+		if n == corev1.ResourceCPU {
+			out[n] = *resource.NewMilliQuantity(v[i], resource.DecimalSI)
+		} else if n == corev1.ResourceMemory || n == corev1.ResourceEphemeralStorage || strings.HasPrefix(string(n), "hugepages-") {
+			out[n] = *resource.NewQuantity(v[i], resource.BinarySI)
+		} else {
+			out[n] = *resource.NewQuantity(v[i], resource.DecimalSI)
+		}
+	}
+	return out
+}
+
+func (s *resourceSpace) describe(v resVec) string {
+	var parts []string
+	for i, n := range s.names {
+		if i >= len(v) || v[i] == 0 || n == corev1.ResourcePods {
+			continue
+		}
+		var str string
+		switch n {
+		case corev1.ResourceCPU:
+			str = resource.NewMilliQuantity(v[i], resource.DecimalSI).String()
+		case corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+			str = resource.NewQuantity(v[i], resource.BinarySI).String()
+		default:
+			str = fmt.Sprint(v[i])
+		}
+		parts = append(parts, string(n)+"="+str)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// resVec is a dense resource vector in a resourceSpace.
+type resVec []int64
+
+func (v resVec) fits(used, capacity resVec) bool {
+	for i, x := range v {
+		if x != 0 && used[i]+x > capacity[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// fitCount is how many copies of v fit into capacity-used (max limit).
+func (v resVec) fitCount(used, capacity resVec, limit int) int {
+	n := limit
+	for i, x := range v {
+		if x <= 0 {
+			continue
+		}
+		free := capacity[i] - used[i]
+		if free < x {
+			return 0
+		}
+		if k := free / x; k < int64(n) {
+			n = int(k)
+		}
+	}
+	return n
+}
+
+func (v resVec) addScaled(o resVec, k int64) {
+	for i := range o {
+		v[i] += o[i] * k
+	}
+}
+
+func (v resVec) clone() resVec { return append(resVec(nil), v...) }
+
+// firstExceeded names the first resource of need that capacity cannot hold.
+func (s *resourceSpace) firstExceeded(need, capacity resVec) string {
+	for i := range need {
+		if need[i] > capacity[i] {
+			return string(s.names[i])
+		}
+	}
+	return ""
+}
+
+// vecLE reports whether a <= b in every dimension.
+func vecLE(a, b resVec) bool {
+	for i, x := range a {
+		if x > b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,147 @@
+package scheduling
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// Input is everything one solve looks at. The solver never mutates it.
+type Input struct {
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// Nodes are existing nodes and in-flight NodeClaims with the pods already
+	// bound or nominated to them; they count for capacity, topology, host
+	// ports, anti-affinity and NodePool limits.
+	Nodes []*ExistingNode
+	// NodePools are the templates new claims come from.
+	NodePools []*NodePool
+	// InstanceTypes lists, per NodePool name, the instance types that pool may
+	// launch with allocatable already computed for its node class. Pools
+	// missing from the map use DefaultInstanceTypes.
+	InstanceTypes        map[string][]*InstanceType
+	DefaultInstanceTypes []*InstanceType
+	// DaemonSets add per-node overhead (and host ports) to every new node
+	// whose instance type and NodePool they are compatible with.
+	DaemonSets []*appsv1.DaemonSet
+	// Volumes resolve pods' PVC topology.
+	PersistentVolumes      []*corev1.PersistentVolume
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	StorageClasses         []*storagev1.StorageClass
+	// Unavailable offerings (the ICE cache): never chosen.
+	Unavailable map[OfferingKey]bool
+}
+
+// OfferingKey names one launchable (instance type, zone, capacity type).
+type OfferingKey struct {
+	InstanceType string
+	Zone         string
+	CapacityType string
+}
+
+// NodePool is the solver's view of a karpenter.sh/v1 NodePool.
+type NodePool struct {
+	Name string
+	// Weight orders pools, higher first; ties break by name.
+	Weight int32
+	// Requirements is the template's requirements (with minValues).
+	Requirements Requirements
+	// Labels are the template's labels; they become In requirements.
+	Labels        map[string]string
+	Taints        []corev1.Taint
+	StartupTaints []corev1.Taint
+	// Limits caps the summed capacity of the pool's nodes (cpu, memory,
+	// nodes, extended resources). Nil means unlimited.
+	Limits corev1.ResourceList
+	// NodeClass is the EC2NodeClass name (carried into claims).
+	NodeClass string
+}
+
+// Offering is one (zone, capacity type) an instance type launches in.
+type Offering struct {
+	Zone         string
+	ZoneID       string
+	CapacityType string
+	Price        float64
+	Available    bool
+}
+
+// InstanceType is the solver's view of a catalog type for one NodePool.
+type InstanceType struct {
+	Name string
+	// Labels are the type-level labels (arch, os, instance-type, family, ...).
+	Labels map[string]string
+	// Capacity is the hardware; Allocatable is what pods may use after
+	// kube-reserved, system-reserved and eviction thresholds.
+	Capacity    corev1.ResourceList
+	Allocatable corev1.ResourceList
+	Offerings   []Offering
+}
+
+// ExistingNode is a node (or in-flight NodeClaim) already in the cluster.
+type ExistingNode struct {
+	Name   string
+	Labels map[string]string
+	Taints []corev1.Taint
+	// StartupTaints are ignored while the node is not initialized.
+	StartupTaints []corev1.Taint
+	Allocatable   corev1.ResourceList
+	// Capacity counts toward NodePool limits (defaults to Allocatable).
+	Capacity corev1.ResourceList
+	// Pods already bound or nominated here.
+	Pods []*corev1.Pod
+	// Initialized is false for in-flight claims and nodes still coming up:
+	// their ephemeral and startup taints are ignored, and DaemonSet pods not
+	// yet running are reserved for.
+	Initialized bool
+	// InFlight marks a launched NodeClaim with no Node yet.
+	InFlight bool
+	// MarkedForDeletion nodes take no new pods.
+	MarkedForDeletion bool
+}
+
+// Plan is the solver's answer.
+type Plan struct {
+	NodeClaims    []*NodeClaimPlan `json:"nodeClaims"`
+	ExistingNodes []*NodePlacement `json:"existingNodes"`
+	Unschedulable []*Unschedulable `json:"unschedulable"`
+	CostPerHour   float64          `json:"costPerHour"`
+}
+
+// NodeClaimPlan is one new node to launch.
+type NodeClaimPlan struct {
+	Name         string  `json:"name"`
+	NodePool     string  `json:"nodePool"`
+	NodeClass    string  `json:"nodeClass,omitempty"`
+	InstanceType string  `json:"instanceType"`
+	CapacityType string  `json:"capacityType"`
+	Zone         string  `json:"zone"`
+	PricePerHour float64 `json:"pricePerHour"`
+	// InstanceTypeOptions are the types CreateFleet may launch, cheapest
+	// first, at most 60.
+	InstanceTypeOptions []string                                 `json:"instanceTypeOptions"`
+	Requirements        []corev1.NodeSelectorRequirement         `json:"requirements"`
+	MinValues           map[string]int                           `json:"minValues,omitempty"`
+	Labels              map[string]string                        `json:"labels"`
+	Taints              []corev1.Taint                           `json:"taints"`
+	StartupTaints       []corev1.Taint                           `json:"startupTaints,omitempty"`
+	Allocatable         corev1.ResourceList                      `json:"allocatable"`
+	Requests            corev1.ResourceList                      `json:"requests"`
+	Pods                []string                                 `json:"pods"`
+	PodRefs             []*corev1.Pod                            `json:"-"`
+	OfferingPrices      map[string]map[string]map[string]float64 `json:"-"`
+}
+
+// NodePlacement lists pending pods placed on an existing or in-flight node.
+type NodePlacement struct {
+	Name    string        `json:"name"`
+	Pods    []string      `json:"pods"`
+	PodRefs []*corev1.Pod `json:"-"`
+}
+
+// Unschedulable is a pod the plan cannot place, with a reason for people.
+type Unschedulable struct {
+	Pod    string      `json:"pod"`
+	Reason string      `json:"reason"`
+	PodRef *corev1.Pod `json:"-"`
+}

@@ -1,0 +1,515 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// This file is an independent checker: it re-derives every constraint from
+// the raw input with plain Kubernetes semantics (no solver code) and checks
+// the plan's final state against it.
+
+type vnode struct {
+	name   string
+	labels map[string]string
+	taints []corev1.Taint
+	alloc  corev1.ResourceList
+	pods   []*corev1.Pod // every pod on the node (existing + placed + daemons)
+	placed []*corev1.Pod
+	ports  map[string]bool
+	claim  bool
+}
+
+func matchExpr(e corev1.NodeSelectorRequirement, lbls map[string]string) bool {
+	v, ok := lbls[e.Key]
+	switch e.Operator {
+	case corev1.NodeSelectorOpIn:
+		if !ok {
+			return false
+		}
+		for _, x := range e.Values {
+			if x == v {
+				return true
+			}
+		}
+		return false
+	case corev1.NodeSelectorOpNotIn:
+		for _, x := range e.Values {
+			if ok && x == v {
+				return false
+			}
+		}
+		return true
+	case corev1.NodeSelectorOpExists:
+		return ok
+	case corev1.NodeSelectorOpDoesNotExist:
+		return !ok
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		if !ok {
+			return false
+		}
+		a, err1 := strconv.ParseInt(v, 10, 64)
+		b, err2 := strconv.ParseInt(e.Values[0], 10, 64)
+		if err1 != nil || err2 != nil {
+			return false
+		}
+		if e.Operator == corev1.NodeSelectorOpGt {
+			return a > b
+		}
+		return a < b
+	}
+	return false
+}
+
+func termMatches(t corev1.NodeSelectorTerm, lbls map[string]string, name string) bool {
+	for _, e := range t.MatchExpressions {
+		if !matchExpr(e, lbls) {
+			return false
+		}
+	}
+	for _, f := range t.MatchFields {
+		if !matchExpr(corev1.NodeSelectorRequirement{Key: "n", Operator: f.Operator, Values: f.Values}, map[string]string{"n": name}) {
+			return false
+		}
+	}
+	return true
+}
+
+func nodeAffinityOK(p *corev1.Pod, n *vnode) error {
+	for k, v := range p.Spec.NodeSelector {
+		if n.labels[k] != v {
+			return fmt.Errorf("nodeSelector %s=%s not met (node has %q)", k, v, n.labels[k])
+		}
+	}
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			if termMatches(t, n.labels, n.name) {
+				return nil
+			}
+		}
+		return fmt.Errorf("no required node affinity term matches")
+	}
+	return nil
+}
+
+func tolerated(p *corev1.Pod, t corev1.Taint) bool {
+	for _, tol := range p.Spec.Tolerations {
+		if tol.Effect != "" && tol.Effect != t.Effect {
+			continue
+		}
+		if tol.Operator == corev1.TolerationOpExists && (tol.Key == "" || tol.Key == t.Key) {
+			return true
+		}
+		if tol.Key == t.Key && tol.Value == t.Value {
+			return true
+		}
+	}
+	return false
+}
+
+func podReq(p *corev1.Pod) corev1.ResourceList {
+	out := scheduling.PodRequests(p)
+	out[corev1.ResourcePods] = resource.MustParse("1")
+	return out
+}
+
+func selects(term *corev1.PodAffinityTerm, owner, q *corev1.Pod) bool {
+	nsOK := false
+	if len(term.Namespaces) == 0 && term.NamespaceSelector == nil {
+		nsOK = q.Namespace == owner.Namespace
+	} else {
+		for _, n := range term.Namespaces {
+			if n == q.Namespace {
+				nsOK = true
+			}
+		}
+		if term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0 {
+			nsOK = true
+		}
+	}
+	if !nsOK || term.LabelSelector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	if err != nil {
+		return false
+	}
+	return sel.Matches(labels.Set(q.Labels))
+}
+
+// checkPlan fails t for every constraint the plan violates.
+func checkPlan(t *testing.T, in *scheduling.Input, plan *scheduling.Plan) {
+	t.Helper()
+	errs := planErrors(in, plan)
+	for i, e := range errs {
+		if i >= 20 {
+			t.Errorf("... and %d more violations", len(errs)-20)
+			break
+		}
+		t.Error(e)
+	}
+}
+
+func planErrors(in *scheduling.Input, plan *scheduling.Plan) []string {
+	var errs []string
+	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
+	pending := map[string]*corev1.Pod{}
+	for _, p := range in.Pods {
+		pending[p.Namespace+"/"+p.Name] = p
+	}
+	seen := map[string]int{}
+	pools := map[string]*scheduling.NodePool{}
+	for _, p := range in.NodePools {
+		pools[p.Name] = p
+	}
+	var nodes []*vnode
+	byName := map[string]*vnode{}
+	for _, en := range in.Nodes {
+		n := &vnode{name: en.Name, labels: map[string]string{}, alloc: en.Allocatable, ports: map[string]bool{}}
+		for k, v := range en.Labels {
+			n.labels[k] = v
+		}
+		if _, ok := n.labels[corev1.LabelHostname]; !ok {
+			n.labels[corev1.LabelHostname] = en.Name
+		}
+		for _, tt := range en.Taints {
+			if !en.Initialized && scheduling.IsEphemeralTaint(tt) {
+				continue
+			}
+			n.taints = append(n.taints, tt)
+		}
+		n.pods = append(n.pods, en.Pods...)
+		nodes = append(nodes, n)
+		byName[n.name] = n
+	}
+	for _, np := range plan.ExistingNodes {
+		n := byName[np.Name]
+		if n == nil {
+			bad("plan places pods on unknown node %s", np.Name)
+			continue
+		}
+		for _, k := range np.Pods {
+			seen[k]++
+			if p := pending[k]; p != nil {
+				n.pods = append(n.pods, p)
+				n.placed = append(n.placed, p)
+			}
+		}
+	}
+	types := func(pool string) []*scheduling.InstanceType {
+		if its, ok := in.InstanceTypes[pool]; ok {
+			return its
+		}
+		return in.DefaultInstanceTypes
+	}
+	claimNames := map[string]bool{}
+	var cost float64
+	for _, c := range plan.NodeClaims {
+		if claimNames[c.Name] {
+			bad("claim name %s used twice", c.Name)
+		}
+		claimNames[c.Name] = true
+		cost += c.PricePerHour
+		pool := pools[c.NodePool]
+		if pool == nil {
+			bad("claim %s from unknown pool %s", c.Name, c.NodePool)
+			continue
+		}
+		var it *scheduling.InstanceType
+		for _, x := range types(c.NodePool) {
+			if x.Name == c.InstanceType {
+				it = x
+			}
+		}
+		if it == nil {
+			bad("claim %s: unknown instance type %s", c.Name, c.InstanceType)
+			continue
+		}
+		if len(c.InstanceTypeOptions) == 0 || len(c.InstanceTypeOptions) > 60 || c.InstanceTypeOptions[0] != c.InstanceType {
+			bad("claim %s: options %v must start with the chosen type and hold 1..60 types", c.Name, len(c.InstanceTypeOptions))
+		}
+		offered := false
+		for _, o := range it.Offerings {
+			if o.Zone == c.Zone && o.CapacityType == c.CapacityType && o.Available &&
+				!in.Unavailable[scheduling.OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}] {
+				offered = true
+				if o.Price != c.PricePerHour {
+					bad("claim %s: price %v but offering costs %v", c.Name, c.PricePerHour, o.Price)
+				}
+			}
+		}
+		if !offered {
+			bad("claim %s: %s not offered (or unavailable) in %s/%s", c.Name, it.Name, c.Zone, c.CapacityType)
+		}
+		if c.Labels[corev1.LabelTopologyZone] != c.Zone || c.Labels["karpenter.sh/capacity-type"] != c.CapacityType ||
+			c.Labels["karpenter.sh/nodepool"] != c.NodePool || c.Labels[corev1.LabelInstanceTypeStable] != c.InstanceType {
+			bad("claim %s: labels disagree with the chosen offering: %v", c.Name, c.Labels)
+		}
+		for k, v := range pool.Labels {
+			if c.Labels[k] != v {
+				bad("claim %s: missing pool label %s", c.Name, k)
+			}
+		}
+		for i := range pool.Requirements {
+			r := pool.Requirements[i].NodeSelectorRequirement()
+			if _, ok := c.Labels[r.Key]; !ok && (r.Operator == corev1.NodeSelectorOpNotIn || r.Operator == corev1.NodeSelectorOpDoesNotExist) {
+				continue
+			}
+			if !matchExpr(r, c.Labels) {
+				bad("claim %s: labels violate pool requirement %v", c.Name, r)
+			}
+		}
+		n := &vnode{name: c.Name, labels: map[string]string{}, alloc: it.Allocatable, ports: map[string]bool{}, claim: true}
+		for k, v := range c.Labels {
+			n.labels[k] = v
+		}
+		n.labels[corev1.LabelHostname] = c.Name
+		n.taints = pool.Taints
+		allTaints := append(append([]corev1.Taint(nil), pool.Taints...), pool.StartupTaints...)
+		for _, ds := range in.DaemonSets {
+			dp := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds-" + ds.Name, Namespace: ds.Namespace}, Spec: ds.Spec.Template.Spec}
+			ok := nodeAffinityOK(dp, n) == nil
+			for _, tt := range allTaints {
+				if (tt.Effect == corev1.TaintEffectNoSchedule || tt.Effect == corev1.TaintEffectNoExecute) && !tolerated(dp, tt) {
+					ok = false
+				}
+			}
+			if ok {
+				n.pods = append(n.pods, dp)
+			}
+		}
+		for _, k := range c.Pods {
+			seen[k]++
+			if p := pending[k]; p != nil {
+				n.pods = append(n.pods, p)
+				n.placed = append(n.placed, p)
+			}
+		}
+		nodes = append(nodes, n)
+		byName[n.name] = n
+	}
+	if d := cost - plan.CostPerHour; d > 1e-6 || d < -1e-6 {
+		bad("costPerHour %v but claims sum to %v", plan.CostPerHour, cost)
+	}
+	for _, u := range plan.Unschedulable {
+		seen[u.Pod]++
+		if u.Reason == "" {
+			bad("pod %s unschedulable without a reason", u.Pod)
+		}
+	}
+	for k := range pending {
+		if seen[k] != 1 {
+			bad("pod %s appears %d times in the plan", k, seen[k])
+		}
+	}
+	podNode := map[*corev1.Pod]*vnode{}
+	for _, n := range nodes {
+		for _, p := range n.pods {
+			podNode[p] = n
+		}
+	}
+	for _, n := range nodes {
+		// Resources.
+		sum := corev1.ResourceList{}
+		for _, p := range n.pods {
+			for name, q := range podReq(p) {
+				cur := sum[name]
+				cur.Add(q)
+				sum[name] = cur
+			}
+		}
+		for name, q := range sum {
+			if q.IsZero() {
+				continue
+			}
+			a, ok := n.alloc[name]
+			if !ok || q.Cmp(a) > 0 {
+				bad("node %s: %s requested %s > allocatable %s", n.name, name, q.String(), a.String())
+			}
+		}
+		// Host ports.
+		ports := map[string]string{}
+		for _, p := range n.pods {
+			for _, c := range p.Spec.Containers {
+				for _, cp := range c.Ports {
+					if cp.HostPort == 0 {
+						continue
+					}
+					k := fmt.Sprintf("%s/%d", cp.Protocol, cp.HostPort)
+					if o, dup := ports[k]; dup {
+						bad("node %s: host port %s used by %s and %s", n.name, k, o, p.Name)
+					}
+					ports[k] = p.Name
+				}
+			}
+		}
+		for _, p := range n.placed {
+			if err := nodeAffinityOK(p, n); err != nil {
+				bad("pod %s on %s: %v", p.Name, n.name, err)
+			}
+			for _, tt := range n.taints {
+				if (tt.Effect == corev1.TaintEffectNoSchedule || tt.Effect == corev1.TaintEffectNoExecute) && !tolerated(p, tt) {
+					bad("pod %s on %s does not tolerate %v", p.Name, n.name, tt)
+				}
+			}
+		}
+	}
+	// Pod (anti-)affinity and spread, final state.
+	all := []*corev1.Pod{}
+	for _, n := range nodes {
+		all = append(all, n.pods...)
+	}
+	for _, p := range all {
+		n := podNode[p]
+		a := p.Spec.Affinity
+		if a != nil && a.PodAntiAffinity != nil {
+			for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				term := &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
+				d, ok := n.labels[term.TopologyKey]
+				if !ok {
+					continue
+				}
+				for _, q := range all {
+					if q != p && podNode[q].labels[term.TopologyKey] == d && selects(term, p, q) {
+						bad("anti-affinity: %s and %s share %s=%s", p.Name, q.Name, term.TopologyKey, d)
+					}
+				}
+			}
+		}
+		if _, isPending := pending[p.Namespace+"/"+p.Name]; isPending && a != nil && a.PodAffinity != nil {
+			for i := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				term := &a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
+				d, ok := n.labels[term.TopologyKey]
+				if !ok {
+					bad("affinity: %s on node without %s", p.Name, term.TopologyKey)
+					continue
+				}
+				sameDomain, elsewhere := false, false
+				for _, q := range all {
+					if q == p || !selects(term, p, q) {
+						continue
+					}
+					if podNode[q].labels[term.TopologyKey] == d {
+						sameDomain = true
+					} else {
+						elsewhere = true
+					}
+				}
+				if !sameDomain && (elsewhere || !selects(term, p, p)) {
+					bad("affinity: %s in %s=%s has no matching pod there", p.Name, term.TopologyKey, d)
+				}
+			}
+		}
+	}
+	errs = append(errs, spreadErrors(in, nodes, podNode, pending)...)
+	sort.Strings(errs)
+	return errs
+}
+
+// spreadErrors checks DoNotSchedule spread constraints. For hostname keys a
+// node may hold at most maxSkew owners (a new node is always an empty
+// domain). For other keys the final skew is checked when every pod the
+// selector matches owns the same constraint (otherwise only the order of
+// placement, which a final state cannot show, decides validity).
+func spreadErrors(in *scheduling.Input, nodes []*vnode, podNode map[*corev1.Pod]*vnode, pending map[string]*corev1.Pod) []string {
+	var errs []string
+	type gk struct{ key, ns, sel string }
+	done := map[gk]bool{}
+	var all []*corev1.Pod
+	for _, n := range nodes {
+		all = append(all, n.pods...)
+	}
+	universe := map[string]bool{}
+	for _, its := range append([][]*scheduling.InstanceType{in.DefaultInstanceTypes}, mapValues(in.InstanceTypes)...) {
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				if o.Available {
+					universe[o.Zone] = true
+				}
+			}
+		}
+	}
+	for _, p := range in.Pods {
+		n := podNode[p]
+		if n == nil {
+			continue
+		}
+		for _, c := range p.Spec.TopologySpreadConstraints {
+			if c.WhenUnsatisfiable != corev1.DoNotSchedule || c.LabelSelector == nil {
+				continue
+			}
+			sel, _ := metav1.LabelSelectorAsSelector(c.LabelSelector)
+			k := gk{c.TopologyKey, p.Namespace, sel.String() + fmt.Sprint(c.MaxSkew)}
+			if done[k] {
+				continue
+			}
+			done[k] = true
+			owns := func(q *corev1.Pod) bool {
+				for _, qc := range q.Spec.TopologySpreadConstraints {
+					if qc.TopologyKey == c.TopologyKey && qc.MaxSkew == c.MaxSkew && qc.WhenUnsatisfiable == corev1.DoNotSchedule && qc.LabelSelector != nil {
+						qs, _ := metav1.LabelSelectorAsSelector(qc.LabelSelector)
+						if qs.String() == sel.String() {
+							return true
+						}
+					}
+				}
+				return false
+			}
+			counts := map[string]int{}
+			pure := true
+			for _, q := range all {
+				if q.Namespace != p.Namespace || !sel.Matches(labels.Set(q.Labels)) {
+					continue
+				}
+				_, isPending := pending[q.Namespace+"/"+q.Name]
+				if !owns(q) || !isPending {
+					pure = false
+					continue
+				}
+				if d, ok := podNode[q].labels[c.TopologyKey]; ok {
+					counts[d]++
+				}
+			}
+			if c.TopologyKey == corev1.LabelHostname {
+				for d, v := range counts {
+					if v > int(c.MaxSkew) {
+						errs = append(errs, fmt.Sprintf("spread %s: node %s holds %d owners > maxSkew %d", sel, d, v, c.MaxSkew))
+					}
+				}
+				continue
+			}
+			if !pure || c.TopologyKey != corev1.LabelTopologyZone {
+				continue
+			}
+			minC, maxC := -1, 0
+			for d := range universe {
+				v := counts[d]
+				if minC < 0 || v < minC {
+					minC = v
+				}
+				maxC = max(maxC, v)
+			}
+			if maxC-minC > int(c.MaxSkew) {
+				errs = append(errs, fmt.Sprintf("spread %s on %s: skew %d > %d (%v)", sel, c.TopologyKey, maxC-minC, c.MaxSkew, counts))
+			}
+		}
+	}
+	return errs
+}
+
+func mapValues(m map[string][]*scheduling.InstanceType) [][]*scheduling.InstanceType {
+	var out [][]*scheduling.InstanceType
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
