@@ -358,6 +358,7 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
 	for _, p := range d.pairs(n, path) {
 		ev := reflect.New(v.Type().Elem()).Elem()
+		d.lines[joinKey(path, p.key)] = p.keyN.Line
 		d.decode(p.value, ev, joinKey(path, p.key))
 		m.SetMapIndex(reflect.ValueOf(p.key).Convert(v.Type().Key()), ev)
 	}
@@ -393,7 +394,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			d.fail(p.keyN.Line, fpath, "%s", msg)
 			continue
 		}
-		d.lines[fpath] = p.value.Line
+		// A field's line is its key's: for a nested object that is the
+		// "field:" line, not the line of the object's first entry.
+		d.lines[fpath] = p.keyN.Line
 		fv := v.FieldByIndex(idx)
 		d.decode(p.value, fv, fpath)
 	}
@@ -480,7 +483,23 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// yamlLine extracts the line from a yaml.v3 parse error ("yaml: line 5: ...").
+// parserProblems are yaml.v3's parser (not scanner) errors. yaml.v3 reports
+// their line 0-based while scanner errors are 1-based, so they need +1.
+var parserProblems = map[string]bool{
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected <document start>": true,
+	"did not find expected key":              true,
+	"did not find expected node content":     true,
+	"found duplicate %TAG directive":         true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found undefined tag handle":             true,
+}
+
+// yamlLine extracts the 1-based line from a yaml.v3 parse error
+// ("yaml: line 5: ...").
 func yamlLine(err error) (int, string) {
 	msg := err.Error()
 	var te *yaml.TypeError
@@ -491,6 +510,9 @@ func yamlLine(err error) (int, string) {
 	if rest, ok := strings.CutPrefix(msg, "line "); ok {
 		num, tail, found := strings.Cut(rest, ": ")
 		if l, err := strconv.Atoi(num); err == nil && found {
+			if parserProblems[tail] {
+				l++
+			}
 			return l, tail
 		}
 	}
