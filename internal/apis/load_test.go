@@ -368,7 +368,9 @@ spec:
         karpenter.sh/discovery: demo
 `
 
-func sprintf(format string, args ...any) string { return strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n" }
+func sprintf(format string, args ...any) string {
+	return strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n"
+}
 
 func TestV1Beta1Conversion(t *testing.T) {
 	doc := sprintf(betaPool, "a", 50) + "---\n" + betaClass
