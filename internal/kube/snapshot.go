@@ -1,0 +1,272 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Snapshot is the cluster state one controller pass works from. Objects are
+// read-only projections: fields no nodewright decision uses (managedFields,
+// last-applied annotations, container env/commands/probes, container
+// statuses, node images) are stripped to keep a 50,000-pod snapshot small,
+// so they must never be written back to the API server.
+type Snapshot struct {
+	// PendingPods are unbound pods the scheduler marked
+	// PodScheduled=False/Unschedulable, sorted by namespace/name.
+	PendingPods []*corev1.Pod
+	// OtherPendingPods are unbound Pending pods the scheduler has not (yet)
+	// found unschedulable; the provisioner leaves them alone.
+	OtherPendingPods int
+	Nodes            []*corev1.Node
+	// PodsByNode holds the non-terminal pods bound to each node.
+	PodsByNode             map[string][]*corev1.Pod
+	PDBs                   []*policyv1.PodDisruptionBudget
+	DaemonSets             []*appsv1.DaemonSet
+	PersistentVolumes      []*corev1.PersistentVolume
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	StorageClasses         []*storagev1.StorageClass
+	CSINodes               []*storagev1.CSINode
+	VolumeAttachments      []*storagev1.VolumeAttachment
+	// TakenAt is when the snapshot started; Duration how long it took.
+	TakenAt  time.Time
+	Duration time.Duration
+}
+
+// Parts selects what a snapshot lists; the zero value means everything.
+type Parts uint
+
+const (
+	PartPendingPods Parts = 1 << iota
+	PartBoundPods
+	PartNodes
+	PartPDBs
+	PartDaemonSets
+	// PartVolumes covers PVs, PVCs, StorageClasses, CSINodes and VolumeAttachments.
+	PartVolumes
+	PartAll = PartPendingPods | PartBoundPods | PartNodes | PartPDBs | PartDaemonSets | PartVolumes
+)
+
+// SnapshotOptions tune a snapshot.
+type SnapshotOptions struct {
+	Parts Parts
+	// PageSize is the list limit per request (default 500, like kubectl).
+	PageSize int64
+}
+
+// Field selectors the API server evaluates for pods, so unbound and bound
+// pods come from two disjoint lists and terminal pods never leave etcd.
+const (
+	pendingPodSelector = "spec.nodeName=,status.phase=Pending"
+	boundPodSelector   = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed"
+)
+
+// Snapshot lists the selected parts concurrently, each paginated with
+// limit/continue.
+func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, error) {
+	parts := opts.Parts
+	if parts == 0 {
+		parts = PartAll
+	}
+	page := opts.PageSize
+	if page <= 0 {
+		page = 500
+	}
+	s := &Snapshot{TakenAt: c.now()}
+	g, ctx := errgroup.WithContext(ctx)
+	cs := c.cs
+	if parts&PartPendingPods != 0 {
+		g.Go(func() error {
+			pods, err := listAll(ctx, "pending pods", page, metav1.ListOptions{FieldSelector: pendingPodSelector},
+				cs.CoreV1().Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items }, stripPod)
+			if err != nil {
+				return err
+			}
+			for _, p := range pods {
+				if isUnschedulable(p) {
+					s.PendingPods = append(s.PendingPods, p)
+				} else {
+					s.OtherPendingPods++
+				}
+			}
+			return nil
+		})
+	}
+	if parts&PartBoundPods != 0 {
+		g.Go(func() error {
+			pods, err := listAll(ctx, "bound pods", page, metav1.ListOptions{FieldSelector: boundPodSelector},
+				cs.CoreV1().Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items }, stripPod)
+			if err != nil {
+				return err
+			}
+			s.PodsByNode = make(map[string][]*corev1.Pod)
+			for _, p := range pods {
+				s.PodsByNode[p.Spec.NodeName] = append(s.PodsByNode[p.Spec.NodeName], p)
+			}
+			return nil
+		})
+	}
+	if parts&PartNodes != 0 {
+		g.Go(func() (err error) {
+			s.Nodes, err = listAll(ctx, "nodes", page, metav1.ListOptions{},
+				cs.CoreV1().Nodes().List, func(l *corev1.NodeList) []corev1.Node { return l.Items }, stripNode)
+			return err
+		})
+	}
+	if parts&PartPDBs != 0 {
+		g.Go(func() (err error) {
+			s.PDBs, err = listAll(ctx, "poddisruptionbudgets", page, metav1.ListOptions{},
+				cs.PolicyV1().PodDisruptionBudgets("").List, func(l *policyv1.PodDisruptionBudgetList) []policyv1.PodDisruptionBudget { return l.Items }, stripMeta[policyv1.PodDisruptionBudget])
+			return err
+		})
+	}
+	if parts&PartDaemonSets != 0 {
+		g.Go(func() (err error) {
+			s.DaemonSets, err = listAll(ctx, "daemonsets", page, metav1.ListOptions{},
+				cs.AppsV1().DaemonSets("").List, func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, stripDaemonSet)
+			return err
+		})
+	}
+	if parts&PartVolumes != 0 {
+		g.Go(func() (err error) {
+			s.PersistentVolumes, err = listAll(ctx, "persistentvolumes", page, metav1.ListOptions{},
+				cs.CoreV1().PersistentVolumes().List, func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items }, stripMeta[corev1.PersistentVolume])
+			return err
+		})
+		g.Go(func() (err error) {
+			s.PersistentVolumeClaims, err = listAll(ctx, "persistentvolumeclaims", page, metav1.ListOptions{},
+				cs.CoreV1().PersistentVolumeClaims("").List, func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items }, stripMeta[corev1.PersistentVolumeClaim])
+			return err
+		})
+		g.Go(func() (err error) {
+			s.StorageClasses, err = listAll(ctx, "storageclasses", page, metav1.ListOptions{},
+				cs.StorageV1().StorageClasses().List, func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }, stripMeta[storagev1.StorageClass])
+			return err
+		})
+		g.Go(func() (err error) {
+			s.CSINodes, err = listAll(ctx, "csinodes", page, metav1.ListOptions{},
+				cs.StorageV1().CSINodes().List, func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items }, stripMeta[storagev1.CSINode])
+			return err
+		})
+		g.Go(func() (err error) {
+			s.VolumeAttachments, err = listAll(ctx, "volumeattachments", page, metav1.ListOptions{},
+				cs.StorageV1().VolumeAttachments().List, func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items }, stripMeta[storagev1.VolumeAttachment])
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("cluster snapshot: %w", err)
+	}
+	sort.Slice(s.PendingPods, func(i, j int) bool { return podKey(s.PendingPods[i]) < podKey(s.PendingPods[j]) })
+	s.Duration = c.now().Sub(s.TakenAt)
+	return s, nil
+}
+
+func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// isUnschedulable is the scheduler's verdict that no node fits the pod.
+func isUnschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// listAll pages through one list. Items are returned as pointers into the
+// pages' own arrays (no copies). An expired continue token (410 Gone, the
+// API server compacted past the list's resource version) restarts the list,
+// at most twice.
+func listAll[L any, T any](ctx context.Context, what string, page int64, base metav1.ListOptions,
+	list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T, strip func(*T)) ([]*T, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := listPages(ctx, page, base, list, items, strip)
+		if err != nil && apierrors.IsResourceExpired(err) && attempt < 2 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", what, err)
+		}
+		return out, nil
+	}
+}
+
+func listPages[L any, T any](ctx context.Context, page int64, base metav1.ListOptions,
+	list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T, strip func(*T)) ([]*T, error) {
+	var out []*T
+	opts := base
+	opts.Limit = page
+	for {
+		l, err := list(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		its := items(l)
+		if out == nil {
+			out = make([]*T, 0, len(its))
+		}
+		for i := range its {
+			strip(&its[i])
+			out = append(out, &its[i])
+		}
+		lm, ok := any(l).(metav1.ListInterface)
+		if !ok || lm.GetContinue() == "" {
+			return out, nil
+		}
+		opts.Continue = lm.GetContinue()
+	}
+}
+
+func stripObjectMeta(m *metav1.ObjectMeta) {
+	m.ManagedFields = nil
+	if _, ok := m.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
+	}
+}
+
+func stripMeta[T any](obj *T) {
+	if o, ok := any(obj).(metav1.ObjectMetaAccessor); ok {
+		if m, ok := o.GetObjectMeta().(*metav1.ObjectMeta); ok {
+			stripObjectMeta(m)
+		}
+	}
+}
+
+func stripContainers(cs []corev1.Container) {
+	for i := range cs {
+		c := &cs[i]
+		c.Command, c.Args, c.Env, c.EnvFrom = nil, nil, nil, nil
+		c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+		c.TerminationMessagePath, c.WorkingDir = "", ""
+	}
+}
+
+func stripPod(p *corev1.Pod) {
+	stripObjectMeta(&p.ObjectMeta)
+	stripContainers(p.Spec.Containers)
+	stripContainers(p.Spec.InitContainers)
+	p.Spec.EphemeralContainers = nil
+	p.Status.ContainerStatuses, p.Status.InitContainerStatuses, p.Status.EphemeralContainerStatuses = nil, nil, nil
+}
+
+func stripNode(n *corev1.Node) {
+	stripObjectMeta(&n.ObjectMeta)
+	n.Status.Images = nil
+}
+
+func stripDaemonSet(d *appsv1.DaemonSet) {
+	stripObjectMeta(&d.ObjectMeta)
+	stripObjectMeta(&d.Spec.Template.ObjectMeta)
+	stripContainers(d.Spec.Template.Spec.Containers)
+	stripContainers(d.Spec.Template.Spec.InitContainers)
+}
