@@ -1,0 +1,197 @@
+package aws
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/internal/apis"
+)
+
+// Subnet is a subnet an EC2NodeClass selects.
+type Subnet struct {
+	ID           string
+	Zone         string
+	ZoneID       string
+	AvailableIPs int32
+	Tags         map[string]string
+}
+
+// SecurityGroup is a security group an EC2NodeClass selects.
+type SecurityGroup struct {
+	ID   string
+	Name string
+}
+
+func tagMap(tags []ec2types.Tag) map[string]string {
+	m := make(map[string]string, len(tags))
+	for _, t := range tags {
+		m[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
+	}
+	return m
+}
+
+// tagFilters turns a selector's tags into EC2 filters: "*" means "has the
+// key"; other values are passed through (EC2 filters accept * wildcards).
+func tagFilters(tags map[string]string) []ec2types.Filter {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []ec2types.Filter
+	for _, k := range keys {
+		if tags[k] == "*" {
+			out = append(out, ec2types.Filter{Name: sdkaws.String("tag-key"), Values: []string{k}})
+		} else {
+			out = append(out, ec2types.Filter{Name: sdkaws.String("tag:" + k), Values: []string{tags[k]}})
+		}
+	}
+	return out
+}
+
+// tagsMatch re-checks a selector client-side, so a filter an endpoint ignores
+// can never widen a selection. Values use shell-style * and ? wildcards as EC2 does.
+func tagsMatch(sel, have map[string]string) bool {
+	for k, want := range sel {
+		got, ok := have[k]
+		if !ok {
+			return false
+		}
+		if want == "*" {
+			continue
+		}
+		if !globMatch(want, got) {
+			return false
+		}
+	}
+	return true
+}
+
+// selectorKey is a stable cache key for a list of selector terms.
+func selectorKey(v any) string {
+	b, _ := json.Marshal(v) // selector terms are plain data
+	return string(b)
+}
+
+// Subnets resolves spec.subnetSelectorTerms (terms ORed; within a term, tags
+// and id ANDed). Subnets with no free address are dropped.
+func (p *Provider) Subnets(ctx context.Context, nc *apis.EC2NodeClass) ([]Subnet, error) {
+	terms := nc.Spec.SubnetSelectorTerms
+	if len(terms) == 0 {
+		return nil, fmt.Errorf("EC2NodeClass %s: %w: spec.subnetSelectorTerms is empty", nc.Name, ErrNodeClassNotReady)
+	}
+	return p.subnets.get(ctx, selectorKey(terms), func(ctx context.Context) ([]Subnet, error) {
+		seen := map[string]Subnet{}
+		for i, term := range terms {
+			in := &ec2.DescribeSubnetsInput{Filters: tagFilters(term.Tags)}
+			if term.ID != "" {
+				in.SubnetIds = []string{term.ID}
+			}
+			pager := ec2.NewDescribeSubnetsPaginator(p.clients.EC2, in)
+			for pager.HasMorePages() {
+				out, err := pager.NextPage(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("EC2NodeClass %s: subnetSelectorTerms[%d]: describe subnets: %w", nc.Name, i, err)
+				}
+				for _, s := range out.Subnets {
+					sub := Subnet{
+						ID: sdkaws.ToString(s.SubnetId), Zone: sdkaws.ToString(s.AvailabilityZone),
+						ZoneID: sdkaws.ToString(s.AvailabilityZoneId), AvailableIPs: sdkaws.ToInt32(s.AvailableIpAddressCount),
+						Tags: tagMap(s.Tags),
+					}
+					if (term.ID != "" && sub.ID != term.ID) || !tagsMatch(term.Tags, sub.Tags) {
+						continue
+					}
+					if s.State != "" && s.State != ec2types.SubnetStateAvailable {
+						continue
+					}
+					seen[sub.ID] = sub
+				}
+			}
+		}
+		out := make([]Subnet, 0, len(seen))
+		for _, s := range seen {
+			if s.AvailableIPs > 0 {
+				out = append(out, s)
+			}
+		}
+		if len(out) == 0 {
+			return nil, fmt.Errorf("EC2NodeClass %s: %w: no subnet with free addresses matches spec.subnetSelectorTerms", nc.Name, ErrNodeClassNotReady)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+		return out, nil
+	})
+}
+
+// ZonalSubnets picks one subnet per zone: the one with the most free
+// addresses (ties by id), as Karpenter does.
+func ZonalSubnets(subnets []Subnet) map[string]Subnet {
+	best := map[string]Subnet{}
+	for _, s := range subnets {
+		if s.AvailableIPs <= 0 {
+			continue
+		}
+		cur, ok := best[s.Zone]
+		if !ok || s.AvailableIPs > cur.AvailableIPs || (s.AvailableIPs == cur.AvailableIPs && s.ID < cur.ID) {
+			best[s.Zone] = s
+		}
+	}
+	return best
+}
+
+// SecurityGroups resolves spec.securityGroupSelectorTerms (by tags, id or name).
+func (p *Provider) SecurityGroups(ctx context.Context, nc *apis.EC2NodeClass) ([]SecurityGroup, error) {
+	terms := nc.Spec.SecurityGroupSelectorTerms
+	if len(terms) == 0 {
+		return nil, fmt.Errorf("EC2NodeClass %s: %w: spec.securityGroupSelectorTerms is empty", nc.Name, ErrNodeClassNotReady)
+	}
+	return p.groups.get(ctx, selectorKey(terms), func(ctx context.Context) ([]SecurityGroup, error) {
+		seen := map[string]SecurityGroup{}
+		for i, term := range terms {
+			in := &ec2.DescribeSecurityGroupsInput{Filters: tagFilters(term.Tags)}
+			if term.ID != "" {
+				in.GroupIds = []string{term.ID}
+			}
+			if term.Name != "" {
+				in.Filters = append(in.Filters, ec2types.Filter{Name: sdkaws.String("group-name"), Values: []string{term.Name}})
+			}
+			pager := ec2.NewDescribeSecurityGroupsPaginator(p.clients.EC2, in)
+			for pager.HasMorePages() {
+				out, err := pager.NextPage(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("EC2NodeClass %s: securityGroupSelectorTerms[%d]: describe security groups: %w", nc.Name, i, err)
+				}
+				for _, g := range out.SecurityGroups {
+					sg := SecurityGroup{ID: sdkaws.ToString(g.GroupId), Name: sdkaws.ToString(g.GroupName)}
+					if (term.ID != "" && sg.ID != term.ID) || (term.Name != "" && sg.Name != term.Name) || !tagsMatch(term.Tags, tagMap(g.Tags)) {
+						continue
+					}
+					seen[sg.ID] = sg
+				}
+			}
+		}
+		if len(seen) == 0 {
+			return nil, fmt.Errorf("EC2NodeClass %s: %w: no security group matches spec.securityGroupSelectorTerms", nc.Name, ErrNodeClassNotReady)
+		}
+		out := make([]SecurityGroup, 0, len(seen))
+		for _, g := range seen {
+			out = append(out, g)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+		return out, nil
+	})
+}
+
+func securityGroupIDs(groups []SecurityGroup) []string {
+	ids := make([]string, len(groups))
+	for i, g := range groups {
+		ids[i] = g.ID
+	}
+	return ids
+}

@@ -1,0 +1,71 @@
+package aws
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/aws/smithy-go"
+)
+
+// capacityErrorCodes are CreateFleet error codes that mean "this pool has no
+// capacity for us right now" rather than "the request is wrong". The pool is
+// marked unavailable and the launch moves on to other offerings.
+var capacityErrorCodes = map[string]bool{
+	"InsufficientInstanceCapacity":         true,
+	"MaxSpotInstanceCountExceeded":         true,
+	"VcpuLimitExceeded":                    true,
+	"UnfulfillableCapacity":                true,
+	"Unsupported":                          true,
+	"InsufficientCapacityOnHost":           true,
+	"SpotMaxPriceTooLow":                   true,
+	"InsufficientReservedInstanceCapacity": true,
+	"ReservationCapacityExceeded":          true,
+}
+
+// IsCapacityError reports whether a CreateFleet error code marks the offering unavailable.
+func IsCapacityError(code string) bool { return capacityErrorCodes[code] }
+
+// ErrInsufficientCapacity is wrapped by Launch when every offering of the
+// NodeClaim is unavailable; the provisioner re-plans the claim's pods.
+var ErrInsufficientCapacity = errors.New("insufficient capacity")
+
+// ErrNotOwned is wrapped by Terminate for instances this cluster does not own.
+var ErrNotOwned = errors.New("instance not owned by this cluster")
+
+// ErrNodeClassNotReady is wrapped when an EC2NodeClass resolves to no subnets,
+// security groups or AMIs: launching cannot succeed until it is fixed.
+var ErrNodeClassNotReady = errors.New("EC2NodeClass not ready")
+
+// apiErrorCode returns the AWS error code of err ("" when it has none).
+func apiErrorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// isNotFound reports AWS "does not exist" errors of the resources this package reads.
+func isNotFound(err error) bool {
+	switch apiErrorCode(err) {
+	case "InvalidInstanceID.NotFound", "InvalidLaunchTemplateName.NotFoundException",
+		"InvalidLaunchTemplateId.NotFound", "InvalidLaunchTemplateId.Malformed", "ParameterNotFound",
+		"ResourceNotFoundException":
+		return true
+	}
+	return false
+}
+
+// LaunchError describes a failed CreateFleet for one NodeClaim.
+type LaunchError struct {
+	NodeClaim string
+	// Errors are the per-override fleet errors of the last attempt ("code: message").
+	Errors []string
+	Err    error
+}
+
+func (e *LaunchError) Error() string {
+	return fmt.Sprintf("launch nodeclaim %s: %v %v", e.NodeClaim, e.Err, e.Errors)
+}
+
+func (e *LaunchError) Unwrap() error { return e.Err }

@@ -1,0 +1,205 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// Instance is an EC2 instance launched for (or found belonging to) this cluster.
+type Instance struct {
+	ID           string
+	Type         string
+	Zone         string
+	SubnetID     string
+	CapacityType string // spot | on-demand
+	ImageID      string
+	State        string // pending, running, shutting-down, terminated, stopping, stopped
+	PrivateIP    string
+	LaunchTime   time.Time
+	NodeClaim    string // karpenter.sh/nodeclaim tag
+	NodePool     string // karpenter.sh/nodepool tag
+	// LaunchTemplate is the template name the instance was launched from
+	// (set by Launch; GC of templates keeps the ones live claims name).
+	LaunchTemplate string
+	Tags           map[string]string
+}
+
+// ProviderID is the Kubernetes node providerID of the instance: aws:///<zone>/<id>.
+func (i Instance) ProviderID() string { return "aws:///" + i.Zone + "/" + i.ID }
+
+// ParseProviderID returns the instance id of an aws:///<zone>/<id> provider ID.
+func ParseProviderID(providerID string) (zone, id string, err error) {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	if !ok {
+		return "", "", fmt.Errorf("provider ID %q: want aws:///<zone>/<instance-id>", providerID)
+	}
+	zone, id, ok = strings.Cut(rest, "/")
+	if !ok || !strings.HasPrefix(id, "i-") {
+		return "", "", fmt.Errorf("provider ID %q: want aws:///<zone>/<instance-id>", providerID)
+	}
+	return zone, id, nil
+}
+
+// ErrInstanceNotFound is returned for an instance id EC2 does not know (or has forgotten).
+var ErrInstanceNotFound = errors.New("instance not found")
+
+func instanceFromEC2(in ec2types.Instance) Instance {
+	tags := tagMap(in.Tags)
+	out := Instance{
+		ID:           sdkaws.ToString(in.InstanceId),
+		Type:         string(in.InstanceType),
+		SubnetID:     sdkaws.ToString(in.SubnetId),
+		ImageID:      sdkaws.ToString(in.ImageId),
+		PrivateIP:    sdkaws.ToString(in.PrivateIpAddress),
+		LaunchTime:   sdkaws.ToTime(in.LaunchTime),
+		CapacityType: "on-demand",
+		NodeClaim:    tags[TagNodeClaim],
+		NodePool:     tags[TagNodePool],
+		Tags:         tags,
+	}
+	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		out.CapacityType = "spot"
+	}
+	if in.Placement != nil {
+		out.Zone = sdkaws.ToString(in.Placement.AvailabilityZone)
+	}
+	if in.State != nil {
+		out.State = string(in.State.Name)
+	}
+	return out
+}
+
+func (p *Provider) describeInstances(ctx context.Context, in *ec2.DescribeInstancesInput) ([]Instance, error) {
+	var out []Instance
+	pager := ec2.NewDescribeInstancesPaginator(p.clients.EC2, in)
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.Reservations {
+			for _, i := range r.Instances {
+				out = append(out, instanceFromEC2(i))
+			}
+		}
+	}
+	return out, nil
+}
+
+// GetInstance describes one instance (ErrInstanceNotFound when EC2 does not know it).
+func (p *Provider) GetInstance(ctx context.Context, id string) (Instance, error) {
+	got, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	if err != nil {
+		if isNotFound(err) {
+			return Instance{}, fmt.Errorf("describe instance %s: %w", id, ErrInstanceNotFound)
+		}
+		return Instance{}, fmt.Errorf("describe instance %s: %w", id, err)
+	}
+	for _, i := range got {
+		if i.ID == id {
+			return i, nil
+		}
+	}
+	return Instance{}, fmt.Errorf("describe instance %s: %w", id, ErrInstanceNotFound)
+}
+
+// liveStates are the states of an instance that still exists or may come back.
+var liveStates = []string{"pending", "running", "stopping", "stopped", "shutting-down"}
+
+// ListClusterInstances returns every non-terminated instance carrying this
+// cluster's ownership tag, oldest first (the lifecycle's garbage collector
+// compares them with the NodeClaim records).
+func (p *Provider) ListClusterInstances(ctx context.Context) ([]Instance, error) {
+	got, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: sdkaws.String("tag-key"), Values: []string{ClusterTagKey(p.opts.ClusterName)}},
+		{Name: sdkaws.String("instance-state-name"), Values: liveStates},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("list instances of cluster %s: %w", p.opts.ClusterName, err)
+	}
+	out := got[:0]
+	for _, i := range got {
+		if p.owns(i) && i.State != "terminated" {
+			out = append(out, i)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if !out[a].LaunchTime.Equal(out[b].LaunchTime) {
+			return out[a].LaunchTime.Before(out[b].LaunchTime)
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out, nil
+}
+
+// findClaimInstance returns a live instance already launched for nodeClaim,
+// so a re-launch after a crash adopts it instead of launching a second one.
+func (p *Provider) findClaimInstance(ctx context.Context, nodeClaim string) (*Instance, error) {
+	got, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: sdkaws.String("tag:" + TagNodeClaim), Values: []string{nodeClaim}},
+		{Name: sdkaws.String("tag-key"), Values: []string{ClusterTagKey(p.opts.ClusterName)}},
+		{Name: sdkaws.String("instance-state-name"), Values: []string{"pending", "running"}},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("find instance of nodeclaim %s: %w", nodeClaim, err)
+	}
+	for _, i := range got {
+		if p.owns(i) && i.NodeClaim == nodeClaim && (i.State == "pending" || i.State == "running") {
+			return &i, nil
+		}
+	}
+	return nil, nil
+}
+
+func (p *Provider) owns(i Instance) bool {
+	v, ok := i.Tags[ClusterTagKey(p.opts.ClusterName)]
+	return ok && (v == "owned" || v == "shared")
+}
+
+// Terminate terminates instances that carry this cluster's ownership tag.
+// It describes them first: ids EC2 no longer knows, or already terminated,
+// count as done; an instance without the tag is never touched and makes
+// Terminate return an error wrapping ErrNotOwned (the owned ones in the same
+// call are still terminated).
+func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var owned, refused []string
+	for _, id := range ids {
+		inst, err := p.GetInstance(ctx, id)
+		if errors.Is(err, ErrInstanceNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("terminate: %w", err)
+		}
+		if inst.State == "terminated" {
+			continue
+		}
+		if !p.owns(inst) {
+			refused = append(refused, id)
+			continue
+		}
+		owned = append(owned, id)
+	}
+	if len(owned) > 0 {
+		_, err := p.clients.EC2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: owned})
+		if err != nil && !isNotFound(err) {
+			return fmt.Errorf("terminate instances %v: %w", owned, err)
+		}
+		p.log.InfoContext(ctx, "terminated instances", "instances", owned)
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("terminate %v: %w %s (no %s tag)", refused, ErrNotOwned, p.opts.ClusterName, ClusterTagKey(p.opts.ClusterName))
+	}
+	return nil
+}

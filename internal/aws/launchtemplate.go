@@ -1,0 +1,349 @@
+package aws
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+)
+
+// templateSpec is everything a launch template holds. Its hash names the
+// template, so equal launches share one template and any change makes a new
+// one (never an in-place edit a running launch could observe half-done).
+type templateSpec struct {
+	Cluster             string                                             `json:"cluster"`
+	NodeClass           string                                             `json:"nodeClass"`
+	NodeClassHash       string                                             `json:"nodeClassHash"`
+	ImageID             string                                             `json:"imageID"`
+	UserData            string                                             `json:"userData"` // base64
+	SecurityGroupIDs    []string                                           `json:"securityGroupIDs"`
+	InstanceProfile     string                                             `json:"instanceProfile"`
+	BlockDeviceMappings []ec2types.LaunchTemplateBlockDeviceMappingRequest `json:"blockDeviceMappings"`
+	MetadataOptions     apis.MetadataOptions                               `json:"metadataOptions"`
+	DetailedMonitoring  bool                                               `json:"detailedMonitoring"`
+	AssociatePublicIP   *bool                                              `json:"associatePublicIP,omitempty"`
+	CapacityReservation string                                             `json:"capacityReservation,omitempty"`
+}
+
+// Name is the deterministic launch template name: nodewright/<cluster>/<hash>.
+func (s templateSpec) Name() string {
+	b, _ := json.Marshal(s) // plain data
+	sum := sha256.Sum256(b)
+	return "nodewright/" + s.Cluster + "/" + hex.EncodeToString(sum[:10])
+}
+
+// defaultBlockDevices are the root volumes Karpenter gives each AMI family
+// when the EC2NodeClass sets none (20Gi gp3 encrypted; Bottlerocket splits
+// a 4Gi OS volume from a 20Gi data volume; Windows needs 50Gi).
+func defaultBlockDevices(family string) []*apis.BlockDeviceMapping {
+	ebs := func(gi string) *apis.BlockDevice {
+		q := resource.MustParse(gi)
+		return &apis.BlockDevice{VolumeSize: &q, VolumeType: sdkaws.String("gp3"), Encrypted: sdkaws.Bool(true), DeleteOnTermination: sdkaws.Bool(true)}
+	}
+	switch family {
+	case apis.AMIFamilyBottlerocket:
+		return []*apis.BlockDeviceMapping{
+			{DeviceName: sdkaws.String("/dev/xvda"), EBS: ebs("4Gi")},
+			{DeviceName: sdkaws.String("/dev/xvdb"), EBS: ebs("20Gi")},
+		}
+	case apis.AMIFamilyWindows2019, apis.AMIFamilyWindows2022:
+		return []*apis.BlockDeviceMapping{{DeviceName: sdkaws.String("/dev/sda1"), EBS: ebs("50Gi")}}
+	case apis.AMIFamilyCustom:
+		return nil
+	default:
+		return []*apis.BlockDeviceMapping{{DeviceName: sdkaws.String("/dev/xvda"), EBS: ebs("20Gi")}}
+	}
+}
+
+func blockDeviceRequests(nc *apis.EC2NodeClass) ([]ec2types.LaunchTemplateBlockDeviceMappingRequest, error) {
+	mappings := nc.Spec.BlockDeviceMappings
+	if len(mappings) == 0 {
+		mappings = defaultBlockDevices(nc.AMIFamily())
+	}
+	out := make([]ec2types.LaunchTemplateBlockDeviceMappingRequest, 0, len(mappings))
+	for i, m := range mappings {
+		if m == nil || m.DeviceName == nil || *m.DeviceName == "" {
+			return nil, fmt.Errorf("EC2NodeClass %s: spec.blockDeviceMappings[%d].deviceName is required", nc.Name, i)
+		}
+		r := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: m.DeviceName}
+		if e := m.EBS; e != nil {
+			r.Ebs = &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				DeleteOnTermination: e.DeleteOnTermination,
+				Encrypted:           e.Encrypted,
+				KmsKeyId:            e.KMSKeyID,
+				SnapshotId:          e.SnapshotID,
+			}
+			if e.IOPS != nil {
+				r.Ebs.Iops = sdkaws.Int32(int32(*e.IOPS))
+			}
+			if e.Throughput != nil {
+				r.Ebs.Throughput = sdkaws.Int32(int32(*e.Throughput))
+			}
+			if e.VolumeType != nil {
+				r.Ebs.VolumeType = ec2types.VolumeType(*e.VolumeType)
+			}
+			if e.VolumeSize != nil {
+				// EBS sizes are whole GiB; round up so a request is never shrunk.
+				gib := (e.VolumeSize.Value() + (1<<30 - 1)) >> 30
+				r.Ebs.VolumeSize = sdkaws.Int32(int32(gib))
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func metadataOptions(nc *apis.EC2NodeClass) apis.MetadataOptions {
+	m := apis.MetadataOptions{
+		HTTPEndpoint:            sdkaws.String("enabled"),
+		HTTPProtocolIPv6:        sdkaws.String("disabled"),
+		HTTPPutResponseHopLimit: sdkaws.Int64(1),
+		HTTPTokens:              sdkaws.String("required"),
+	}
+	if o := nc.Spec.MetadataOptions; o != nil {
+		if o.HTTPEndpoint != nil {
+			m.HTTPEndpoint = o.HTTPEndpoint
+		}
+		if o.HTTPProtocolIPv6 != nil {
+			m.HTTPProtocolIPv6 = o.HTTPProtocolIPv6
+		}
+		if o.HTTPPutResponseHopLimit != nil {
+			m.HTTPPutResponseHopLimit = o.HTTPPutResponseHopLimit
+		}
+		if o.HTTPTokens != nil {
+			m.HTTPTokens = o.HTTPTokens
+		}
+	}
+	return m
+}
+
+// userDataOptions maps an EC2NodeClass and a launch's labels/taints to user data options.
+func userDataOptions(nc *apis.EC2NodeClass, cluster ClusterInfo, labels map[string]string, taints []corev1.Taint) userdata.Options {
+	o := userdata.Options{
+		Family:          userdata.Family(nc.AMIFamily()),
+		ClusterName:     cluster.Name,
+		ClusterEndpoint: cluster.Endpoint,
+		CABundle:        cluster.CABundle,
+		ServiceCIDR:     cluster.ServiceCIDR,
+		Labels:          labels,
+		Taints:          taints,
+	}
+	if o.Family == userdata.Family(apis.AMIFamilyWindows2019) {
+		o.Family = userdata.Windows2022 // same bootstrap script
+	}
+	if nc.Spec.UserData != nil {
+		o.Custom = *nc.Spec.UserData
+	}
+	if nc.Spec.InstanceStorePolicy != nil {
+		o.InstanceStorePolicy = string(*nc.Spec.InstanceStorePolicy)
+	}
+	if k := nc.Spec.Kubelet; k != nil {
+		o.Kubelet = userdata.Kubelet{
+			ClusterDNS: k.ClusterDNS, MaxPods: k.MaxPods, PodsPerCore: k.PodsPerCore,
+			SystemReserved: k.SystemReserved, KubeReserved: k.KubeReserved,
+			EvictionHard: k.EvictionHard, EvictionSoft: k.EvictionSoft,
+			EvictionMaxPodGracePeriod:   k.EvictionMaxPodGracePeriod,
+			ImageGCHighThresholdPercent: k.ImageGCHighThresholdPercent,
+			ImageGCLowThresholdPercent:  k.ImageGCLowThresholdPercent,
+			CPUCFSQuota:                 k.CPUCFSQuota,
+		}
+		if len(k.EvictionSoftGracePeriod) > 0 {
+			o.Kubelet.EvictionSoftGracePeriod = map[string]time.Duration{}
+			for key, d := range k.EvictionSoftGracePeriod {
+				o.Kubelet.EvictionSoftGracePeriod[key] = d.Duration
+			}
+		}
+	}
+	return o
+}
+
+// instanceProfile is the profile the EC2NodeClass's nodes run with.
+func (p *Provider) instanceProfile(nc *apis.EC2NodeClass) (string, error) {
+	if nc.Spec.InstanceProfile != nil && *nc.Spec.InstanceProfile != "" {
+		return *nc.Spec.InstanceProfile, nil
+	}
+	if nc.Spec.Role != "" {
+		return p.opts.InstanceProfileName(p.opts.ClusterName, nc.Spec.Role), nil
+	}
+	return "", fmt.Errorf("EC2NodeClass %s: %w: neither spec.role nor spec.instanceProfile is set", nc.Name, ErrNodeClassNotReady)
+}
+
+// ensureLaunchTemplate returns the name of the launch template for spec,
+// creating it when it does not exist yet.
+func (p *Provider) ensureLaunchTemplate(ctx context.Context, spec templateSpec) (string, error) {
+	name := spec.Name()
+	_, err := p.templates.get(ctx, name, func(ctx context.Context) (string, error) {
+		if id, err := p.findLaunchTemplate(ctx, name); err != nil || id != "" {
+			return id, err
+		}
+		id, err := p.createLaunchTemplate(ctx, name, spec)
+		if apiErrorCode(err) == "InvalidLaunchTemplateName.AlreadyExistsException" {
+			// Another function created it between our describe and create.
+			return p.findLaunchTemplate(ctx, name)
+		}
+		return id, err
+	})
+	if err != nil {
+		return "", fmt.Errorf("launch template %s: %w", name, err)
+	}
+	return name, nil
+}
+
+func (p *Provider) findLaunchTemplate(ctx context.Context, name string) (string, error) {
+	out, err := p.clients.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
+	if err != nil {
+		if isNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("describe: %w", err)
+	}
+	for _, lt := range out.LaunchTemplates {
+		if sdkaws.ToString(lt.LaunchTemplateName) == name {
+			return sdkaws.ToString(lt.LaunchTemplateId), nil
+		}
+	}
+	return "", nil
+}
+
+func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec templateSpec) (string, error) {
+	m := spec.MetadataOptions
+	data := &ec2types.RequestLaunchTemplateData{
+		ImageId:             sdkaws.String(spec.ImageID),
+		UserData:            sdkaws.String(spec.UserData),
+		IamInstanceProfile:  &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: sdkaws.String(spec.InstanceProfile)},
+		BlockDeviceMappings: spec.BlockDeviceMappings,
+		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: sdkaws.Bool(spec.DetailedMonitoring)},
+		MetadataOptions: &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
+			HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointState(sdkaws.ToString(m.HTTPEndpoint)),
+			HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(sdkaws.ToString(m.HTTPProtocolIPv6)),
+			HttpPutResponseHopLimit: sdkaws.Int32(int32(sdkaws.ToInt64(m.HTTPPutResponseHopLimit))),
+			HttpTokens:              ec2types.LaunchTemplateHttpTokensState(sdkaws.ToString(m.HTTPTokens)),
+		},
+	}
+	if spec.AssociatePublicIP != nil {
+		// A public-IP choice needs an explicit primary interface, and then the
+		// security groups must sit on it rather than on the instance.
+		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
+			DeviceIndex:              sdkaws.Int32(0),
+			AssociatePublicIpAddress: spec.AssociatePublicIP,
+			Groups:                   spec.SecurityGroupIDs,
+		}}
+	} else {
+		data.SecurityGroupIds = spec.SecurityGroupIDs
+	}
+	if spec.CapacityReservation != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: sdkaws.String(spec.CapacityReservation)},
+		}
+	}
+	out, err := p.clients.EC2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: sdkaws.String(name),
+		LaunchTemplateData: data,
+		TagSpecifications: []ec2types.TagSpecification{{
+			ResourceType: ec2types.ResourceTypeLaunchTemplate,
+			Tags: ec2Tags(map[string]string{
+				ClusterTagKey(spec.Cluster): "owned",
+				TagClusterName:              spec.Cluster,
+				TagNodeClass:                spec.NodeClass,
+			}),
+		}},
+	})
+	if err != nil {
+		return "", err
+	}
+	p.log.InfoContext(ctx, "created launch template", "launchTemplate", name, "image", spec.ImageID, "nodeClass", spec.NodeClass)
+	return sdkaws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
+}
+
+func ec2Tags(m map[string]string) []ec2types.Tag {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	tags := make([]ec2types.Tag, len(keys))
+	for i, k := range keys {
+		tags[i] = ec2types.Tag{Key: sdkaws.String(k), Value: sdkaws.String(m[k])}
+	}
+	return tags
+}
+
+// LaunchTemplate is a launch template this cluster owns.
+type LaunchTemplate struct {
+	Name      string
+	ID        string
+	NodeClass string
+	Created   time.Time
+}
+
+// LaunchTemplates lists the launch templates this cluster owns.
+func (p *Provider) LaunchTemplates(ctx context.Context) ([]LaunchTemplate, error) {
+	var out []LaunchTemplate
+	pager := ec2.NewDescribeLaunchTemplatesPaginator(p.clients.EC2, &ec2.DescribeLaunchTemplatesInput{
+		Filters: []ec2types.Filter{{Name: sdkaws.String("tag:" + TagClusterName), Values: []string{p.opts.ClusterName}}},
+	})
+	prefix := "nodewright/" + p.opts.ClusterName + "/"
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list launch templates of cluster %s: %w", p.opts.ClusterName, err)
+		}
+		for _, lt := range page.LaunchTemplates {
+			tags := tagMap(lt.Tags)
+			name := sdkaws.ToString(lt.LaunchTemplateName)
+			// Both the tag and our name prefix: never touch a template we did not make.
+			if tags[TagClusterName] != p.opts.ClusterName || !strings.HasPrefix(name, prefix) {
+				continue
+			}
+			out = append(out, LaunchTemplate{
+				Name: name, ID: sdkaws.ToString(lt.LaunchTemplateId), NodeClass: tags[TagNodeClass],
+				Created: sdkaws.ToTime(lt.CreateTime),
+			})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// DeleteUnusedLaunchTemplates deletes this cluster's launch templates that
+// inUse does not claim and that are older than minAge (so a template created
+// for a launch in flight is never removed under it). inUse typically holds
+// the LaunchTemplate of every live NodeClaim. Returns the deleted names.
+func (p *Provider) DeleteUnusedLaunchTemplates(ctx context.Context, inUse func(name string) bool, minAge time.Duration) ([]string, error) {
+	lts, err := p.LaunchTemplates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := p.opts.Now()
+	var deleted []string
+	for _, lt := range lts {
+		if inUse(lt.Name) || now.Sub(lt.Created) < minAge {
+			continue
+		}
+		_, err := p.clients.EC2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: sdkaws.String(lt.Name)})
+		p.templates.invalidate(lt.Name)
+		if err != nil && !isNotFound(err) {
+			return deleted, fmt.Errorf("delete launch template %s: %w", lt.Name, err)
+		}
+		p.log.InfoContext(ctx, "deleted unused launch template", "launchTemplate", lt.Name)
+		deleted = append(deleted, lt.Name)
+	}
+	return deleted, nil
+}
+
+func base64UserData(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

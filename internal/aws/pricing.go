@@ -1,0 +1,210 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
+
+	"github.com/nodewright/nodewright/internal/catalog"
+)
+
+// PriceSnapshot is one region's prices at one time, as cached in the store.
+type PriceSnapshot struct {
+	Region    string    `json:"region"`
+	FetchedAt time.Time `json:"fetchedAt"`
+	// OnDemand is Linux on-demand $/hour per instance type.
+	OnDemand       map[string]float64 `json:"onDemand"`
+	OnDemandSource string             `json:"onDemandSource"` // catalog.PriceSource*
+	// Spot is the current spot $/hour per instance type and zone; nil when no
+	// spot feed was reachable (offerings then get derived spot prices).
+	Spot       map[string]map[string]float64 `json:"spot,omitempty"`
+	SpotSource string                        `json:"spotSource,omitempty"`
+}
+
+// SpotKeys converts Spot to the catalog's key form.
+func (s *PriceSnapshot) SpotKeys() map[catalog.SpotKey]float64 {
+	if s.Spot == nil {
+		return nil
+	}
+	out := map[catalog.SpotKey]float64{}
+	for it, zones := range s.Spot {
+		for z, p := range zones {
+			out[catalog.SpotKey{InstanceType: it, Zone: z}] = p
+		}
+	}
+	return out
+}
+
+// PriceStore caches price snapshots across function invocations
+// (internal/store implements it on DynamoDB).
+type PriceStore interface {
+	// LoadPrices returns the stored snapshot of region, or nil when none.
+	LoadPrices(ctx context.Context, region string) (*PriceSnapshot, error)
+	SavePrices(ctx context.Context, s *PriceSnapshot) error
+}
+
+// Prices returns the region's prices: the stored snapshot while it is younger
+// than Options.PriceRefresh (unless force), else freshly fetched from Pricing
+// GetProducts and DescribeSpotPriceHistory and saved. When the Pricing API is
+// unreachable (isolated VPCs have no endpoint for it) a stale snapshot is
+// kept, and without one the embedded catalog's list prices are used.
+// store may be nil.
+func (p *Provider) Prices(ctx context.Context, store PriceStore, force bool) (*PriceSnapshot, error) {
+	var cached *PriceSnapshot
+	if store != nil {
+		s, err := store.LoadPrices(ctx, p.opts.Region)
+		if err != nil {
+			p.log.WarnContext(ctx, "price cache unreadable; fetching", "error", err)
+		} else {
+			cached = s
+		}
+	}
+	now := p.opts.Now()
+	if cached != nil && !force && now.Sub(cached.FetchedAt) < p.opts.PriceRefresh {
+		return cached, nil
+	}
+	snap := &PriceSnapshot{Region: p.opts.Region, FetchedAt: now}
+	od, odErr := p.fetchOnDemand(ctx)
+	switch {
+	case odErr == nil:
+		snap.OnDemand, snap.OnDemandSource = od, catalog.PriceSourcePricingAPI
+	case cached != nil && len(cached.OnDemand) > 0:
+		p.log.WarnContext(ctx, "Pricing API unavailable; keeping cached on-demand prices", "error", odErr, "fetchedAt", cached.FetchedAt)
+		snap.OnDemand, snap.OnDemandSource = cached.OnDemand, cached.OnDemandSource
+	default:
+		builtin, err := builtinOnDemand(p.opts.Region)
+		if err != nil {
+			return nil, fmt.Errorf("prices %s: Pricing API: %v; embedded catalog: %w", p.opts.Region, odErr, err)
+		}
+		p.log.WarnContext(ctx, "Pricing API unavailable; using embedded list prices", "error", odErr)
+		snap.OnDemand, snap.OnDemandSource = builtin, catalog.PriceSourceEmbedded
+	}
+	spot, spotErr := p.fetchSpot(ctx)
+	switch {
+	case spotErr == nil:
+		snap.Spot, snap.SpotSource = spot, catalog.PriceSourcePricingAPI
+	case cached != nil && cached.Spot != nil:
+		p.log.WarnContext(ctx, "spot price history unavailable; keeping cached spot prices", "error", spotErr)
+		snap.Spot, snap.SpotSource = cached.Spot, cached.SpotSource
+	default:
+		p.log.WarnContext(ctx, "spot price history unavailable; spot prices will be derived", "error", spotErr)
+	}
+	if odErr != nil && spotErr != nil && cached != nil {
+		// Nothing new was learned; keep the old timestamp so the next run retries.
+		snap.FetchedAt = cached.FetchedAt
+	}
+	if store != nil && (odErr == nil || spotErr == nil) {
+		if err := store.SavePrices(ctx, snap); err != nil {
+			p.log.WarnContext(ctx, "price cache not saved", "error", err)
+		}
+	}
+	return snap, nil
+}
+
+// fetchOnDemand pages Pricing GetProducts for Linux, shared-tenancy,
+// no-preinstalled-software, capacitystatus=Used on-demand prices of the region.
+func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error) {
+	if p.clients.Pricing == nil {
+		return nil, errors.New("no Pricing client")
+	}
+	filter := func(field, value string) pricingtypes.Filter {
+		return pricingtypes.Filter{Type: pricingtypes.FilterTypeTermMatch, Field: sdkaws.String(field), Value: sdkaws.String(value)}
+	}
+	in := &pricing.GetProductsInput{
+		ServiceCode:   sdkaws.String("AmazonEC2"),
+		FormatVersion: sdkaws.String("aws_v1"),
+		MaxResults:    sdkaws.Int32(100),
+		Filters: []pricingtypes.Filter{
+			filter("regionCode", p.opts.Region),
+			filter("operatingSystem", "Linux"),
+			filter("tenancy", "Shared"),
+			filter("preInstalledSw", "NA"),
+			filter("capacitystatus", "Used"),
+		},
+	}
+	var docs []string
+	pager := pricing.NewGetProductsPaginator(p.clients.Pricing, in)
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("pricing get products (%s): %w", p.opts.Region, err)
+		}
+		docs = append(docs, page.PriceList...)
+	}
+	prices, err := catalog.ParseOnDemandPriceList(docs)
+	if err != nil {
+		return nil, fmt.Errorf("pricing get products (%s): %w", p.opts.Region, err)
+	}
+	if len(prices) == 0 {
+		return nil, fmt.Errorf("pricing get products (%s): no Linux on-demand prices in %d documents", p.opts.Region, len(docs))
+	}
+	return prices, nil
+}
+
+// fetchSpot reads the current spot price of every type in every zone: with
+// StartTime now, DescribeSpotPriceHistory returns the price in force per
+// (type, zone), paged.
+func (p *Provider) fetchSpot(ctx context.Context) (map[string]map[string]float64, error) {
+	now := p.opts.Now()
+	in := &ec2.DescribeSpotPriceHistoryInput{
+		ProductDescriptions: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"},
+		StartTime:           &now,
+		EndTime:             &now,
+	}
+	var hist []ec2types.SpotPrice
+	pager := ec2.NewDescribeSpotPriceHistoryPaginator(p.clients.EC2, in)
+	for pager.HasMorePages() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describe spot price history (%s): %w", p.opts.Region, err)
+		}
+		hist = append(hist, page.SpotPriceHistory...)
+	}
+	byKey, err := catalog.SpotPricesFromHistory(hist)
+	if err != nil {
+		return nil, fmt.Errorf("describe spot price history (%s): %w", p.opts.Region, err)
+	}
+	if len(byKey) == 0 {
+		return nil, fmt.Errorf("describe spot price history (%s): no prices returned", p.opts.Region)
+	}
+	out := map[string]map[string]float64{}
+	for k, v := range byKey {
+		if out[k.InstanceType] == nil {
+			out[k.InstanceType] = map[string]float64{}
+		}
+		out[k.InstanceType][k.Zone] = v
+	}
+	return out, nil
+}
+
+// builtinOnDemand returns the embedded catalog's on-demand list prices for
+// region (us-east-1's when the region is not embedded).
+func builtinOnDemand(region string) (map[string]float64, error) {
+	c, err := catalog.Builtin(region)
+	if err != nil {
+		c, err = catalog.Builtin("us-east-1")
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := map[string]float64{}
+	for _, it := range c.Types {
+		for _, o := range it.Offerings {
+			if o.CapacityType == catalog.CapacityTypeOnDemand && o.Price > 0 {
+				out[it.Name] = o.Price
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("embedded catalog has no on-demand prices")
+	}
+	return out, nil
+}

@@ -1,0 +1,143 @@
+package aws
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Options configure a Provider.
+type Options struct {
+	// ClusterName is the EKS cluster the provider launches for (required).
+	ClusterName string
+	// Region is the AWS region (required).
+	Region string
+	// DiscoveryTTL bounds how stale subnets, security groups, AMIs and cluster
+	// facts may be (default 1 minute; errors invalidate early).
+	DiscoveryTTL time.Duration
+	// ICETTL is how long a capacity error keeps an offering out (default 3 minutes).
+	ICETTL time.Duration
+	// PriceRefresh is how old prices may get before Refresh fetches again (default 12 hours).
+	PriceRefresh time.Duration
+	// MaxInstanceTypes caps the instance types of one CreateFleet (default 60).
+	MaxInstanceTypes int
+	// InstanceProfileName maps an EC2NodeClass role to its instance profile
+	// (default InstanceProfileName, the CDK app's convention).
+	InstanceProfileName func(cluster, role string) string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() error {
+	if o.ClusterName == "" {
+		return fmt.Errorf("aws provider: ClusterName is required")
+	}
+	if o.Region == "" {
+		return fmt.Errorf("aws provider: Region is required")
+	}
+	if o.DiscoveryTTL <= 0 {
+		o.DiscoveryTTL = time.Minute
+	}
+	if o.ICETTL <= 0 {
+		o.ICETTL = 3 * time.Minute
+	}
+	if o.PriceRefresh <= 0 {
+		o.PriceRefresh = 12 * time.Hour
+	}
+	if o.MaxInstanceTypes <= 0 {
+		o.MaxInstanceTypes = 60
+	}
+	if o.InstanceProfileName == nil {
+		o.InstanceProfileName = InstanceProfileName
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Provider is the EC2 side of nodewright for one cluster. Safe for concurrent use.
+type Provider struct {
+	opts    Options
+	clients Clients
+	ice     *ICECache
+	log     *slog.Logger
+
+	cluster   *ttlCache[ClusterInfo]
+	subnets   *ttlCache[[]Subnet]
+	groups    *ttlCache[[]SecurityGroup]
+	amis      *ttlCache[[]AMI]
+	templates *ttlCache[string] // launch template name -> id, for names known to exist
+	catalogs  catalogCache
+}
+
+// New builds a Provider. ice may be nil (an in-process ICE set is used).
+func New(opts Options, clients Clients, ice *ICECache) (*Provider, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if clients.EC2 == nil {
+		return nil, fmt.Errorf("aws provider: EC2 client is required")
+	}
+	if ice == nil {
+		ice = NewICECache(nil, opts.ICETTL, opts.Now)
+	}
+	return &Provider{
+		opts:      opts,
+		clients:   clients,
+		ice:       ice,
+		log:       opts.Logger.With("component", "aws", "cluster", opts.ClusterName),
+		cluster:   newTTLCache[ClusterInfo](opts.DiscoveryTTL, opts.Now),
+		subnets:   newTTLCache[[]Subnet](opts.DiscoveryTTL, opts.Now),
+		groups:    newTTLCache[[]SecurityGroup](opts.DiscoveryTTL, opts.Now),
+		amis:      newTTLCache[[]AMI](opts.DiscoveryTTL, opts.Now),
+		templates: newTTLCache[string](time.Hour, opts.Now),
+	}, nil
+}
+
+// ICE returns the provider's unavailable-offerings set.
+func (p *Provider) ICE() *ICECache { return p.ice }
+
+// InvalidateDiscovery drops every cached discovery result (subnets, security
+// groups, AMIs, cluster facts); the next call asks AWS again.
+func (p *Provider) InvalidateDiscovery() {
+	p.cluster.invalidateAll()
+	p.subnets.invalidateAll()
+	p.groups.invalidateAll()
+	p.amis.invalidateAll()
+}
+
+// ClusterTagKey is the ownership tag every instance this cluster launches carries.
+func ClusterTagKey(cluster string) string { return "kubernetes.io/cluster/" + cluster }
+
+// Tag keys nodewright puts on EC2 resources (Karpenter's names).
+const (
+	TagNodePool       = "karpenter.sh/nodepool"
+	TagNodeClaim      = "karpenter.sh/nodeclaim"
+	TagNodeClass      = "karpenter.k8s.aws/ec2nodeclass"
+	TagClusterName    = "karpenter.k8s.aws/cluster"
+	TagEKSClusterName = "eks:eks-cluster-name"
+	TagName           = "Name"
+)
+
+// InstanceProfileName is the instance profile the CDK app creates for an
+// EC2NodeClass role (see the package documentation).
+func InstanceProfileName(cluster, role string) string {
+	if i := strings.LastIndex(role, "/"); i >= 0 {
+		role = role[i+1:]
+	}
+	name := "nodewright-" + cluster + "-" + role
+	if len(name) <= 128 {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:119] + "-" + hex.EncodeToString(sum[:4])
+}
