@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"io"
 	"log/slog"
-	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	ekstypes "github.com/aws/aws-sdk-go-v2/service/eks/types"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -172,45 +169,16 @@ func TestBadProperties(t *testing.T) {
 	}
 }
 
-func TestEKSToken(t *testing.T) {
-	client := sts.New(sts.Options{
-		Region:      "eu-west-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
-	})
-	tok, err := eksToken(context.Background(), sts.NewPresignClient(client), "prod-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(tok, eksTokenPrefix) {
-		t.Fatalf("token %q lacks prefix", tok)
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, eksTokenPrefix))
-	if err != nil {
-		t.Fatalf("token is not base64url without padding: %v", err)
-	}
-	u, err := url.Parse(string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	if u.Host != "sts.eu-west-1.amazonaws.com" || q.Get("Action") != "GetCallerIdentity" || q.Get("X-Amz-Expires") != "60" {
-		t.Errorf("presigned URL = %s", u)
-	}
-	if !strings.Contains(q.Get("X-Amz-SignedHeaders"), clusterNameHeader) {
-		t.Errorf("signed headers %q do not include %s", q.Get("X-Amz-SignedHeaders"), clusterNameHeader)
-	}
-	if q.Get("X-Amz-Signature") == "" || !strings.HasPrefix(q.Get("X-Amz-Credential"), "AKIDEXAMPLE/") {
-		t.Errorf("URL is not signed: %s", u)
+func TestNotFoundClusterIsNotAnError(t *testing.T) {
+	clients := eksClusterClients(aws.Config{Region: "eu-west-1"}, notFound{})
+	kc, found, err := clients(context.Background(), "gone")
+	if err != nil || found || kc != nil {
+		t.Fatalf("clients(gone) = %v, %v, %v; want not found without error", kc, found, err)
 	}
 }
 
-func TestRestConfig(t *testing.T) {
-	ca := base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----"))
-	cfg, err := restConfig(&ekstypes.Cluster{Endpoint: aws.String("https://ABC.gr7.eu-west-1.eks.amazonaws.com"), CertificateAuthority: &ekstypes.Certificate{Data: aws.String(ca)}})
-	if err != nil || cfg.Host == "" || string(cfg.CAData) != "-----BEGIN CERTIFICATE-----" {
-		t.Fatalf("restConfig = %+v, %v", cfg, err)
-	}
-	if _, err := restConfig(&ekstypes.Cluster{}); err == nil {
-		t.Fatal("accepted a cluster without endpoint")
-	}
+type notFound struct{}
+
+func (notFound) DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
+	return nil, &ekstypes.ResourceNotFoundException{Message: aws.String("No cluster found for name: gone.")}
 }

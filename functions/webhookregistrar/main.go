@@ -19,7 +19,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
 func main() {
@@ -31,7 +30,7 @@ func main() {
 	}
 	r := &registrar{
 		log:     log,
-		cluster: eksClusterClients(eks.NewFromConfig(cfg), sts.NewPresignClient(sts.NewFromConfig(cfg))),
+		cluster: eksClusterClients(cfg, eks.NewFromConfig(cfg)),
 		secrets: secretsManagerValue(secretsmanager.NewFromConfig(cfg)),
 	}
 	lambda.Start(cfn.LambdaWrap(r.handle))
