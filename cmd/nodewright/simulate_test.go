@@ -1,0 +1,275 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/nodewright/nodewright/internal/catalog"
+)
+
+func simulate(t *testing.T, o simulateOptions) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err = runSimulate(context.Background(), o, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func testdata(name string) string { return filepath.Join("testdata", "simulate", name) }
+
+func TestSimulateInflateJSON(t *testing.T) {
+	stdout, stderr, err := simulate(t, simulateOptions{
+		config: testdata("config.yaml"), workload: testdata("inflate.yaml"),
+		catalog: "builtin", region: "us-east-1", output: "json",
+	})
+	if err != nil {
+		t.Fatalf("simulate: %v\nstderr: %s", err, stderr)
+	}
+	// The documented shape: exactly these top-level and per-claim keys (more allowed).
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"nodeClaims", "existingNodes", "unschedulable", "costPerHour"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("output lacks %q", k)
+		}
+	}
+	var rawClaims []map[string]json.RawMessage
+	if err := json.Unmarshal(raw["nodeClaims"], &rawClaims); err != nil {
+		t.Fatal(err)
+	}
+	if len(rawClaims) == 0 {
+		t.Fatalf("no claims planned:\n%s", stdout)
+	}
+	for _, k := range []string{"name", "nodePool", "instanceType", "capacityType", "zone", "pricePerHour", "instanceTypeOptions", "labels", "taints", "allocatable", "pods"} {
+		if _, ok := rawClaims[0][k]; !ok {
+			t.Errorf("claim lacks %q", k)
+		}
+	}
+
+	var out simulateOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Builtin("us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := map[string]bool{}
+	var sum float64
+	for _, c := range out.NodeClaims {
+		for _, p := range c.Pods {
+			if placed[p] {
+				t.Errorf("pod %s placed twice", p)
+			}
+			placed[p] = true
+		}
+		it, ok := cat.Get(c.InstanceType)
+		if !ok {
+			t.Fatalf("claim %s: type %s not in the catalog", c.Name, c.InstanceType)
+		}
+		// The NodePool's requirements hold for the chosen type and offering.
+		gen, _ := strconv.Atoi(it.Labels[catalog.LabelInstanceGeneration])
+		if !strings.Contains("c m r", it.Category) || gen <= 5 || it.Architecture != "amd64" ||
+			c.CapacityType != "on-demand" || !strings.Contains("us-east-1a us-east-1b us-east-1c", c.Zone) {
+			t.Errorf("claim %s: %s %s %s violates the NodePool requirements", c.Name, c.InstanceType, c.CapacityType, c.Zone)
+		}
+		o, ok := it.Offering(c.Zone, c.CapacityType)
+		if !ok || math.Abs(o.Price-c.PricePerHour) > 1e-9 {
+			t.Errorf("claim %s: price %v, catalog says %+v", c.Name, c.PricePerHour, o)
+		}
+		sum += c.PricePerHour
+		for k, want := range map[string]string{
+			catalog.LabelInstanceType: c.InstanceType, catalog.LabelTopologyZone: c.Zone, catalog.LabelCapacityType: "on-demand",
+			catalog.LabelNodePool: "production", catalog.LabelArch: "amd64", "environment": "production",
+			catalog.LabelTopologyZoneID: o.ZoneID, labelNodeClass: "production",
+		} {
+			if c.Labels[k] != want {
+				t.Errorf("claim %s: label %s = %q, want %q", c.Name, k, c.Labels[k], want)
+			}
+		}
+		if len(c.Taints) != 1 || c.Taints[0] != (taintOutput{Key: "environment", Value: "production", Effect: "NoSchedule"}) {
+			t.Errorf("claim %s: taints %+v", c.Name, c.Taints)
+		}
+		// Allocatable from the node class: 100Gi root volume -> 100 - 1 - 10 = 89Gi.
+		want, err := it.Allocatable(catalog.AllocatableOptions{RootVolumeSize: ptrQ("100Gi")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, q := range want {
+			if got := c.Allocatable[string(name)]; got != q.String() {
+				t.Errorf("claim %s: allocatable %s = %q, want %s", c.Name, name, got, q.String())
+			}
+		}
+		if eph := resource.MustParse(c.Allocatable["ephemeral-storage"]); eph.Cmp(resource.MustParse("89Gi")) != 0 {
+			t.Errorf("claim %s: ephemeral-storage %s, want 89Gi", c.Name, eph.String())
+		}
+		// Pods fit: 1 CPU each.
+		if cpu := resource.MustParse(c.Allocatable["cpu"]); cpu.MilliValue() < int64(len(c.Pods))*1000 {
+			t.Errorf("claim %s: %d pods need %d mCPU, allocatable %s", c.Name, len(c.Pods), len(c.Pods)*1000, cpu.String())
+		}
+		if len(c.InstanceTypeOptions) == 0 || len(c.InstanceTypeOptions) > 60 || !contains(c.InstanceTypeOptions, c.InstanceType) {
+			t.Errorf("claim %s: options %v", c.Name, c.InstanceTypeOptions)
+		}
+	}
+	for i := 0; i < 10; i++ {
+		if p := "default/inflate-" + strconv.Itoa(i); !placed[p] {
+			t.Errorf("%s not placed", p)
+		}
+	}
+	if math.Abs(sum-out.CostPerHour) > 1e-9 {
+		t.Errorf("costPerHour %v != sum of claims %v", out.CostPerHour, sum)
+	}
+	// Karpenter would put all ten pods on one c6i.4xlarge ($0.68/h); never pay more.
+	if out.CostPerHour > 0.68+1e-9 {
+		t.Errorf("cost $%.4f/h is worse than one c6i.4xlarge ($0.68/h)", out.CostPerHour)
+	}
+	if len(out.Unschedulable) != 1 || out.Unschedulable[0].Pod != "default/graviton-only" || out.Unschedulable[0].Reason == "" {
+		t.Errorf("unschedulable = %+v, want default/graviton-only with a reason", out.Unschedulable)
+	}
+}
+
+func ptrQ(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSimulateUsesExistingNodes(t *testing.T) {
+	stdout, stderr, err := simulate(t, simulateOptions{
+		config: testdata("config.yaml"), workload: testdata("inflate.yaml"), nodes: testdata("nodes.yaml"),
+		catalog: "builtin", region: "us-east-1", output: "json",
+	})
+	if err != nil {
+		t.Fatalf("simulate: %v\nstderr: %s", err, stderr)
+	}
+	var out simulateOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	// c6i.2xlarge allocatable CPU is 7910m (catalog model, node class of its
+	// pool); web-1 uses 2 CPU, so five 1-CPU inflate pods fit on it.
+	if len(out.ExistingNodes) != 1 || out.ExistingNodes[0].Name != "ip-10-0-1-10.ec2.internal" || len(out.ExistingNodes[0].Pods) != 5 {
+		t.Fatalf("existing nodes = %+v, want 5 pods on ip-10-0-1-10.ec2.internal", out.ExistingNodes)
+	}
+	n := 0
+	for _, c := range out.NodeClaims {
+		n += len(c.Pods)
+	}
+	if n != 5 {
+		t.Errorf("%d pods on new claims, want 5", n)
+	}
+}
+
+func TestSimulateTable(t *testing.T) {
+	stdout, _, err := simulate(t, simulateOptions{
+		config: testdata("config.yaml"), workload: testdata("inflate.yaml"),
+		catalog: "builtin", region: "us-east-1", output: "table",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"NODECLAIM", "INSTANCE TYPE", "production", "UNSCHEDULABLE POD", "default/graviton-only", "new node(s), $", "10 pod(s) on new nodes, 0 on existing nodes, 1 unschedulable"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func TestSimulateAWSDataCatalog(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "shared", "aws-data")
+	if _, err := os.Stat(filepath.Join(dir, "instance-types.json.gz")); err != nil {
+		t.Skipf("../shared/aws-data not present: %v", err)
+	}
+	stdout, stderr, err := simulate(t, simulateOptions{
+		config: testdata("config.yaml"), workload: testdata("inflate.yaml"),
+		catalog: dir, region: "us-east-1", output: "json",
+	})
+	if err != nil {
+		t.Fatalf("simulate: %v\nstderr: %s", err, stderr)
+	}
+	var out simulateOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.NodeClaims) == 0 || out.CostPerHour <= 0 || out.CostPerHour > 0.68+1e-9 {
+		t.Errorf("plan on the full catalog: %d claims, $%.4f/h", len(out.NodeClaims), out.CostPerHour)
+	}
+	for _, c := range out.NodeClaims {
+		if c.PriceSource != catalog.PriceSourceAWSData {
+			t.Errorf("claim %s: price source %q", c.Name, c.PriceSource)
+		}
+	}
+}
+
+// The seed guide's inflate example as the apis package keeps it.
+func TestSimulateSeedInflate(t *testing.T) {
+	seeds := filepath.Join("..", "..", "internal", "apis", "testdata", "seeds")
+	wl := filepath.Join(seeds, "workloads", "inflate.yaml")
+	if _, err := os.Stat(wl); err != nil {
+		t.Skipf("seed inflate example not present: %v", err)
+	}
+	configs, _ := filepath.Glob(filepath.Join(seeds, "*.yaml"))
+	if len(configs) == 0 {
+		t.Skip("no seed configuration next to the inflate example")
+	}
+	sort.Strings(configs)
+	var lastErr error
+	for _, cfg := range configs {
+		stdout, stderr, err := simulate(t, simulateOptions{config: cfg, workload: wl, catalog: "builtin", region: "us-east-1", output: "json"})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var out simulateOutput
+		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+			t.Fatalf("%s: %v\n%s", cfg, err, stderr)
+		}
+		t.Logf("%s: %d claims, $%.4f/h, %d unschedulable", cfg, len(out.NodeClaims), out.CostPerHour, len(out.Unschedulable))
+		return
+	}
+	t.Fatalf("no seed configuration simulates: %v", lastErr)
+}
+
+func TestSimulateErrors(t *testing.T) {
+	base := simulateOptions{config: testdata("config.yaml"), workload: testdata("inflate.yaml"), catalog: "builtin", region: "us-east-1", output: "table"}
+	cases := map[string]struct {
+		mod  func(*simulateOptions)
+		want string
+	}{
+		"output":   {func(o *simulateOptions) { o.output = "yaml" }, `--output "yaml": want table or json`},
+		"region":   {func(o *simulateOptions) { o.region = "eu-west-1" }, `embedded catalog has no region "eu-west-1"`},
+		"catalog":  {func(o *simulateOptions) { o.catalog = testdata("nope") }, "--catalog testdata/simulate/nope"},
+		"workload": {func(o *simulateOptions) { o.workload = testdata("config.yaml") }, ""},
+	}
+	for name, tc := range cases {
+		o := base
+		tc.mod(&o)
+		_, _, err := simulate(t, o)
+		if name == "workload" {
+			// NodePools in a workload file are not pods: warned about, not an error.
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", name, err, tc.want)
+		}
+	}
+}
