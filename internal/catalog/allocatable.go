@@ -194,13 +194,9 @@ func (it *InstanceType) Capacity(o AllocatableOptions) corev1.ResourceList {
 			habana += g.Count
 		}
 	}
-	neuron := it.NeuronDevices
-	if neuron == 0 {
-		neuron = it.InferenceAccelCnt
-	}
 	for name, n := range map[corev1.ResourceName]int64{
 		ResourceNVIDIAGPU: nvidia, ResourceAMDGPU: amd, ResourceHabanaGaudi: habana,
-		ResourceAWSNeuron: neuron, ResourceAWSNeuronCor: it.NeuronCores, ResourceEFA: it.EFA,
+		ResourceAWSNeuron: it.NeuronDevices, ResourceAWSNeuronCor: it.NeuronCores, ResourceEFA: it.EFA,
 	} {
 		if n > 0 {
 			c[name] = *resource.NewQuantity(n, resource.DecimalSI)

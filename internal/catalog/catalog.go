@@ -60,11 +60,14 @@ type InstanceType struct {
 
 	GPUs []GPU `json:"gpus,omitempty"`
 
-	NeuronDevices     int64  `json:"neuronDevices,omitempty"`
-	NeuronCores       int64  `json:"neuronCores,omitempty"`
-	NeuronName        string `json:"neuronName,omitempty"`
-	NeuronMemoryMiB   int64  `json:"neuronMemoryMiB,omitempty"` // per device
-	InferenceAccelCnt int64  `json:"inferenceAccelerators,omitempty"`
+	NeuronDevices   int64  `json:"neuronDevices,omitempty"`
+	NeuronCores     int64  `json:"neuronCores,omitempty"`
+	NeuronName      string `json:"neuronName,omitempty"`
+	NeuronMemoryMiB int64  `json:"neuronMemoryMiB,omitempty"` // per device
+	// Inference accelerators other than Neuron (e.g. Qualcomm AI 100 on dl2q).
+	InferenceAccelerators            int64  `json:"inferenceAccelerators,omitempty"`
+	InferenceAcceleratorName         string `json:"inferenceAcceleratorName,omitempty"`
+	InferenceAcceleratorManufacturer string `json:"inferenceAcceleratorManufacturer,omitempty"`
 
 	EFA          int64 `json:"efa,omitempty"`
 	LocalNVMeGiB int64 `json:"localNVMeGiB,omitempty"` // total instance-store size (GB as EC2 reports it)

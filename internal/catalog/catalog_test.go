@@ -418,6 +418,15 @@ func TestLoadDirSharedData(t *testing.T) {
 			t.Errorf("m5.metal: hypervisor label %q (present %v), bare metal %v; Karpenter labels it with an empty value", v, has, metal.BareMetal)
 		}
 	}
+	if dl, ok := east.Get("dl2q.24xlarge"); ok {
+		a, err := dl.Allocatable(AllocatableOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, neuron := a[ResourceAWSNeuron]; neuron || dl.Labels[LabelInstanceAcceleratorName] == "" || dl.Labels[LabelInstanceAcceleratorCount] == "" {
+			t.Errorf("dl2q.24xlarge: Qualcomm accelerators are labelled but are not Neuron devices: labels %v, allocatable %v", dl.Labels, a)
+		}
+	}
 	var gpus, arm int
 	for _, it := range east.Types {
 		if it.GPUCount() > 0 {

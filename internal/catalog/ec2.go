@@ -220,9 +220,15 @@ func FromInstanceTypeInfo(info *ec2types.InstanceTypeInfo) (*InstanceType, error
 			it.NeuronName = ""
 		}
 	}
-	if info.InferenceAcceleratorInfo != nil {
-		for _, a := range info.InferenceAcceleratorInfo.Accelerators {
-			it.InferenceAccelCnt += int64(deref(a.Count))
+	// Karpenter labels inference accelerators only when the type has no
+	// Neuron devices (inf1/inf2 list both) and a single accelerator model.
+	if ia := info.InferenceAcceleratorInfo; ia != nil && info.NeuronInfo == nil {
+		for _, a := range ia.Accelerators {
+			it.InferenceAccelerators += int64(deref(a.Count))
+		}
+		if len(ia.Accelerators) == 1 {
+			it.InferenceAcceleratorName = deref(ia.Accelerators[0].Name)
+			it.InferenceAcceleratorManufacturer = deref(ia.Accelerators[0].Manufacturer)
 		}
 	}
 	if n := info.NetworkInfo; n != nil {

@@ -138,6 +138,11 @@ func TypeLabels(it *InstanceType, region string) map[string]string {
 		l[LabelInstanceAcceleratorManufacturer] = "aws"
 		l[LabelInstanceAcceleratorCount] = strconv.FormatInt(it.NeuronDevices, 10)
 	}
+	if it.NeuronDevices == 0 && it.InferenceAcceleratorName != "" {
+		l[LabelInstanceAcceleratorName] = lowerKebab(it.InferenceAcceleratorName)
+		l[LabelInstanceAcceleratorManufacturer] = lowerKebab(it.InferenceAcceleratorManufacturer)
+		l[LabelInstanceAcceleratorCount] = strconv.FormatInt(it.InferenceAccelerators, 10)
+	}
 	if it.CPUManufacturer != "" {
 		l[LabelInstanceCPUManufacturer] = lowerKebab(it.CPUManufacturer)
 	}
