@@ -1,0 +1,42 @@
+package infra
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadWithAPIs(t *testing.T) {
+	files, err := ConfigFiles(filepath.Join("testdata", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := LoadWithAPIs(files...)
+	if err != nil {
+		t.Fatalf("valid configuration rejected: %v", err)
+	}
+	if strings.Join(nc.NodePools, ",") != "default" || len(nc.NodeClasses) != 1 || nc.NodeClasses[0].Role != DefaultNodeRoleName(testCluster) {
+		t.Errorf("summary = %+v", nc)
+	}
+	if !strings.HasPrefix(nc.NodeClasses[0].Source, filepath.Join("testdata", "config", "default.yaml")+":") {
+		t.Errorf("source = %q, want file:line", nc.NodeClasses[0].Source)
+	}
+	cfg := baseConfig(t)
+	cfg.NodeRoleName = DefaultNodeRoleName(testCluster)
+	if err := checkNodeConfig(cfg, nc); err != nil {
+		t.Errorf("example configuration does not fit the stack: %v", err)
+	}
+
+	bad, err := ConfigFiles(filepath.Join("testdata", "bad-config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadWithAPIs(bad...)
+	if err == nil {
+		t.Fatal("bad configuration accepted")
+	}
+	want := filepath.Join("testdata", "bad-config", "default.yaml") + ":10: spec.template.spec.requirements[0].operator"
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not name %q", err, want)
+	}
+}

@@ -1,0 +1,181 @@
+package infra
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// FunctionSizing is the memory and timeout of one function, with the reason.
+type FunctionSizing struct {
+	MemoryMB       int
+	TimeoutSeconds int
+	// ReservedConcurrency 1 serializes singletons (the DynamoDB lease is the
+	// correctness guarantee; this keeps a burst of triggers from starting
+	// runs that would only wait for the lease). 0 = unreserved.
+	ReservedConcurrency int
+	// InVPC places the function in the configured VPC (it talks to the
+	// cluster endpoint).
+	InVPC     bool
+	Rationale string
+}
+
+// Sizing is the starting point, to be replaced by the figures issues 6 and 7
+// measure (provisioner run time and peak memory at 1,000/10,000 pending pods
+// on a 500-node snapshot; interruption message-to-taint latency). Lambda
+// gives CPU in proportion to memory (1 vCPU at 1,769 MB), so the solver's
+// functions get memory for CPU as much as for heap.
+var Sizing = map[string]FunctionSizing{
+	"webhook": {MemoryMB: 256, TimeoutSeconds: 5, Rationale: "decodes one AdmissionReview and makes at most one conditional write and one async invoke; " +
+		"the API server gives up after 2 s (timeoutSeconds) so a longer timeout buys nothing"},
+	"provisioner": {MemoryMB: 2048, TimeoutSeconds: 300, ReservedConcurrency: 1, InVPC: true, Rationale: "cluster snapshot + solver: Karpenter's benchmark " +
+		"places 5,000 pods in 12 s at 179 MB and 20,000 in 84 s at 552 MB on 2 cores; 2 GB (~1.2 vCPU) leaves heap for a 500-node snapshot " +
+		"and 300 s covers a 10,000-pod pass including launches"},
+	"interruption": {MemoryMB: 1024, TimeoutSeconds: 40, InVPC: true, Rationale: "up to 10 messages per batch, each a snapshot lookup, maybe a " +
+		"replacement launch and a taint; spot warnings give 120 s, so a batch must finish well inside it (queue visibility 60 s)"},
+	"disruption": {MemoryMB: 2048, TimeoutSeconds: 300, ReservedConcurrency: 1, InVPC: true, Rationale: "simulates consolidation with the solver; " +
+		"Karpenter bounds multi-node consolidation at 1 min and single-node at 3 min, plus the 15 s re-validation"},
+	"lifecycle": {MemoryMB: 1024, TimeoutSeconds: 120, InVPC: true, Rationale: "registration/initialization/GC passes and one drain step per " +
+		"work item (evictions are fire-and-requeue, never waited on); work queue visibility 180 s"},
+	"webhookregistrar": {MemoryMB: 256, TimeoutSeconds: 120, InVPC: true, Rationale: "DescribeCluster, one secret read and two API calls during deployments"},
+}
+
+type logGroupRef = awslogs.LogGroup
+
+var retentionEnum = map[int]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
+	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS, 120: awslogs.RetentionDays_FOUR_MONTHS,
+	150: awslogs.RetentionDays_FIVE_MONTHS, 180: awslogs.RetentionDays_SIX_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	400: awslogs.RetentionDays_THIRTEEN_MONTHS, 545: awslogs.RetentionDays_EIGHTEEN_MONTHS, 731: awslogs.RetentionDays_TWO_YEARS,
+	1096: awslogs.RetentionDays_THREE_YEARS, 1827: awslogs.RetentionDays_FIVE_YEARS, 2192: awslogs.RetentionDays_SIX_YEARS,
+	2557: awslogs.RetentionDays_SEVEN_YEARS, 2922: awslogs.RetentionDays_EIGHT_YEARS, 3288: awslogs.RetentionDays_NINE_YEARS,
+	3653: awslogs.RetentionDays_TEN_YEARS,
+}
+
+var appLogLevel = map[string]awslambda.ApplicationLogLevel{
+	"DEBUG": awslambda.ApplicationLogLevel_DEBUG, "INFO": awslambda.ApplicationLogLevel_INFO,
+	"WARN": awslambda.ApplicationLogLevel_WARN, "ERROR": awslambda.ApplicationLogLevel_ERROR,
+}
+
+func (b *builder) roleFor(fn string) awsiam.Role {
+	switch fn {
+	case "webhook":
+		return b.webhookRole
+	case "webhookregistrar":
+		return b.registrarRole
+	default:
+		return b.ControllerRole
+	}
+}
+
+func (b *builder) functions(layerDir string) {
+	st := b.Stack.Stack
+	b.layer = awslambda.NewLayerVersion(st, jsii.String("ConfigLayer"), &awslambda.LayerVersionProps{
+		Code:                    awslambda.Code_FromAsset(jsii.String(layerDir), nil),
+		CompatibleArchitectures: &[]awslambda.Architecture{awslambda.Architecture_ARM_64()},
+		CompatibleRuntimes:      &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},
+		Description:             jsii.String("nodewright NodePools and EC2NodeClasses for " + b.cfg.ClusterName + " (validated at synth)"),
+	})
+	if b.vpc != nil {
+		// Once for the shared roles (the Function construct would add the
+		// managed policy per function: it cannot, the roles are passed
+		// immutable so every grant is explicit below).
+		for _, r := range []awsiam.Role{b.ControllerRole, b.registrarRole} {
+			r.AddManagedPolicy(awsiam.ManagedPolicy_FromAwsManagedPolicyName(jsii.String("service-role/AWSLambdaVPCAccessExecutionRole")))
+		}
+	}
+	b.logGroups = map[string]logGroupRef{}
+	common := map[string]*string{
+		EnvClusterName:      jsii.String(b.cfg.ClusterName),
+		EnvTableName:        b.Table.TableName(),
+		EnvConfigDir:        jsii.String(LayerConfigDir),
+		EnvMetricsNamespace: jsii.String(MetricsNamespace),
+	}
+	controllerEnv := map[string]*string{
+		EnvInterruptionQueue:   b.InterruptionQueue.QueueUrl(),
+		EnvWorkQueue:           b.WorkQueue.QueueUrl(),
+		EnvRebalancePolicy:     jsii.String(b.cfg.Rebalance),
+		EnvNodeRoleName:        b.NodeRole.RoleName(),
+		EnvNodeRoleArn:         b.NodeRole.RoleArn(),
+		EnvNodeInstanceProfile: b.instanceProfile.InstanceProfileName(),
+	}
+	for _, name := range Functions {
+		size := Sizing[name]
+		role := b.roleFor(name)
+		lg := awslogs.NewLogGroup(st, jsii.String(exportID(name)+"Logs"), &awslogs.LogGroupProps{
+			Retention:     retentionEnum[b.cfg.LogRetentionDays],
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		lg.GrantWrite(role)
+		b.logGroups[name] = lg
+
+		env := map[string]*string{}
+		for k, v := range common {
+			env[k] = v
+		}
+		if role == b.ControllerRole {
+			for k, v := range controllerEnv {
+				env[k] = v
+			}
+		}
+		props := &awslambda.FunctionProps{
+			Description:  jsii.String(fmt.Sprintf("nodewright %s for EKS cluster %s", name, b.cfg.ClusterName)),
+			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture: awslambda.Architecture_ARM_64(),
+			Handler:      jsii.String("bootstrap"),
+			Code:         awslambda.Code_FromAsset(jsii.String(b.code[name]), nil),
+			MemorySize:   jsii.Number(float64(size.MemoryMB)),
+			Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(size.TimeoutSeconds))),
+			// Passed immutable: the Function construct would otherwise add
+			// grants (and managed policies) of its own; every permission of
+			// these roles is granted explicitly in this package.
+			Role:                  role.WithoutPolicyUpdates(nil),
+			Environment:           &env,
+			LoggingFormat:         awslambda.LoggingFormat_JSON,
+			ApplicationLogLevelV2: appLogLevel[b.cfg.LogLevel],
+			SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+			LogGroup:              lg,
+			Layers:                &[]awslambda.ILayerVersion{b.layer},
+		}
+		if size.ReservedConcurrency > 0 {
+			props.ReservedConcurrentExecutions = jsii.Number(float64(size.ReservedConcurrency))
+		}
+		if size.InVPC && b.vpc != nil {
+			props.Vpc = b.vpc
+			props.VpcSubnets = b.subnets
+			props.SecurityGroups = &b.securityGroups
+		}
+		fn := awslambda.NewFunction(st, jsii.String(exportID(name)+"Function"), props)
+		// The role and its policies (logs, SQS for the event sources, VPC
+		// networking) must exist before the function and its mappings.
+		fn.Node().AddDependency(role)
+		b.Functions[name] = fn
+	}
+
+	prov := b.Functions["provisioner"]
+	// Nudges and ticks are hints: one that cannot run within a minute
+	// (the singleton is busy) is dropped, the next tick covers it.
+	prov.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
+		RetryAttempts: jsii.Number(0),
+	})
+	prov.GrantInvoke(b.webhookRole)
+	b.Functions["webhook"].AddEnvironment(jsii.String(EnvProvisionerFunction), prov.FunctionName(), nil)
+
+	// Partial batch responses: one bad message fails alone and reaches the
+	// DLQ after maxReceiveCount, the rest of the batch is deleted.
+	b.Functions["interruption"].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.InterruptionQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+	b.Functions["lifecycle"].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.WorkQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+}

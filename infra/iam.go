@@ -1,0 +1,211 @@
+package infra
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// IAM design: three roles, not one and not five.
+//
+//   - ControllerRole, shared by provisioner, interruption, disruption and
+//     lifecycle. Each of the four both launches and terminates capacity
+//     (interruption and disruption launch replacements before draining;
+//     lifecycle terminates on liveness failures, GC and finished drains; the
+//     provisioner terminates launches it abandons), reads the same cluster
+//     and writes the same table. Per-function roles would repeat the same
+//     EC2, IAM, EKS and DynamoDB statements four times and need four EKS
+//     access entries with identical Kubernetes rights: more policy to audit
+//     for no smaller blast radius.
+//   - WebhookRole, for the only function reachable from outside AWS (the
+//     function URL). It can read its secret, nudge the provisioner and touch
+//     single table items; it has no EC2, IAM or Kubernetes rights, so a
+//     compromised webhook cannot launch or terminate anything.
+//   - RegistrarRole, for the CloudFormation custom resource: read the secret
+//     and describe the cluster, nothing else; runs only during deployments.
+//
+// Every EC2 mutation is tied to this cluster's ownership tag: creation needs
+// the tags in the request (aws:RequestTag), termination and deletion need them
+// on the resource (aws:ResourceTag), so the functions cannot touch anything
+// another cluster or a person created.
+
+const (
+	tagClusterOwned = "kubernetes.io/cluster/" // + cluster name, value "owned"
+	tagEKSCluster   = "eks:eks-cluster-name"
+	tagNodePool     = "karpenter.sh/nodepool"
+	tagNodeClaim    = "karpenter.sh/nodeclaim"
+)
+
+func (b *builder) controllerRole() {
+	st := b.Stack.Stack
+	cluster := b.cfg.ClusterName
+	ownedKey := tagClusterOwned + cluster
+
+	b.ControllerRole = awsiam.NewRole(st, jsii.String("ControllerRole"), &awsiam.RoleProps{
+		AssumedBy:   lambdaPrincipal(),
+		Description: jsii.String("nodewright controllers (provisioner, interruption, disruption, lifecycle) for EKS cluster " + cluster),
+	})
+	b.webhookRole = awsiam.NewRole(st, jsii.String("WebhookRole"), &awsiam.RoleProps{
+		AssumedBy:   lambdaPrincipal(),
+		Description: jsii.String("nodewright admission webhook for EKS cluster " + cluster + ": no EC2, IAM or Kubernetes rights"),
+	})
+	b.registrarRole = awsiam.NewRole(st, jsii.String("RegistrarRole"), &awsiam.RoleProps{
+		AssumedBy:   lambdaPrincipal(),
+		Description: jsii.String("nodewright webhook registration custom resource for EKS cluster " + cluster),
+	})
+
+	ec2 := func(resource string) *string {
+		return b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}:*:" + resource)
+	}
+	// Resources created by a launch: they carry the request tags.
+	created := []*string{
+		ec2("fleet/*"), ec2("instance/*"), ec2("volume/*"), ec2("network-interface/*"),
+		ec2("launch-template/*"), ec2("spot-instances-request/*"),
+	}
+	requestTags := map[string]interface{}{
+		"StringEquals": map[string]interface{}{
+			"aws:RequestTag/" + ownedKey:      "owned",
+			"aws:RequestTag/" + tagEKSCluster: cluster,
+		},
+		"StringLike": map[string]interface{}{
+			"aws:RequestTag/" + tagNodePool: "*",
+		},
+	}
+	resourceTags := map[string]interface{}{
+		"StringEquals": map[string]interface{}{
+			"aws:ResourceTag/" + ownedKey: "owned",
+		},
+		"StringLike": map[string]interface{}{
+			"aws:ResourceTag/" + tagNodePool: "*",
+		},
+	}
+	add := func(p *awsiam.PolicyStatementProps) {
+		b.ControllerRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(p))
+	}
+
+	add(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("LaunchTaggedForThisCluster"),
+		Actions:    jsii.Strings("ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate"),
+		Resources:  &created,
+		Conditions: &requestTags,
+	})
+	add(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("LaunchFromOwnLaunchTemplates"),
+		Actions:    jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
+		Resources:  &[]*string{ec2("launch-template/*")},
+		Conditions: &resourceTags,
+	})
+	// A launch also names existing images, snapshots, subnets, security
+	// groups and capacity reservations. They are referenced, not created, so
+	// they carry no request tags; the instance itself can only be created
+	// under LaunchTaggedForThisCluster.
+	add(&awsiam.PolicyStatementProps{
+		Sid:     jsii.String("LaunchReferencingSharedResources"),
+		Actions: jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
+		Resources: &[]*string{
+			b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}::image/*"),
+			b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}::snapshot/*"),
+			ec2("security-group/*"), ec2("subnet/*"), ec2("capacity-reservation/*"),
+		},
+	})
+	add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("TagOnLaunch"),
+		Actions:   jsii.Strings("ec2:CreateTags"),
+		Resources: &created,
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{
+				"aws:RequestTag/" + ownedKey:      "owned",
+				"aws:RequestTag/" + tagEKSCluster: cluster,
+				"ec2:CreateAction":                []string{"CreateFleet", "RunInstances", "CreateLaunchTemplate"},
+			},
+			"StringLike": map[string]interface{}{
+				"aws:RequestTag/" + tagNodePool: "*",
+			},
+		},
+	})
+	// After launch only the NodeClaim/Name tags may be added, and only on
+	// this cluster's instances.
+	add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("TagOwnInstances"),
+		Actions:   jsii.Strings("ec2:CreateTags"),
+		Resources: &[]*string{ec2("instance/*")},
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{
+				"aws:ResourceTag/" + ownedKey: "owned",
+			},
+			"StringLike": map[string]interface{}{
+				"aws:ResourceTag/" + tagNodePool: "*",
+			},
+			"ForAllValues:StringEquals": map[string]interface{}{
+				"aws:TagKeys": []string{tagEKSCluster, tagNodeClaim, "Name"},
+			},
+		},
+	})
+	add(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("TerminateOwnOnly"),
+		Actions:    jsii.Strings("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"),
+		Resources:  &[]*string{ec2("instance/*"), ec2("launch-template/*")},
+		Conditions: &resourceTags,
+	})
+	// Describe* calls support no resource-level permissions; they are pinned
+	// to the stack's region instead.
+	add(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("RegionalRead"),
+		Actions: jsii.Strings(
+			"ec2:DescribeAvailabilityZones", "ec2:DescribeCapacityReservations", "ec2:DescribeImages",
+			"ec2:DescribeInstances", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
+			"ec2:DescribeLaunchTemplates", "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory",
+			"ec2:DescribeSubnets",
+		),
+		Resources: jsii.Strings("*"),
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:RequestedRegion": b.Stack.Stack.Region()},
+		},
+	})
+	// Public AMI aliases (al2023@latest ...) resolve through AWS's public
+	// parameters, which live in every region.
+	add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("PublicAMIParameters"),
+		Actions:   jsii.Strings("ssm:GetParameter"),
+		Resources: &[]*string{b.sub("arn:${AWS::Partition}:ssm:*::parameter/aws/service/*")},
+	})
+	add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("Pricing"),
+		Actions:   jsii.Strings("pricing:GetProducts"),
+		Resources: jsii.Strings("*"),
+	})
+	add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("PassNodeRoleToEC2Only"),
+		Actions:   jsii.Strings("iam:PassRole"),
+		Resources: &[]*string{b.NodeRole.RoleArn()},
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"iam:PassedToService": "ec2.amazonaws.com"},
+		},
+	})
+	b.clusterArn = b.Stack.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("eks"), Resource: jsii.String("cluster"), ResourceName: jsii.String(cluster)})
+	add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("DescribeCluster"),
+		Actions:   jsii.Strings("eks:DescribeCluster"),
+		Resources: &[]*string{b.clusterArn},
+	})
+	b.registrarRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("DescribeCluster"),
+		Actions:   jsii.Strings("eks:DescribeCluster"),
+		Resources: &[]*string{b.clusterArn},
+	}))
+
+	// DynamoDB and SQS grants are scoped to the stack's own table (and its
+	// indexes) and queues.
+	b.Table.GrantReadWriteData(b.ControllerRole)
+	b.InterruptionQueue.GrantConsumeMessages(b.ControllerRole)
+	b.WorkQueue.GrantConsumeMessages(b.ControllerRole)
+	b.WorkQueue.GrantSendMessages(b.ControllerRole)
+
+	// The webhook coalesces nudges with single-item conditional writes; it
+	// never queries, scans or deletes.
+	b.webhookRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("NudgeCoalescing"),
+		Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
+		Resources: &[]*string{b.Table.TableArn()},
+	}))
+}

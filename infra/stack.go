@@ -1,0 +1,512 @@
+package infra
+
+import (
+	_ "embed"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseks"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+// amazonRootCAs are Amazon Trust Services' root certificates (public, from
+// the Debian ca-certificates bundle); every Lambda function URL presents a
+// chain ending in one of them.
+//
+//go:embed amazon-root-cas.pem
+var amazonRootCAs string
+
+// WebhookPathPrefix is the function URL path the API server calls; the
+// shared secret is the segment after it (webhook configurations allow no
+// headers and no query string).
+const WebhookPathPrefix = "/admit/"
+
+// MetricsNamespace is the CloudWatch namespace of the functions' EMF metrics.
+const MetricsNamespace = "nodewright"
+
+// Environment variables the functions read (the contract with functions/*).
+const (
+	EnvClusterName         = "CLUSTER_NAME"
+	EnvTableName           = "TABLE_NAME"
+	EnvConfigDir           = "NODEWRIGHT_CONFIG_DIR"
+	EnvMetricsNamespace    = "METRICS_NAMESPACE"
+	EnvInterruptionQueue   = "INTERRUPTION_QUEUE_URL"
+	EnvWorkQueue           = "WORK_QUEUE_URL"
+	EnvRebalancePolicy     = "REBALANCE_POLICY"
+	EnvNodeRoleName        = "NODE_ROLE_NAME"
+	EnvNodeRoleArn         = "NODE_ROLE_ARN"
+	EnvNodeInstanceProfile = "NODE_INSTANCE_PROFILE"
+	EnvProvisionerFunction = "PROVISIONER_FUNCTION_NAME"
+	EnvWebhookSecretArn    = "WEBHOOK_SECRET_ARN"
+	EnvWebhookPathPrefix   = "WEBHOOK_PATH_PREFIX"
+)
+
+// StackInput is everything NewStack needs.
+type StackInput struct {
+	Config Config
+	// Loader validates the YAML in Config.ConfigDir (apis.Load behind it).
+	Loader ConfigLoader
+	// StagingDir receives generated asset directories (config layer,
+	// placeholders). It must exist until the app has synthesized.
+	StagingDir string
+	// StackProps are passed through (description, synthesizer, tags...);
+	// Env is set from Config.Account/Region when empty.
+	StackProps *awscdk.StackProps
+}
+
+// Stack is the nodewright stack of one cluster.
+type Stack struct {
+	awscdk.Stack
+	Config     Config
+	NodeConfig *NodeConfig
+
+	Table             awsdynamodb.Table
+	InterruptionQueue awssqs.Queue
+	InterruptionDLQ   awssqs.Queue
+	WorkQueue         awssqs.Queue
+	WorkDLQ           awssqs.Queue
+	NodeRole          awsiam.Role
+	ControllerRole    awsiam.Role
+	Functions         map[string]awslambda.Function
+}
+
+// StackName is the default stack name for a cluster.
+func StackName(clusterName string) string { return "nodewright-" + clusterName }
+
+// NewStack validates the input (configuration first, then the user's YAML)
+// and only then builds the stack, so a bad file never leaves half a stack.
+func NewStack(scope constructs.Construct, id string, in StackInput) (*Stack, error) {
+	cfg := in.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if in.Loader == nil {
+		return nil, fmt.Errorf("no configuration loader")
+	}
+	files, err := ConfigFiles(cfg.ConfigDir)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := in.Loader(files...)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s is invalid:\n%w", CtxConfigDir, cfg.ConfigDir, err)
+	}
+	if err := checkNodeConfig(cfg, nc); err != nil {
+		return nil, err
+	}
+	if in.StagingDir == "" {
+		return nil, fmt.Errorf("no staging directory for generated assets")
+	}
+	code := map[string]string{}
+	for _, fn := range Functions {
+		dir, err := functionCode(cfg, in.StagingDir, fn)
+		if err != nil {
+			return nil, err
+		}
+		code[fn] = dir
+	}
+	layerDir, err := stageConfigLayer(in.StagingDir, files)
+	if err != nil {
+		return nil, err
+	}
+
+	props := awscdk.StackProps{}
+	if in.StackProps != nil {
+		props = *in.StackProps
+	}
+	if props.Env == nil && (cfg.Account != "" || cfg.Region != "") {
+		env := &awscdk.Environment{}
+		if cfg.Account != "" {
+			env.Account = jsii.String(cfg.Account)
+		}
+		if cfg.Region != "" {
+			env.Region = jsii.String(cfg.Region)
+		}
+		props.Env = env
+	}
+	if props.Description == nil {
+		props.Description = jsii.String(fmt.Sprintf("nodewright: serverless Karpenter-compatible node autoscaling for EKS cluster %s", cfg.ClusterName))
+	}
+	s := &Stack{Stack: awscdk.NewStack(scope, jsii.String(id), &props), Config: cfg, NodeConfig: nc, Functions: map[string]awslambda.Function{}}
+	awscdk.Tags_Of(s.Stack).Add(jsii.String("nodewright.io/cluster"), jsii.String(cfg.ClusterName), nil)
+
+	b := &builder{Stack: s, cfg: cfg, code: code}
+	b.table()
+	b.queues()
+	b.nodeRole()
+	b.controllerRole()
+	b.network()
+	b.functions(layerDir)
+	b.interruptionRules()
+	b.schedules()
+	b.accessEntries()
+	if cfg.Webhook {
+		b.webhook()
+	}
+	b.observability()
+	b.outputs()
+	suppressNagFindings(b)
+	return s, nil
+}
+
+// builder carries the constructs between the steps of NewStack.
+type builder struct {
+	*Stack
+	cfg  Config
+	code map[string]string
+
+	clusterArn       *string
+	logGroups        map[string]logGroupRef
+	layer            awslambda.LayerVersion
+	vpc              awsec2.IVpc
+	subnets          *awsec2.SubnetSelection
+	securityGroups   []awsec2.ISecurityGroup
+	instanceProfile  awsiam.InstanceProfile
+	webhookRole      awsiam.Role
+	registrarRole    awsiam.Role
+	registrarAccess  awseks.CfnAccessEntry
+	controllerAccess awseks.CfnAccessEntry
+	webhookSecret    awssecretsmanager.Secret
+	functionURL      awslambda.FunctionUrl
+}
+
+func (b *builder) sub(format string) *string { return awscdk.Fn_Sub(jsii.String(format), nil) }
+
+func (b *builder) table() {
+	str := awsdynamodb.AttributeType_STRING
+	props := &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(store.Schema.TableKey.PartitionKey), Type: str},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		TimeToLiveAttribute: jsii.String(store.Schema.TTLAttribute),
+		Encryption:          awsdynamodb.TableEncryption_AWS_MANAGED,
+		DeletionProtection:  jsii.Bool(true),
+		// NodeClaims are the only record of which instances nodewright owns:
+		// never delete them with the stack.
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	}
+	if sk := store.Schema.TableKey.SortKey; sk != "" {
+		props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(sk), Type: str}
+	}
+	b.Table = awsdynamodb.NewTable(b.Stack.Stack, jsii.String("Table"), props)
+	for _, g := range store.Schema.GSIs {
+		gp := &awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      jsii.String(g.Name),
+			PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(g.PartitionKey), Type: str},
+			ProjectionType: awsdynamodb.ProjectionType_ALL,
+		}
+		if g.SortKey != "" {
+			gp.SortKey = &awsdynamodb.Attribute{Name: jsii.String(g.SortKey), Type: str}
+		}
+		b.Table.AddGlobalSecondaryIndex(gp)
+	}
+}
+
+// Queue timing. The interruption queue keeps messages 300 s as Karpenter's
+// does: a spot warning is worth acting on for two minutes, a stale one only
+// causes churn. Its visibility timeout (60 s) covers the function's 40 s
+// timeout with margin while letting maxReceiveCount=3 receives happen well
+// inside the retention period, so a poison message reaches the DLQ instead of
+// silently expiring (AWS's 6x-timeout advice would exceed the retention).
+const (
+	interruptionRetentionSeconds  = 300
+	interruptionVisibilitySeconds = 60
+	interruptionMaxReceives       = 3
+	workVisibilitySeconds         = 180
+	workMaxReceives               = 10
+	dlqRetentionDays              = 14
+)
+
+func (b *builder) queues() {
+	st := b.Stack.Stack
+	b.InterruptionDLQ = awssqs.NewQueue(st, jsii.String("InterruptionDLQ"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays)),
+	})
+	// SSE-SQS rather than KMS: EventBridge can deliver to it without a key
+	// policy, and the events carry only instance IDs.
+	b.InterruptionQueue = awssqs.NewQueue(st, jsii.String("InterruptionQueue"), &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(interruptionRetentionSeconds)),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(interruptionVisibilitySeconds)),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.InterruptionDLQ, MaxReceiveCount: jsii.Number(interruptionMaxReceives)},
+	})
+	b.WorkDLQ = awssqs.NewQueue(st, jsii.String("WorkDLQ"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays)),
+	})
+	// The work queue carries the controllers' delayed requeues (SendMessage
+	// with DelaySeconds, like requeueAfter); a step that keeps failing is
+	// retried workMaxReceives times, then parked in the DLQ and alarmed on.
+	b.WorkQueue = awssqs.NewQueue(st, jsii.String("WorkQueue"), &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(workVisibilitySeconds)),
+		RetentionPeriod:   awscdk.Duration_Days(jsii.Number(4)),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.WorkDLQ, MaxReceiveCount: jsii.Number(workMaxReceives)},
+	})
+}
+
+// Managed policies every EKS node needs (the same four Karpenter's getting
+// started guide attaches).
+var NodeManagedPolicies = []string{
+	"AmazonEKSWorkerNodePolicy",
+	"AmazonEKS_CNI_Policy",
+	"AmazonEC2ContainerRegistryPullOnly",
+	"AmazonSSMManagedInstanceCore",
+}
+
+func (b *builder) nodeRole() {
+	var mps []awsiam.IManagedPolicy
+	for _, p := range NodeManagedPolicies {
+		mps = append(mps, awsiam.ManagedPolicy_FromAwsManagedPolicyName(jsii.String(p)))
+	}
+	b.NodeRole = awsiam.NewRole(b.Stack.Stack, jsii.String("NodeRole"), &awsiam.RoleProps{
+		RoleName:        jsii.String(b.cfg.NodeRoleName),
+		AssumedBy:       awsiam.NewServicePrincipal(jsii.String("ec2.amazonaws.com"), nil),
+		ManagedPolicies: &mps,
+		Description:     jsii.String("Nodes launched by nodewright for EKS cluster " + b.cfg.ClusterName),
+	})
+	// The stack owns the instance profile (same name as the role) so the
+	// functions never need iam:CreateInstanceProfile.
+	b.instanceProfile = awsiam.NewInstanceProfile(b.Stack.Stack, jsii.String("NodeInstanceProfile"), &awsiam.InstanceProfileProps{
+		InstanceProfileName: jsii.String(b.cfg.NodeRoleName),
+		Role:                b.NodeRole,
+	})
+}
+
+func lambdaPrincipal() awsiam.IPrincipal {
+	return awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)
+}
+
+// sanitizedName turns a cluster name into a DNS-1123 label fragment.
+var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+func dnsName(prefix, name string) string {
+	n := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	return prefix + n
+}
+
+func (b *builder) network() {
+	if b.cfg.VpcID == "" {
+		return
+	}
+	st := b.Stack.Stack
+	b.vpc = awsec2.Vpc_FromVpcAttributes(st, jsii.String("Vpc"), &awsec2.VpcAttributes{
+		VpcId:             jsii.String(b.cfg.VpcID),
+		AvailabilityZones: st.AvailabilityZones(),
+	})
+	var subnets []awsec2.ISubnet
+	for i, id := range b.cfg.SubnetIDs {
+		subnets = append(subnets, awsec2.Subnet_FromSubnetId(st, jsii.String("Subnet"+strconv.Itoa(i)), jsii.String(id)))
+	}
+	b.subnets = &awsec2.SubnetSelection{Subnets: &subnets}
+	if len(b.cfg.SecurityGroupIDs) > 0 {
+		for i, id := range b.cfg.SecurityGroupIDs {
+			b.securityGroups = append(b.securityGroups, awsec2.SecurityGroup_FromSecurityGroupId(st, jsii.String("SecurityGroup"+strconv.Itoa(i)), jsii.String(id), nil))
+		}
+		return
+	}
+	sg := awsec2.NewSecurityGroup(st, jsii.String("FunctionsSecurityGroup"), &awsec2.SecurityGroupProps{
+		Vpc:              b.vpc,
+		AllowAllOutbound: jsii.Bool(true),
+		Description:      jsii.String("nodewright functions: egress to the EKS endpoint and AWS APIs; no ingress"),
+	})
+	b.securityGroups = []awsec2.ISecurityGroup{sg}
+	if b.cfg.ClusterSecurityGroupID != "" {
+		awsec2.NewCfnSecurityGroupIngress(st, jsii.String("ClusterEndpointFromFunctions"), &awsec2.CfnSecurityGroupIngressProps{
+			GroupId:               jsii.String(b.cfg.ClusterSecurityGroupID),
+			IpProtocol:            jsii.String("tcp"),
+			FromPort:              jsii.Number(443),
+			ToPort:                jsii.Number(443),
+			SourceSecurityGroupId: sg.SecurityGroupId(),
+			Description:           jsii.String("nodewright functions to the Kubernetes API"),
+		})
+	}
+}
+
+func (b *builder) interruptionRules() {
+	st := b.Stack.Stack
+	rules := []struct {
+		id      string
+		pattern *awsevents.EventPattern
+	}{
+		{"SpotInterruptionRule", &awsevents.EventPattern{
+			Source: jsii.Strings("aws.ec2"), DetailType: jsii.Strings("EC2 Spot Instance Interruption Warning"),
+		}},
+		{"RebalanceRule", &awsevents.EventPattern{
+			Source: jsii.Strings("aws.ec2"), DetailType: jsii.Strings("EC2 Instance Rebalance Recommendation"),
+		}},
+		{"InstanceStateChangeRule", &awsevents.EventPattern{
+			Source: jsii.Strings("aws.ec2"), DetailType: jsii.Strings("EC2 Instance State-change Notification"),
+			Detail: &map[string]interface{}{"state": []string{"stopping", "stopped", "shutting-down", "terminated"}},
+		}},
+		{"ScheduledChangeRule", &awsevents.EventPattern{
+			Source: jsii.Strings("aws.health"), DetailType: jsii.Strings("AWS Health Event"),
+			Detail: &map[string]interface{}{"service": []string{"EC2"}, "eventTypeCategory": []string{"scheduledChange"}},
+		}},
+	}
+	for _, r := range rules {
+		// The SqsQueue target adds a queue policy statement for exactly this
+		// rule (events.amazonaws.com, aws:SourceArn = the rule's ARN).
+		awsevents.NewRule(st, jsii.String(r.id), &awsevents.RuleProps{
+			Description:  jsii.String("nodewright " + b.cfg.ClusterName + ": " + *(*r.pattern.DetailType)[0] + " to the interruption queue"),
+			EventPattern: r.pattern,
+			Targets:      &[]awsevents.IRuleTarget{awseventstargets.NewSqsQueue(b.InterruptionQueue, nil)},
+		})
+	}
+}
+
+func (b *builder) schedules() {
+	for _, s := range []struct {
+		id, fn  string
+		minutes int
+	}{
+		{"ProvisionerSchedule", "provisioner", b.cfg.ProvisionerRateMinutes},
+		{"LifecycleSchedule", "lifecycle", b.cfg.LifecycleRateMinutes},
+		{"DisruptionSchedule", "disruption", b.cfg.DisruptionRateMinutes},
+	} {
+		awsevents.NewRule(b.Stack.Stack, jsii.String(s.id), &awsevents.RuleProps{
+			Description: jsii.String(fmt.Sprintf("nodewright %s: %s every %d min", b.cfg.ClusterName, s.fn, s.minutes)),
+			Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(float64(s.minutes)))),
+			// A missed tick is not retried: the next one comes within minutes.
+			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(b.Functions[s.fn], &awseventstargets.LambdaFunctionProps{
+				RetryAttempts: jsii.Number(0),
+			})},
+		})
+	}
+}
+
+// EKS access policy ARNs are global: arn:<partition>:eks::aws:cluster-access-policy/<name>.
+func (b *builder) accessPolicy(name string) *string {
+	return b.sub("arn:${AWS::Partition}:eks::aws:cluster-access-policy/" + name)
+}
+
+func (b *builder) accessEntry(id string, role awsiam.IRole, group string) awseks.CfnAccessEntry {
+	props := &awseks.CfnAccessEntryProps{
+		ClusterName:  jsii.String(b.cfg.ClusterName),
+		PrincipalArn: role.RoleArn(),
+		Type:         jsii.String("STANDARD"),
+	}
+	if b.cfg.EKSAccess == AccessRBAC {
+		props.KubernetesGroups = jsii.Strings(group)
+	} else {
+		props.AccessPolicies = []interface{}{&awseks.CfnAccessEntry_AccessPolicyProperty{
+			PolicyArn:   b.accessPolicy("AmazonEKSClusterAdminPolicy"),
+			AccessScope: &awseks.CfnAccessEntry_AccessScopeProperty{Type: jsii.String("cluster")},
+		}}
+	}
+	return awseks.NewCfnAccessEntry(b.Stack.Stack, jsii.String(id), props)
+}
+
+func (b *builder) accessEntries() {
+	// Nodes join through an EC2_LINUX entry (system:nodes via the node
+	// authorizer), never through aws-auth.
+	awseks.NewCfnAccessEntry(b.Stack.Stack, jsii.String("NodeAccessEntry"), &awseks.CfnAccessEntryProps{
+		ClusterName:  jsii.String(b.cfg.ClusterName),
+		PrincipalArn: b.NodeRole.RoleArn(),
+		Type:         jsii.String("EC2_LINUX"),
+	})
+	b.controllerAccess = b.accessEntry("ControllerAccessEntry", b.ControllerRole, ControllerGroup)
+	// The controllers must not run before they can reach the cluster, and
+	// (on delete) must stop before their access goes.
+	for _, fn := range []string{"provisioner", "interruption", "disruption", "lifecycle"} {
+		b.Functions[fn].Node().AddDependency(b.controllerAccess)
+	}
+}
+
+func (b *builder) webhook() {
+	st := b.Stack.Stack
+	b.webhookSecret = awssecretsmanager.NewSecret(st, jsii.String("WebhookSecret"), &awssecretsmanager.SecretProps{
+		Description: jsii.String("nodewright " + b.cfg.ClusterName + ": shared secret in the admission webhook URL path"),
+		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
+			PasswordLength:     jsii.Number(48),
+			ExcludePunctuation: jsii.Bool(true),
+			IncludeSpace:       jsii.Bool(false),
+		},
+	})
+	b.webhookSecret.GrantRead(b.webhookRole, nil)
+	b.webhookSecret.GrantRead(b.registrarRole, nil)
+	wh := b.Functions["webhook"]
+	wh.AddEnvironment(jsii.String(EnvWebhookSecretArn), b.webhookSecret.SecretArn(), nil)
+	wh.AddEnvironment(jsii.String(EnvWebhookPathPrefix), jsii.String(WebhookPathPrefix), nil)
+
+	// Auth NONE: the caller is kube-apiserver, which cannot SigV4-sign
+	// requests; it authenticates with the secret in the path instead (see
+	// README.md, "Why a function URL with auth NONE").
+	b.functionURL = wh.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_NONE})
+
+	b.registrarAccess = b.accessEntry("WebhookRegistrarAccessEntry", b.registrarRole, RegistrarGroup)
+	ca := b.cfg.WebhookCABundle
+	if ca == "" {
+		ca = amazonRootCAs
+	}
+	cr := awscdk.NewCustomResource(st, jsii.String("WebhookRegistration"), &awscdk.CustomResourceProps{
+		ServiceToken:   b.Functions["webhookregistrar"].FunctionArn(),
+		ResourceType:   jsii.String("Custom::NodewrightWebhook"),
+		ServiceTimeout: awscdk.Duration_Minutes(jsii.Number(5)),
+		Properties: &map[string]interface{}{
+			"ClusterName": b.cfg.ClusterName,
+			"WebhookName": dnsName("nodewright-", b.cfg.ClusterName),
+			"FunctionUrl": b.functionURL.Url(),
+			"PathPrefix":  WebhookPathPrefix,
+			"SecretArn":   b.webhookSecret.SecretArn(),
+			"CABundle":    ca,
+			// Changing it re-registers the URL (after a secret rotation).
+			"SecretGeneration": strconv.Itoa(b.cfg.WebhookSecretGeneration),
+		},
+	})
+	// Registration needs the registrar's cluster access; on delete the
+	// configuration goes before that access does.
+	cr.Node().AddDependency(b.registrarAccess)
+	cr.Node().AddDependency(b.registrarRole)
+	cr.Node().AddDependency(wh)
+}
+
+func (b *builder) outputs() {
+	st := b.Stack.Stack
+	out := func(id string, v *string, desc string) {
+		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Value: v, Description: jsii.String(desc)})
+	}
+	out("TableName", b.Table.TableName(), "DynamoDB table with NodeClaims, leases and caches (nodewright get nodeclaims reads it)")
+	out("InterruptionQueueUrl", b.InterruptionQueue.QueueUrl(), "SQS queue fed by the EC2/Health EventBridge rules")
+	out("WorkQueueUrl", b.WorkQueue.QueueUrl(), "SQS queue of delayed lifecycle work")
+	out("NodeRoleName", b.NodeRole.RoleName(), "Set spec.role of every EC2NodeClass to this")
+	out("NodeRoleArn", b.NodeRole.RoleArn(), "IAM role of the nodes nodewright launches")
+	out("NodeInstanceProfileName", b.instanceProfile.InstanceProfileName(), "Instance profile of the nodes")
+	for _, fn := range Functions {
+		out(exportID(fn)+"FunctionName", b.Functions[fn].FunctionName(), "Lambda function "+fn)
+	}
+	if b.functionURL != nil {
+		out("WebhookFunctionUrl", b.functionURL.Url(), "Webhook endpoint (the secret path segment is not part of this output)")
+	}
+	if len(b.securityGroups) == 1 && b.cfg.VpcID != "" && len(b.cfg.SecurityGroupIDs) == 0 {
+		out("FunctionsSecurityGroupId", b.securityGroups[0].SecurityGroupId(), "Allow 443 from this group on the cluster security group")
+	}
+}
+
+func exportID(fn string) string {
+	if fn == "" {
+		return fn
+	}
+	return strings.ToUpper(fn[:1]) + fn[1:]
+}
