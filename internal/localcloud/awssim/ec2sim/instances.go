@@ -1,0 +1,296 @@
+package ec2sim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
+)
+
+type instance struct {
+	types.Instance
+	capacityType string
+	userData     string
+	reservation  string
+}
+
+var stateCodes = map[types.InstanceStateName]int32{
+	types.InstanceStateNamePending: 0, types.InstanceStateNameRunning: 16, types.InstanceStateNameShuttingDown: 32,
+	types.InstanceStateNameTerminated: 48, types.InstanceStateNameStopping: 64, types.InstanceStateNameStopped: 80,
+}
+
+func state(n types.InstanceStateName) *types.InstanceState {
+	return &types.InstanceState{Name: n, Code: aws.Int32(stateCodes[n])}
+}
+
+// setState moves an instance to a new state and returns the transition for
+// observers. Caller holds mu and calls notify after unlocking.
+func (c *Cloud) setState(in *instance, to types.InstanceStateName, reason string) Transition {
+	from := in.State.Name
+	in.State = state(to)
+	if reason != "" {
+		in.StateReason = &types.StateReason{Code: aws.String(reason), Message: aws.String(reason)}
+		in.StateTransitionReason = aws.String(fmt.Sprintf("%s (%s)", reason, c.cfg.Now().UTC().Format("2006-01-02 15:04:05 MST")))
+	}
+	if to == types.InstanceStateNameTerminated {
+		if s := c.subnetByID(aws.ToString(in.SubnetId)); s != nil {
+			s.releaseIP(aws.ToString(in.PrivateIpAddress))
+		}
+	}
+	return Transition{Instance: in.Instance, From: from, To: to, CapacityType: in.capacityType, UserData: in.userData}
+}
+
+func (c *Cloud) notify(ts ...Transition) {
+	c.mu.Lock()
+	obs := append([]func(Transition){}, c.observers...)
+	c.mu.Unlock()
+	for _, t := range ts {
+		for _, o := range obs {
+			o(t)
+		}
+	}
+}
+
+// schedule moves id from -> to after d unless something else moved it first.
+func (c *Cloud) schedule(id string, d time.Duration, from, to types.InstanceStateName, reason string) {
+	c.cfg.After(d, func() {
+		c.mu.Lock()
+		in := c.instances[id]
+		if in == nil || in.State.Name != from {
+			c.mu.Unlock()
+			return
+		}
+		t := c.setState(in, to, reason)
+		next := to == types.InstanceStateNameShuttingDown
+		c.mu.Unlock()
+		c.notify(t)
+		if next {
+			c.schedule(id, c.cfg.ShuttingDownDelay, types.InstanceStateNameShuttingDown, types.InstanceStateNameTerminated, "")
+		}
+	})
+}
+
+// Instances returns a copy of every instance, in launch order.
+func (c *Cloud) Instances() []types.Instance {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]types.Instance, 0, len(c.order))
+	for _, id := range c.order {
+		out = append(out, c.instances[id].Instance)
+	}
+	return out
+}
+
+// Instance returns one instance and its capacity type ("spot" or "on-demand").
+func (c *Cloud) Instance(id string) (types.Instance, string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	in := c.instances[id]
+	if in == nil {
+		return types.Instance{}, "", false
+	}
+	return in.Instance, in.capacityType, true
+}
+
+// Terminate is a cloud-initiated termination (e.g. spot reclaim): the
+// instance goes to shutting-down now and terminated after ShuttingDownDelay.
+func (c *Cloud) Terminate(id, reason string) error {
+	c.mu.Lock()
+	in := c.instances[id]
+	if in == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("terminate %s: no such instance", id)
+	}
+	if in.State.Name == types.InstanceStateNameShuttingDown || in.State.Name == types.InstanceStateNameTerminated {
+		c.mu.Unlock()
+		return nil
+	}
+	t := c.setState(in, types.InstanceStateNameShuttingDown, reason)
+	c.mu.Unlock()
+	c.notify(t)
+	c.schedule(id, c.cfg.ShuttingDownDelay, types.InstanceStateNameShuttingDown, types.InstanceStateNameTerminated, reason)
+	return nil
+}
+
+// TerminateInstances is the API call.
+func (c *Cloud) TerminateInstances(_ context.Context, in *ec2.TerminateInstancesInput) (*ec2.TerminateInstancesOutput, error) {
+	if len(in.InstanceIds) == 0 {
+		return nil, protocol.Errorf("MissingParameter", "The request must contain the parameter InstanceId")
+	}
+	c.mu.Lock()
+	if err := c.checkInstanceIDs(in.InstanceIds); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
+	out := &ec2.TerminateInstancesOutput{}
+	var ts []Transition
+	var started []string
+	for _, id := range in.InstanceIds {
+		inst := c.instances[id]
+		prev := inst.State
+		if prev.Name == types.InstanceStateNamePending || prev.Name == types.InstanceStateNameRunning ||
+			prev.Name == types.InstanceStateNameStopped || prev.Name == types.InstanceStateNameStopping {
+			ts = append(ts, c.setState(inst, types.InstanceStateNameShuttingDown, "Client.UserInitiatedShutdown: User initiated shutdown"))
+			started = append(started, id)
+		}
+		out.TerminatingInstances = append(out.TerminatingInstances, types.InstanceStateChange{InstanceId: aws.String(id), PreviousState: prev, CurrentState: inst.State})
+	}
+	c.mu.Unlock()
+	c.notify(ts...)
+	for _, id := range started {
+		c.schedule(id, c.cfg.ShuttingDownDelay, types.InstanceStateNameShuttingDown, types.InstanceStateNameTerminated, "")
+	}
+	return out, nil
+}
+
+func (c *Cloud) checkInstanceIDs(ids []string) error {
+	for _, id := range ids {
+		if !strings.HasPrefix(id, "i-") {
+			return protocol.Errorf("InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
+		}
+		if c.instances[id] == nil {
+			return protocol.Errorf("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		}
+	}
+	return nil
+}
+
+// DescribeInstances lists instances by id and filters, paginated.
+func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput) (*ec2.DescribeInstancesOutput, error) {
+	if len(in.InstanceIds) > 0 && in.MaxResults != nil {
+		return nil, protocol.Errorf("InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ids := c.order
+	if len(in.InstanceIds) > 0 {
+		if err := c.checkInstanceIDs(in.InstanceIds); err != nil {
+			return nil, err
+		}
+		ids = in.InstanceIds
+	}
+	var sel []*instance
+	for _, id := range ids {
+		inst := c.instances[id]
+		ok, err := matchFilters(in.Filters, inst.attrs)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			sel = append(sel, inst)
+		}
+	}
+	start, end, next, err := page(len(sel), in.MaxResults, in.NextToken, 5, 1000)
+	if err != nil {
+		return nil, err
+	}
+	out := &ec2.DescribeInstancesOutput{NextToken: next, Reservations: []types.Reservation{}}
+	for _, inst := range sel[start:end] {
+		out.Reservations = append(out.Reservations, types.Reservation{
+			ReservationId: aws.String(inst.reservation), OwnerId: aws.String(c.cfg.Account),
+			Instances: []types.Instance{inst.Instance},
+		})
+	}
+	return out, nil
+}
+
+func (in *instance) attrs(name string) ([]string, bool) {
+	switch name {
+	case "instance-id":
+		return one(in.InstanceId), true
+	case "instance-state-name":
+		return []string{string(in.State.Name)}, true
+	case "instance-state-code":
+		return []string{fmt.Sprint(aws.ToInt32(in.State.Code))}, true
+	case "instance-type":
+		return []string{string(in.InstanceType)}, true
+	case "availability-zone":
+		return one(in.Placement.AvailabilityZone), true
+	case "subnet-id":
+		return one(in.SubnetId), true
+	case "vpc-id":
+		return one(in.VpcId), true
+	case "image-id":
+		return one(in.ImageId), true
+	case "private-dns-name":
+		return one(in.PrivateDnsName), true
+	case "private-ip-address":
+		return one(in.PrivateIpAddress), true
+	case "instance-lifecycle":
+		return []string{string(in.InstanceLifecycle)}, true
+	case "architecture":
+		return []string{string(in.Architecture)}, true
+	}
+	return tagAttrs(in.Tags, name)
+}
+
+// CreateTags adds or overwrites tags on instances, volumes, network
+// interfaces, launch templates, images, subnets and security groups.
+func (c *Cloud) CreateTags(_ context.Context, in *ec2.CreateTagsInput) (*ec2.CreateTagsOutput, error) {
+	if len(in.Resources) == 0 || len(in.Tags) == 0 {
+		return nil, protocol.Errorf("MissingParameter", "The request must contain the parameters ResourceId and Tag")
+	}
+	for _, t := range in.Tags {
+		if strings.HasPrefix(aws.ToString(t.Key), "aws:") {
+			return nil, protocol.Errorf("InvalidParameterValue", "Tag keys starting with 'aws:' are reserved for internal use")
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var targets []*[]types.Tag
+	for _, id := range in.Resources {
+		p := c.tagsOf(id)
+		if p == nil {
+			code := "InvalidID"
+			if strings.HasPrefix(id, "i-") {
+				code = "InvalidInstanceID.NotFound"
+			}
+			return nil, protocol.Errorf(code, "The ID '%s' does not exist", id)
+		}
+		targets = append(targets, p)
+	}
+	for _, p := range targets {
+		*p = mergeTags(*p, in.Tags)
+	}
+	return &ec2.CreateTagsOutput{}, nil
+}
+
+func (c *Cloud) tagsOf(id string) *[]types.Tag {
+	if in := c.instances[id]; in != nil {
+		return &in.Tags
+	}
+	if lt := c.templates[id]; lt != nil {
+		return &lt.meta.Tags
+	}
+	if img := c.imageByID(id); img != nil {
+		return &img.Tags
+	}
+	if s := c.subnetByID(id); s != nil {
+		return &s.Tags
+	}
+	for _, g := range c.groups {
+		if *g.GroupId == id {
+			return &g.Tags
+		}
+	}
+	if p, ok := c.resourceTags[id]; ok {
+		return p
+	}
+	return nil
+}
+
+// ResourceTags returns the tags of a volume or network interface created with an instance.
+func (c *Cloud) ResourceTags(id string) []types.Tag {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p := c.resourceTags[id]; p != nil {
+		return append([]types.Tag(nil), (*p)...)
+	}
+	return nil
+}

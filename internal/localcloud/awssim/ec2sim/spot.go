@@ -1,0 +1,43 @@
+package ec2sim
+
+import (
+	"hash/fnv"
+	"math"
+)
+
+// SpotPrice is the simulated spot price of a pool. Real spot prices move and
+// are not in ../shared/aws-data, so they are DERIVED: on-demand price times a
+// discount between 0.25 and 0.70 that is a fixed hash of (type, zone). Tests
+// can pin a price with SetSpotPrice.
+func (c *Cloud) SpotPrice(instanceType, zone string) (float64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spotPrice(instanceType, zone)
+}
+
+func (c *Cloud) spotPrice(instanceType, zone string) (float64, bool) {
+	if p, ok := c.spotOverrides[[2]string{instanceType, zone}]; ok {
+		return p, true
+	}
+	od, ok := c.cfg.Catalog.OnDemand[instanceType]
+	if !ok {
+		return 0, false
+	}
+	h := fnv.New64a()
+	h.Write([]byte(instanceType + "/" + zone))
+	frac := float64(h.Sum64()%10000) / 10000
+	return math.Round(od*(0.25+0.45*frac)*1e6) / 1e6, true
+}
+
+// SetSpotPrice pins the spot price of a pool.
+func (c *Cloud) SetSpotPrice(instanceType, zone string, price float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.spotOverrides[[2]string{instanceType, zone}] = price
+}
+
+// OnDemandPrice is the catalog's Linux on-demand price.
+func (c *Cloud) OnDemandPrice(instanceType string) (float64, bool) {
+	p, ok := c.cfg.Catalog.OnDemand[instanceType]
+	return p, ok
+}

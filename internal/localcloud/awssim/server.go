@@ -1,0 +1,351 @@
+// Package awssim is the project's AWS wire-protocol simulator: one HTTP
+// server on loopback that speaks EC2 (query), STS (query), SSM, Pricing, SQS
+// and EventBridge (JSON) and EKS (REST JSON) well enough for the unmodified
+// aws-sdk-go-v2 clients, plus an EKS token webhook for kube-apiserver, a
+// kubelet emulation that registers Nodes for running instances, the cloud's
+// own events (spot reclaim, rebalance, health, state changes), fault
+// injection and a call log.
+package awssim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim/wire"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/sqssim"
+)
+
+// Default credentials the simulator accepts for presigned EKS tokens.
+const (
+	DefaultAccessKeyID     = "AKIALOCALCLOUD000001"
+	DefaultSecretAccessKey = "localcloud/secret/key/not/a/real/one"
+	DefaultAccountID       = "111122223333"
+)
+
+// Delays are durations of simulated cloud time (divided by Options.TimeScale on the wall clock).
+type Delays struct {
+	Pending          time.Duration // pending -> running (default 5s)
+	ShuttingDown     time.Duration // shutting-down -> terminated (default 10s)
+	NodeRegistration time.Duration // running -> Node registered (default 10s)
+	SpotInterruption time.Duration // interruption warning -> termination (default 120s)
+}
+
+// Options configure a simulator.
+type Options struct {
+	Region            string // default us-west-2
+	ClusterName       string // required
+	KubernetesVersion string // required, e.g. "1.36"
+	AccountID         string // default DefaultAccountID
+
+	// Catalog is what the region sells. When nil, AWSDataDir is loaded
+	// (the ../shared/aws-data layout) or, when that is empty too, a small
+	// built-in catalog is used.
+	Catalog    *ec2sim.Catalog
+	AWSDataDir string
+
+	// AccessKeyID/SecretAccessKey are the credentials whose signatures the
+	// token webhook verifies (default DefaultAccessKeyID/DefaultSecretAccessKey).
+	AccessKeyID, SecretAccessKey string
+	// CallerARN is the identity STS reports for those credentials
+	// (default arn:aws:iam::<account>:role/nodewright).
+	CallerARN string
+	// Identities maps caller ARNs to Kubernetes users for the token webhook
+	// (default: every ARN of the account -> itself, group system:masters).
+	Identities []Identity
+
+	// ServiceCIDR is what DescribeCluster reports as serviceIpv4Cidr
+	// (default 10.0.0.0/24, the local control plane's service range).
+	ServiceCIDR string
+
+	Seed      uint64           // seeds resource ids, for deterministic tests
+	TimeScale float64          // >1 runs the cloud's delays faster (default 1)
+	Now       func() time.Time // default time.Now
+	Delays    Delays
+	Logger    *slog.Logger
+}
+
+// Server is a running simulator.
+type Server struct {
+	opts   Options
+	ln     net.Listener
+	http   *http.Server
+	ec2    *ec2sim.Cloud
+	sqs    *sqssim.Service
+	events *eventsim.Bus
+	faults faults
+	log    callLog
+	logger *slog.Logger
+
+	mu         sync.Mutex
+	principals map[string]principal
+	created    time.Time
+	reqSeq     uint64
+	closed     bool
+	timers     []*time.Timer
+	eks        eksCluster
+	kubelet    *kubeletEmu
+	wg         sync.WaitGroup
+	stopOnce   sync.Once
+	stop       chan struct{}
+}
+
+// New starts a simulator on a free loopback port.
+func New(opts Options) (*Server, error) {
+	if opts.ClusterName == "" || opts.KubernetesVersion == "" {
+		return nil, errors.New("awssim: ClusterName and KubernetesVersion are required")
+	}
+	if opts.Region == "" {
+		opts.Region = "us-west-2"
+	}
+	if opts.AccountID == "" {
+		opts.AccountID = DefaultAccountID
+	}
+	if opts.AccessKeyID == "" {
+		opts.AccessKeyID, opts.SecretAccessKey = DefaultAccessKeyID, DefaultSecretAccessKey
+	}
+	if opts.CallerARN == "" {
+		opts.CallerARN = fmt.Sprintf("arn:aws:iam::%s:role/nodewright", opts.AccountID)
+	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = "10.0.0.0/24"
+	}
+	if opts.Identities == nil {
+		opts.Identities = []Identity{{ARN: fmt.Sprintf("arn:aws:iam::%s:*", opts.AccountID), Groups: []string{"system:masters"}}}
+	}
+	if opts.TimeScale <= 0 {
+		opts.TimeScale = 1
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &opts.Delays
+	for _, p := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&d.Pending, 5 * time.Second}, {&d.ShuttingDown, 10 * time.Second}, {&d.NodeRegistration, 10 * time.Second}, {&d.SpotInterruption, 120 * time.Second}} {
+		if *p.v == 0 {
+			*p.v = p.def
+		}
+	}
+	cat := opts.Catalog
+	if cat == nil && opts.AWSDataDir != "" {
+		var err error
+		if cat, err = ec2sim.LoadAWSData(opts.AWSDataDir, opts.Region); err != nil {
+			return nil, fmt.Errorf("awssim: %w", err)
+		}
+	}
+	s := &Server{opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(),
+		principals: map[string]principal{opts.AccessKeyID: {secret: opts.SecretAccessKey, arn: opts.CallerARN}}}
+	var err error
+	s.ec2, err = ec2sim.New(ec2sim.Config{
+		Region: opts.Region, Account: opts.AccountID, ClusterName: opts.ClusterName, KubernetesVersion: opts.KubernetesVersion,
+		Catalog: cat, Seed: opts.Seed, Now: opts.Now, After: s.after,
+		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("awssim: %w", err)
+	}
+	s.sqs = sqssim.New(sqssim.Config{Region: opts.Region, Account: opts.AccountID, Now: opts.Now, Scale: opts.TimeScale, Seed: opts.Seed})
+	s.events = eventsim.New(eventsim.Config{Region: opts.Region, Account: opts.AccountID, Now: opts.Now, Seed: opts.Seed, Deliver: s.deliverToSQS})
+	s.ec2.OnTransition(s.onTransition)
+
+	s.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("awssim: listen: %w", err)
+	}
+	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.sqs.SetBaseURL(s.URL())
+	go func() { _ = s.http.Serve(s.ln) }()
+	return s, nil
+}
+
+// URL is the endpoint for every simulated service (AWS_ENDPOINT_URL).
+func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// EC2 exposes the simulated region for tests: instances, capacity, AMIs, prices.
+func (s *Server) EC2() *ec2sim.Cloud { return s.ec2 }
+
+// SQS exposes the simulated queues.
+func (s *Server) SQS() *sqssim.Service { return s.sqs }
+
+// Events exposes the simulated EventBridge bus.
+func (s *Server) Events() *eventsim.Bus { return s.events }
+
+// Options returns the options with defaults applied.
+func (s *Server) Options() Options { return s.opts }
+
+// Close stops the server, every pending timer and the kubelet emulation.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	timers := s.timers
+	s.timers = nil
+	s.mu.Unlock()
+	for _, t := range timers {
+		t.Stop()
+	}
+	s.stopOnce.Do(func() { close(s.stop) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	s.sqs.Close()
+	s.wg.Wait()
+	return err
+}
+
+// after runs f after d of simulated time, unless the server closes first.
+func (s *Server) after(d time.Duration, f func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(s.scale(d), func() {
+		s.mu.Lock()
+		closed := s.closed
+		for i, x := range s.timers {
+			if x == t {
+				s.timers = append(s.timers[:i], s.timers[i+1:]...)
+				break
+			}
+		}
+		s.mu.Unlock()
+		if !closed {
+			f()
+		}
+	})
+	s.timers = append(s.timers, t)
+}
+
+func (s *Server) scale(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / s.opts.TimeScale)
+}
+
+func (s *Server) requestID() string {
+	s.mu.Lock()
+	s.reqSeq++
+	n := s.reqSeq
+	s.mu.Unlock()
+	return fmt.Sprintf("%08x-0000-4000-8000-%012x", uint32(s.opts.Seed), n)
+}
+
+// jsonServices maps X-Amz-Target prefixes to signing names and __type prefixes.
+var jsonServices = map[string]struct{ name, typePrefix string }{
+	"AmazonSSM":           {"ssm", ""},
+	"AWSPriceListService": {"pricing", ""},
+	"AmazonSQS":           {"sqs", "com.amazonaws.sqs#"},
+	"AWSEvents":           {"events", ""},
+}
+
+// ServeHTTP routes by token-review path, X-Amz-Target, EKS path or Action.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == tokenReviewPath {
+		s.serveTokenReview(w, r)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	reqID := s.requestID()
+	signing := protocol.ServiceFromRequest(r)
+	if target := r.Header.Get("X-Amz-Target"); target != "" {
+		prefix, op, _ := strings.Cut(target, ".")
+		js, ok := jsonServices[prefix]
+		if !ok {
+			protocol.WriteError(w, protocol.JSON, reqID, protocol.Errorf("UnknownOperationException", "unknown target %s", target), "")
+			return
+		}
+		s.serveJSON(w, r, reqID, js.name, js.typePrefix, op, body)
+		return
+	}
+	if signing == "eks" || strings.HasPrefix(r.URL.Path, "/clusters") {
+		s.serveEKS(w, r, reqID)
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		protocol.WriteError(w, protocol.EC2Query, reqID, protocol.Errorf("MalformedQueryString", "%s", err.Error()), "")
+		return
+	}
+	for k, v := range r.URL.Query() {
+		if _, ok := form[k]; !ok {
+			form[k] = v
+		}
+	}
+	action := form.Get("Action")
+	switch {
+	case signing == "sts" || action == "GetCallerIdentity":
+		s.serveSTS(w, r, reqID, action, form)
+	case action != "":
+		s.serveEC2(w, r, reqID, action, form)
+	default:
+		protocol.WriteError(w, protocol.EC2Query, reqID, protocol.Errorf("MissingAction", "no Action, X-Amz-Target or known path in request to %s", r.URL.Path), "")
+	}
+}
+
+// begin applies faults and returns a func that records the call.
+func (s *Server) begin(ctx context.Context, service, op string, params map[string]string) (*protocol.APIError, func(*protocol.APIError, int)) {
+	start := time.Now()
+	latency, ferr := s.faults.check(service, op)
+	if latency > 0 {
+		select {
+		case <-time.After(latency):
+		case <-ctx.Done():
+		}
+	}
+	return ferr, func(e *protocol.APIError, status int) {
+		c := Call{Time: s.opts.Now(), Service: service, Operation: op, Params: params, Status: status, Duration: time.Since(start)}
+		if e != nil {
+			c.ErrorCode, c.Status = e.Code, e.Status
+		}
+		s.log.add(c)
+		s.logger.Debug("aws call", "service", service, "operation", op, "error", c.ErrorCode)
+	}
+}
+
+func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request, reqID, action string, form url.Values) {
+	ferr, done := s.begin(r.Context(), "ec2", action, flatten(form))
+	if ferr != nil {
+		done(ferr, 0)
+		protocol.WriteError(w, protocol.EC2Query, reqID, ferr, "")
+		return
+	}
+	out, err := s.ec2.Handle(r.Context(), action, form)
+	if err != nil {
+		ae := protocol.AsAPIError(err)
+		done(ae, 0)
+		protocol.WriteError(w, protocol.EC2Query, reqID, ae, "")
+		return
+	}
+	done(nil, http.StatusOK)
+	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+	_, _ = w.Write(wire.EncodeResponse(action, reqID, out))
+}
+
+func flatten(form url.Values) map[string]string {
+	m := make(map[string]string, len(form))
+	for k, v := range form {
+		if len(v) > 0 {
+			m[k] = v[0]
+		}
+	}
+	return m
+}

@@ -1,0 +1,51 @@
+package awssim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// newTestServer starts a simulator with fast delays and returns an SDK config pointed at it.
+func newTestServer(t *testing.T, mod func(*Options)) (*Server, aws.Config) {
+	t.Helper()
+	opts := Options{Region: "us-west-2", ClusterName: "test", KubernetesVersion: "1.36", Seed: 42, TimeScale: 100,
+		Delays: Delays{Pending: time.Second, ShuttingDown: time.Second, NodeRegistration: time.Second, SpotInterruption: 120 * time.Second}}
+	if mod != nil {
+		mod(&opts)
+	}
+	s, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	cfg := aws.Config{
+		Region:           opts.Region,
+		Credentials:      credentials.NewStaticCredentialsProvider(DefaultAccessKeyID, DefaultSecretAccessKey, ""),
+		BaseEndpoint:     aws.String(s.URL()),
+		RetryMaxAttempts: 1,
+	}
+	return s, cfg
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
