@@ -188,7 +188,7 @@ func newSimulateOutput(cat *catalog.Catalog, plan *scheduling.Plan) simulateOutp
 			Taints:              taints(c.Taints),
 			StartupTaints:       taints(c.StartupTaints),
 			Allocatable:         quantities(c.Allocatable),
-			Requests:            quantities(c.Requests),
+			Requests:            nonZero(quantities(c.Requests)),
 			Pods:                nonNil(c.Pods),
 		}
 		if len(co.StartupTaints) == 0 {
@@ -215,6 +215,17 @@ func newSimulateOutput(cat *catalog.Catalog, plan *scheduling.Plan) simulateOutp
 		out.Unschedulable = append(out.Unschedulable, unschedulableOut{Pod: u.Pod, Reason: u.Reason})
 	}
 	return out
+}
+
+// nonZero drops zero quantities (a claim's requests list every resource the
+// solver tracks, most of them unused).
+func nonZero(m map[string]string) map[string]string {
+	for k, v := range m {
+		if v == "0" {
+			delete(m, k)
+		}
+	}
+	return m
 }
 
 func nonNil(s []string) []string {
