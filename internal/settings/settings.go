@@ -30,6 +30,11 @@ const (
 	EnvBatchIdle         = "NODEWRIGHT_BATCH_IDLE"
 	EnvBatchMax          = "NODEWRIGHT_BATCH_MAX"
 	EnvLogLevel          = "NODEWRIGHT_LOG_LEVEL"
+	EnvMetricsNamespace  = "NODEWRIGHT_METRICS_NAMESPACE"
+	EnvNodeRoleName      = "NODEWRIGHT_NODE_ROLE_NAME"
+	EnvNodeRoleARN       = "NODEWRIGHT_NODE_ROLE_ARN"
+	EnvInstanceProfile   = "NODEWRIGHT_NODE_INSTANCE_PROFILE"
+	EnvWebhookPrefix     = "NODEWRIGHT_WEBHOOK_PATH_PREFIX"
 )
 
 // Settings is what a function knows about its deployment.
@@ -46,6 +51,11 @@ type Settings struct {
 	BatchIdle time.Duration
 	BatchMax  time.Duration
 	LogLevel  slog.Level
+	// MetricsNamespace is the CloudWatch namespace of EMF metrics.
+	MetricsNamespace string
+	NodeRoleName     string
+	NodeRoleARN      string
+	InstanceProfile  string
 }
 
 // FromEnv reads Settings from getenv (os.Getenv in production).
@@ -61,6 +71,13 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		Rebalance:         "ignore",
 		BatchIdle:         time.Second,
 		BatchMax:          10 * time.Second,
+		MetricsNamespace:  "nodewright",
+		NodeRoleName:      getenv(EnvNodeRoleName),
+		NodeRoleARN:       getenv(EnvNodeRoleARN),
+		InstanceProfile:   getenv(EnvInstanceProfile),
+	}
+	if v := getenv(EnvMetricsNamespace); v != "" {
+		s.MetricsNamespace = v
 	}
 	if v := getenv(EnvRebalance); v != "" {
 		if v != "ignore" && v != "replace" {

@@ -1,0 +1,140 @@
+// Package app wires the adapters one nodewright function needs — DynamoDB
+// store, EKS client, EC2 provider, work queue, metrics and the loaded
+// NodePool/EC2NodeClass configuration — from the function's settings. The
+// Lambda entry points in functions/ and the local demo build the same App,
+// so the demo exercises exactly what runs in AWS.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/aws/awsstore"
+	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/queue"
+	"github.com/nodewright/nodewright/internal/settings"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+// App holds a function's adapters. Fields are safe for concurrent use.
+type App struct {
+	Settings  settings.Settings
+	Log       *slog.Logger
+	AWSConfig sdkaws.Config
+	Store     *store.Store
+	Kube      *kube.Client
+	EC2       *nwaws.Provider
+	SQS       *sqs.Client
+	// Work is the delayed-work queue (provisioner nudges, lifecycle requeues).
+	Work    *queue.Queue
+	Metrics *metrics.Recorder
+	// Config is the NodePool / EC2NodeClass configuration, loaded and
+	// validated from Settings.ConfigDir at start.
+	Config *apis.Config
+	Now    func() time.Time
+}
+
+// Options let callers (tests, the demo) replace parts of the wiring.
+type Options struct {
+	// Function names the function in logs and metric dimensions.
+	Function string
+	// Out receives JSON logs and EMF metric lines (default: discard).
+	Out io.Writer
+	// KubeREST, when set, is used instead of discovering the cluster through
+	// EKS DescribeCluster with an STS token (tests with an admin config).
+	KubeREST *rest.Config
+	// Config, when set, is used instead of loading Settings.ConfigDir.
+	Config *apis.Config
+	Now    func() time.Time
+}
+
+// New builds an App for settings s.
+func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
+	if err := s.Require(settings.EnvClusterName, settings.EnvTableName); err != nil {
+		return nil, err
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	log := settings.Logger(o.Out, s.LogLevel, o.Function).With("cluster", s.ClusterName)
+	cfg := o.Config
+	if cfg == nil {
+		if s.ConfigDir == "" {
+			return nil, fmt.Errorf("%s is not set and no configuration was given", settings.EnvConfigDir)
+		}
+		loaded, err := apis.Load(s.ConfigDir)
+		if err != nil {
+			return nil, fmt.Errorf("load NodePool/EC2NodeClass configuration from %s: %w", s.ConfigDir, err)
+		}
+		for _, w := range loaded.Warnings {
+			log.Warn("configuration", "warning", w)
+		}
+		cfg = loaded
+	}
+
+	clients, awsCfg, err := nwaws.NewClients(ctx, regionOf(ctx))
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.New(store.NewDynamoDBClient(awsCfg), s.TableName, store.WithClock(o.Now))
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	ice := nwaws.NewICECache(awsstore.ICE{Store: st}, 3*time.Minute, o.Now)
+	provider, err := nwaws.New(nwaws.Options{ClusterName: s.ClusterName, Region: awsCfg.Region, Now: o.Now, Logger: log}, clients, ice)
+	if err != nil {
+		return nil, err
+	}
+
+	var kc *kube.Client
+	if o.KubeREST != nil {
+		kc, err = kube.NewClient(rest.CopyConfig(o.KubeREST), log)
+	} else {
+		kc, err = kube.ForEKS(ctx, awsCfg, eks.NewFromConfig(awsCfg), s.ClusterName, kube.Options{}, log)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect to cluster %s: %w", s.ClusterName, err)
+	}
+
+	sqsClient := sqs.NewFromConfig(awsCfg)
+	a := &App{
+		Settings:  s,
+		Log:       log,
+		AWSConfig: awsCfg,
+		Store:     st,
+		Kube:      kc,
+		EC2:       provider,
+		SQS:       sqsClient,
+		Metrics:   metrics.New(o.Out, metrics.Dimensions{"cluster": s.ClusterName, "function": o.Function}),
+		Config:    cfg,
+		Now:       o.Now,
+	}
+	if s.WorkQueueURL != "" {
+		a.Work = queue.New(sqsClient, s.WorkQueueURL)
+	}
+	return a, nil
+}
+
+// regionOf reads the region the SDK would use; the default config chain
+// (AWS_REGION, profile) decides, as in Lambda where AWS_REGION is always set.
+func regionOf(ctx context.Context) string {
+	cfg, err := settings.AWSConfig(ctx)
+	if err != nil {
+		return ""
+	}
+	return cfg.Region
+}
