@@ -28,7 +28,7 @@ func main() {
 	s, err := settings.FromEnv(settings.Getenv)
 	log := settings.Logger(os.Stdout, s.LogLevel, "webhook")
 	if err == nil {
-		err = s.Require(settings.EnvWorkQueueURL)
+		err = s.Require(settings.EnvProvisionQueueURL)
 	}
 	if err != nil {
 		log.Error("configuration", "error", err.Error())
@@ -57,7 +57,7 @@ func newHandler(ctx context.Context, s settings.Settings, log *slog.Logger) (*ad
 		}
 		secret = strings.TrimSpace(aws.ToString(out.SecretString))
 	}
-	q := queue.New(sqs.NewFromConfig(cfg), s.WorkQueueURL)
+	q := queue.New(sqs.NewFromConfig(cfg), s.ProvisionQueueURL)
 	return admission.NewHandler(admission.Options{Secret: secret, Nudger: nudger{q}, Coalesce: s.BatchIdle, Logger: log})
 }
 

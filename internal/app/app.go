@@ -36,9 +36,11 @@ type App struct {
 	Kube      *kube.Client
 	EC2       *nwaws.Provider
 	SQS       *sqs.Client
-	// Work is the delayed-work queue (provisioner nudges, lifecycle requeues).
-	Work    *queue.Queue
-	Metrics *metrics.Recorder
+	// Work is the lifecycle's delayed-work queue; Provision carries nudges
+	// to the provisioner. Either is nil when its URL is not configured.
+	Work      *queue.Queue
+	Provision *queue.Queue
+	Metrics   *metrics.Recorder
 	// Config is the NodePool / EC2NodeClass configuration, loaded and
 	// validated from Settings.ConfigDir at start.
 	Config *apis.Config
@@ -125,6 +127,9 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 	}
 	if s.WorkQueueURL != "" {
 		a.Work = queue.New(sqsClient, s.WorkQueueURL)
+	}
+	if s.ProvisionQueueURL != "" {
+		a.Provision = queue.New(sqsClient, s.ProvisionQueueURL)
 	}
 	return a, nil
 }

@@ -22,6 +22,7 @@ const (
 	EnvClusterName       = "NODEWRIGHT_CLUSTER_NAME"
 	EnvTableName         = "NODEWRIGHT_TABLE_NAME"
 	EnvWorkQueueURL      = "NODEWRIGHT_WORK_QUEUE_URL"
+	EnvProvisionQueueURL = "NODEWRIGHT_PROVISION_QUEUE_URL"
 	EnvInterruptionQueue = "NODEWRIGHT_INTERRUPTION_QUEUE_URL"
 	EnvWebhookSecret     = "NODEWRIGHT_WEBHOOK_SECRET"
 	EnvWebhookSecretARN  = "NODEWRIGHT_WEBHOOK_SECRET_ARN"
@@ -39,9 +40,12 @@ const (
 
 // Settings is what a function knows about its deployment.
 type Settings struct {
-	ClusterName       string
-	TableName         string
-	WorkQueueURL      string
+	ClusterName string
+	TableName   string
+	// WorkQueueURL is the lifecycle's delayed-work queue.
+	WorkQueueURL string
+	// ProvisionQueueURL carries the webhook's nudges to the provisioner.
+	ProvisionQueueURL string
 	InterruptionQueue string
 	WebhookSecret     string
 	WebhookSecretARN  string
@@ -64,6 +68,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		ClusterName:       getenv(EnvClusterName),
 		TableName:         getenv(EnvTableName),
 		WorkQueueURL:      getenv(EnvWorkQueueURL),
+		ProvisionQueueURL: getenv(EnvProvisionQueueURL),
 		InterruptionQueue: getenv(EnvInterruptionQueue),
 		WebhookSecret:     getenv(EnvWebhookSecret),
 		WebhookSecretARN:  getenv(EnvWebhookSecretARN),
@@ -106,7 +111,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 // Require reports the first of the named settings that is empty.
 func (s Settings) Require(names ...string) error {
 	values := map[string]string{
-		EnvClusterName: s.ClusterName, EnvTableName: s.TableName, EnvWorkQueueURL: s.WorkQueueURL,
+		EnvClusterName: s.ClusterName, EnvTableName: s.TableName, EnvWorkQueueURL: s.WorkQueueURL, EnvProvisionQueueURL: s.ProvisionQueueURL,
 		EnvInterruptionQueue: s.InterruptionQueue, EnvConfigDir: s.ConfigDir,
 	}
 	for _, n := range names {
