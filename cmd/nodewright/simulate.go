@@ -49,7 +49,7 @@ that cannot be scheduled with the reason.`,
 	f.StringVar(&o.workload, "workload", "", "YAML/JSON manifests of the pods to place (required)")
 	f.StringVar(&o.nodes, "nodes", "", "existing Nodes and their Pods (kubectl get nodes,pods -A -o yaml)")
 	f.StringVar(&o.catalog, "catalog", "builtin", `instance type catalog: "builtin" or a folder laid out like aws-data`)
-	f.StringVar(&o.region, "region", "us-east-1", "AWS region whose offerings and prices to use")
+	f.StringVar(&o.region, "region", "", "AWS region whose offerings and prices to use (default: the region of the NodePools' zone requirements, else "+defaultRegion+")")
 	f.StringVarP(&o.output, "output", "o", "table", "output format: table or json")
 	_ = cmd.MarkFlagRequired("config")
 	_ = cmd.MarkFlagRequired("workload")
@@ -72,7 +72,11 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	if len(cfg.NodePools) == 0 {
 		return fmt.Errorf("--config %s: no NodePool found", o.config)
 	}
-	cat, err := loadCatalog(o.catalog, o.region)
+	region := o.region
+	if region == "" {
+		region = inferRegion(cfg)
+	}
+	cat, err := loadCatalog(o.catalog, region)
 	if err != nil {
 		return err
 	}
@@ -104,11 +108,38 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	return writeSimulateTable(stdout, out, cat)
 }
 
+const defaultRegion = "us-east-1"
+
+// inferRegion returns the region the NodePools' zone requirements name, when
+// they name exactly one; a simulation in another region could place nothing.
+func inferRegion(cfg *apis.Config) string {
+	regions := map[string]bool{}
+	for _, np := range cfg.NodePools {
+		for _, r := range np.Spec.Template.Spec.Requirements {
+			if r.Key != catalog.LabelTopologyZone || r.Operator != corev1.NodeSelectorOpIn {
+				continue
+			}
+			for _, z := range r.Values {
+				if len(z) > 1 {
+					regions[z[:len(z)-1]] = true
+				}
+			}
+		}
+	}
+	if len(regions) == 1 {
+		for r := range regions {
+			return r
+		}
+	}
+	return defaultRegion
+}
+
 func loadCatalog(src, region string) (*catalog.Catalog, error) {
 	if src == "" || src == "builtin" {
 		c, err := catalog.Builtin(region)
 		if err != nil {
-			return nil, fmt.Errorf("--catalog builtin: %w", err)
+			return nil, fmt.Errorf("--catalog builtin: %w; pass --region %s or --catalog DIR with offerings-%s.json", err,
+				strings.Join(catalog.BuiltinRegions(), "|"), region)
 		}
 		return c, nil
 	}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -177,14 +176,15 @@ func TestSimulateUsesExistingNodes(t *testing.T) {
 }
 
 func TestSimulateTable(t *testing.T) {
+	// No --region: the NodePool's us-east-1 zones decide it.
 	stdout, _, err := simulate(t, simulateOptions{
 		config: testdata("config.yaml"), workload: testdata("inflate.yaml"),
-		catalog: "builtin", region: "us-east-1", output: "table",
+		catalog: "builtin", output: "table",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"NODECLAIM", "INSTANCE TYPE", "production", "UNSCHEDULABLE POD", "default/graviton-only", "new node(s), $", "10 pod(s) on new nodes, 0 on existing nodes, 1 unschedulable"} {
+	for _, want := range []string{"NODECLAIM", "INSTANCE TYPE", "production", "UNSCHEDULABLE POD", "default/graviton-only", "new node(s), $", "in us-east-1; 10 pod(s) on new nodes, 0 on existing nodes, 1 unschedulable"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
@@ -217,33 +217,80 @@ func TestSimulateAWSDataCatalog(t *testing.T) {
 	}
 }
 
-// The seed guide's inflate example as the apis package keeps it.
+// The seed guides' inflate example as the apis package keeps it, against
+// every seed configuration: as written (replicas: 0, nothing to do) and after
+// the guide's `kubectl scale deployment inflate --replicas=10`.
 func TestSimulateSeedInflate(t *testing.T) {
 	seeds := filepath.Join("..", "..", "internal", "apis", "testdata", "seeds")
 	wl := filepath.Join(seeds, "workloads", "inflate.yaml")
-	if _, err := os.Stat(wl); err != nil {
+	data, err := os.ReadFile(wl)
+	if err != nil {
 		t.Skipf("seed inflate example not present: %v", err)
 	}
-	configs, _ := filepath.Glob(filepath.Join(seeds, "*.yaml"))
-	if len(configs) == 0 {
-		t.Skip("no seed configuration next to the inflate example")
+	if !strings.Contains(string(data), "replicas: 0") {
+		t.Fatalf("%s no longer has replicas: 0; update this test", wl)
 	}
-	sort.Strings(configs)
-	var lastErr error
-	for _, cfg := range configs {
-		stdout, stderr, err := simulate(t, simulateOptions{config: cfg, workload: wl, catalog: "builtin", region: "us-east-1", output: "json"})
-		if err != nil {
-			lastErr = err
-			continue
-		}
-		var out simulateOutput
-		if err := json.Unmarshal([]byte(stdout), &out); err != nil {
-			t.Fatalf("%s: %v\n%s", cfg, err, stderr)
-		}
-		t.Logf("%s: %d claims, $%.4f/h, %d unschedulable", cfg, len(out.NodeClaims), out.CostPerHour, len(out.Unschedulable))
-		return
+	scaled := filepath.Join(t.TempDir(), "inflate-10.yaml")
+	if err := os.WriteFile(scaled, []byte(strings.Replace(string(data), "replicas: 0", "replicas: 10", 1)), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no seed configuration simulates: %v", lastErr)
+	// Each seed file is a complete configuration on its own.
+	files, _ := filepath.Glob(filepath.Join(seeds, "0*", "*.yaml"))
+	if len(files) == 0 {
+		t.Skip("no seed configurations")
+	}
+	ran := 0
+	for _, dir := range files {
+		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
+			stdout, stderr, err := simulate(t, simulateOptions{config: dir, workload: wl, catalog: "builtin", output: "json"})
+			if err != nil && strings.Contains(err.Error(), "embedded catalog has no region") {
+				// Pools pinned to zones of a region the embedded catalog lacks:
+				// the error must say what to do instead.
+				if !strings.Contains(err.Error(), "--catalog DIR") {
+					t.Errorf("unhelpful error: %v", err)
+				}
+				t.Logf("skipped: %v", err)
+				return
+			}
+			if err != nil {
+				t.Fatalf("replicas 0: %v\n%s", err, stderr)
+			}
+			var out simulateOutput
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			if len(out.NodeClaims) != 0 || len(out.Unschedulable) != 0 || out.CostPerHour != 0 {
+				t.Errorf("replicas 0 planned something: %s", stdout)
+			}
+			stdout, stderr, err = simulate(t, simulateOptions{config: dir, workload: scaled, catalog: "builtin", output: "json"})
+			if err != nil {
+				t.Fatalf("replicas 10: %v\n%s", err, stderr)
+			}
+			out = simulateOutput{}
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			placed := 0
+			for _, c := range out.NodeClaims {
+				placed += len(c.Pods)
+				if c.PricePerHour <= 0 || c.Labels[catalog.LabelInstanceType] != c.InstanceType {
+					t.Errorf("claim %+v", c)
+				}
+			}
+			t.Logf("%d claims, $%.4f/h, %d placed, %d unschedulable %v", len(out.NodeClaims), out.CostPerHour, placed, len(out.Unschedulable), out.Unschedulable)
+			if placed > 0 {
+				ran++
+			}
+			if placed+len(out.Unschedulable) != 10 {
+				t.Errorf("%d placed + %d unschedulable != 10 pods", placed, len(out.Unschedulable))
+			}
+			for _, u := range out.Unschedulable {
+				if u.Reason == "" {
+					t.Errorf("%s unschedulable without a reason", u.Pod)
+				}
+			}
+		})
+	}
 }
 
 func TestSimulateErrors(t *testing.T) {
