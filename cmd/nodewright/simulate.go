@@ -74,7 +74,7 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	}
 	region := o.region
 	if region == "" {
-		region = inferRegion(cfg)
+		region = simInferRegion(cfg)
 	}
 	cat, err := loadCatalog(o.catalog, region)
 	if err != nil {
@@ -112,7 +112,7 @@ const defaultRegion = "us-east-1"
 
 // inferRegion returns the region the NodePools' zone requirements name, when
 // they name exactly one; a simulation in another region could place nothing.
-func inferRegion(cfg *apis.Config) string {
+func simInferRegion(cfg *apis.Config) string {
 	regions := map[string]bool{}
 	for _, np := range cfg.NodePools {
 		for _, r := range np.Spec.Template.Spec.Requirements {
@@ -214,13 +214,13 @@ func newSimulateOutput(cat *catalog.Catalog, plan *scheduling.Plan) simulateOutp
 		co := claimOutput{
 			Name: c.Name, NodePool: c.NodePool, NodeClass: c.NodeClass, InstanceType: c.InstanceType,
 			CapacityType: c.CapacityType, Zone: c.Zone, PricePerHour: c.PricePerHour,
-			InstanceTypeOptions: nonNil(c.InstanceTypeOptions),
-			Labels:              claimLabels(cat, c),
-			Taints:              taints(c.Taints),
-			StartupTaints:       taints(c.StartupTaints),
-			Allocatable:         quantities(c.Allocatable),
-			Requests:            nonZero(quantities(c.Requests)),
-			Pods:                nonNil(c.Pods),
+			InstanceTypeOptions: simNonNil(c.InstanceTypeOptions),
+			Labels:              simClaimLabels(cat, c),
+			Taints:              simTaints(c.Taints),
+			StartupTaints:       simTaints(c.StartupTaints),
+			Allocatable:         simQuantities(c.Allocatable),
+			Requests:            simNonZero(simQuantities(c.Requests)),
+			Pods:                simNonNil(c.Pods),
 		}
 		if len(co.StartupTaints) == 0 {
 			co.StartupTaints = nil
@@ -240,7 +240,7 @@ func newSimulateOutput(cat *catalog.Catalog, plan *scheduling.Plan) simulateOutp
 		out.CostPerHour += c.PricePerHour
 	}
 	for _, n := range plan.ExistingNodes {
-		out.ExistingNodes = append(out.ExistingNodes, existingNodeOutput{Name: n.Name, Pods: nonNil(n.Pods)})
+		out.ExistingNodes = append(out.ExistingNodes, existingNodeOutput{Name: n.Name, Pods: simNonNil(n.Pods)})
 	}
 	for _, u := range plan.Unschedulable {
 		out.Unschedulable = append(out.Unschedulable, unschedulableOut{Pod: u.Pod, Reason: u.Reason})
@@ -250,7 +250,7 @@ func newSimulateOutput(cat *catalog.Catalog, plan *scheduling.Plan) simulateOutp
 
 // nonZero drops zero quantities (a claim's requests list every resource the
 // solver tracks, most of them unused).
-func nonZero(m map[string]string) map[string]string {
+func simNonZero(m map[string]string) map[string]string {
 	for k, v := range m {
 		if v == "0" {
 			delete(m, k)
@@ -259,14 +259,14 @@ func nonZero(m map[string]string) map[string]string {
 	return m
 }
 
-func nonNil(s []string) []string {
+func simNonNil(s []string) []string {
 	if s == nil {
 		return []string{}
 	}
 	return s
 }
 
-func taints(ts []corev1.Taint) []taintOutput {
+func simTaints(ts []corev1.Taint) []taintOutput {
 	out := make([]taintOutput, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, taintOutput{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
@@ -274,7 +274,7 @@ func taints(ts []corev1.Taint) []taintOutput {
 	return out
 }
 
-func quantities(l corev1.ResourceList) map[string]string {
+func simQuantities(l corev1.ResourceList) map[string]string {
 	out := make(map[string]string, len(l))
 	for k, v := range l {
 		out[string(k)] = v.String()
@@ -290,7 +290,7 @@ func writeSimulateTable(w io.Writer, out simulateOutput, cat *catalog.Catalog) e
 		for _, c := range out.NodeClaims {
 			placedNew += len(c.Pods)
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\t%s\t%s\n", c.Name, c.NodePool, c.InstanceType, c.CapacityType,
-				c.Zone, c.PricePerHour, len(c.Pods), c.Allocatable["cpu"], c.Allocatable["memory"], summarizeOptions(c.InstanceTypeOptions))
+				c.Zone, c.PricePerHour, len(c.Pods), c.Allocatable["cpu"], c.Allocatable["memory"], simSummarizeOptions(c.InstanceTypeOptions))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -298,7 +298,7 @@ func writeSimulateTable(w io.Writer, out simulateOutput, cat *catalog.Catalog) e
 		fmt.Fprintln(tw, "EXISTING NODE\tNEW PODS")
 		for _, n := range out.ExistingNodes {
 			placedExisting += len(n.Pods)
-			fmt.Fprintf(tw, "%s\t%s\n", n.Name, summarize(n.Pods, 6))
+			fmt.Fprintf(tw, "%s\t%s\n", n.Name, simSummarize(n.Pods, 6))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -317,14 +317,14 @@ func writeSimulateTable(w io.Writer, out simulateOutput, cat *catalog.Catalog) e
 	return nil
 }
 
-func summarizeOptions(opts []string) string {
+func simSummarizeOptions(opts []string) string {
 	if len(opts) <= 3 {
 		return strings.Join(opts, ",")
 	}
 	return fmt.Sprintf("%s,... (%d)", strings.Join(opts[:3], ","), len(opts))
 }
 
-func summarize(items []string, n int) string {
+func simSummarize(items []string, n int) string {
 	if len(items) <= n {
 		return strings.Join(items, ",")
 	}

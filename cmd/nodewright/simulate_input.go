@@ -39,7 +39,7 @@ func simulationInput(cfg *apis.Config, cat *catalog.Catalog, wl *workload.Worklo
 		return in, err
 	}
 	for _, n := range wl.Nodes {
-		en, err := existingNode(n, cat, optsByPool)
+		en, err := simExistingNode(n, cat, optsByPool)
 		if err != nil {
 			return in, err
 		}
@@ -51,7 +51,7 @@ func simulationInput(cfg *apis.Config, cat *catalog.Catalog, wl *workload.Worklo
 // existingNode converts a Node from the --nodes file. A node without
 // status.allocatable (a hand-written file) gets the allocatable of its
 // instance type from the catalog, computed with its NodePool's node class.
-func existingNode(n *workload.NodeWithPods, cat *catalog.Catalog, optsByPool map[string]catalog.AllocatableOptions) (*scheduling.ExistingNode, error) {
+func simExistingNode(n *workload.NodeWithPods, cat *catalog.Catalog, optsByPool map[string]catalog.AllocatableOptions) (*scheduling.ExistingNode, error) {
 	node := n.Node
 	en := &scheduling.ExistingNode{
 		Name:              node.Name,
@@ -60,7 +60,7 @@ func existingNode(n *workload.NodeWithPods, cat *catalog.Catalog, optsByPool map
 		Allocatable:       node.Status.Allocatable,
 		Capacity:          node.Status.Capacity,
 		Pods:              n.Pods,
-		Initialized:       nodeReady(node),
+		Initialized:       simNodeReady(node),
 		MarkedForDeletion: node.DeletionTimestamp != nil,
 	}
 	for _, t := range node.Spec.Taints {
@@ -89,7 +89,7 @@ func existingNode(n *workload.NodeWithPods, cat *catalog.Catalog, optsByPool map
 
 // nodeReady treats a node as initialized when its Ready condition is True; a
 // node without conditions (hand-written input) is taken as ready.
-func nodeReady(n *corev1.Node) bool {
+func simNodeReady(n *corev1.Node) bool {
 	if len(n.Status.Conditions) == 0 {
 		return true
 	}
@@ -104,7 +104,7 @@ func nodeReady(n *corev1.Node) bool {
 // claimLabels is the full label set of a planned node: the catalog's labels
 // for the chosen offering, the solver's (NodePool template labels and
 // single-valued requirements) on top, and the NodePool/node class labels.
-func claimLabels(cat *catalog.Catalog, c *scheduling.NodeClaimPlan) map[string]string {
+func simClaimLabels(cat *catalog.Catalog, c *scheduling.NodeClaimPlan) map[string]string {
 	out := map[string]string{}
 	if it, ok := cat.Get(c.InstanceType); ok {
 		o, found := it.Offering(c.Zone, c.CapacityType)

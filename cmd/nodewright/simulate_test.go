@@ -23,11 +23,11 @@ func simulate(t *testing.T, o simulateOptions) (stdout, stderr string, err error
 	return out.String(), errb.String(), err
 }
 
-func testdata(name string) string { return filepath.Join("testdata", "simulate", name) }
+func simTestdata(name string) string { return filepath.Join("testdata", "simulate", name) }
 
 func TestSimulateInflateJSON(t *testing.T) {
 	stdout, stderr, err := simulate(t, simulateOptions{
-		config: testdata("config.yaml"), workload: testdata("inflate.yaml"),
+		config: simTestdata("config.yaml"), workload: simTestdata("inflate.yaml"),
 		catalog: "builtin", region: "us-east-1", output: "json",
 	})
 	if err != nil {
@@ -101,7 +101,7 @@ func TestSimulateInflateJSON(t *testing.T) {
 			t.Errorf("claim %s: taints %+v", c.Name, c.Taints)
 		}
 		// Allocatable from the node class: 100Gi root volume -> 100 - 1 - 10 = 89Gi.
-		want, err := it.Allocatable(catalog.AllocatableOptions{RootVolumeSize: ptrQ("100Gi")})
+		want, err := it.Allocatable(catalog.AllocatableOptions{RootVolumeSize: simQuantity("100Gi")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestSimulateInflateJSON(t *testing.T) {
 		if cpu := resource.MustParse(c.Allocatable["cpu"]); cpu.MilliValue() < int64(len(c.Pods))*1000 {
 			t.Errorf("claim %s: %d pods need %d mCPU, allocatable %s", c.Name, len(c.Pods), len(c.Pods)*1000, cpu.String())
 		}
-		if len(c.InstanceTypeOptions) == 0 || len(c.InstanceTypeOptions) > 60 || !contains(c.InstanceTypeOptions, c.InstanceType) {
+		if len(c.InstanceTypeOptions) == 0 || len(c.InstanceTypeOptions) > 60 || !simContains(c.InstanceTypeOptions, c.InstanceType) {
 			t.Errorf("claim %s: options %v", c.Name, c.InstanceTypeOptions)
 		}
 	}
@@ -138,9 +138,9 @@ func TestSimulateInflateJSON(t *testing.T) {
 	}
 }
 
-func ptrQ(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
+func simQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
 
-func contains(s []string, v string) bool {
+func simContains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
 			return true
@@ -151,7 +151,7 @@ func contains(s []string, v string) bool {
 
 func TestSimulateUsesExistingNodes(t *testing.T) {
 	stdout, stderr, err := simulate(t, simulateOptions{
-		config: testdata("config.yaml"), workload: testdata("inflate.yaml"), nodes: testdata("nodes.yaml"),
+		config: simTestdata("config.yaml"), workload: simTestdata("inflate.yaml"), nodes: simTestdata("nodes.yaml"),
 		catalog: "builtin", region: "us-east-1", output: "json",
 	})
 	if err != nil {
@@ -178,7 +178,7 @@ func TestSimulateUsesExistingNodes(t *testing.T) {
 func TestSimulateTable(t *testing.T) {
 	// No --region: the NodePool's us-east-1 zones decide it.
 	stdout, _, err := simulate(t, simulateOptions{
-		config: testdata("config.yaml"), workload: testdata("inflate.yaml"),
+		config: simTestdata("config.yaml"), workload: simTestdata("inflate.yaml"),
 		catalog: "builtin", output: "table",
 	})
 	if err != nil {
@@ -197,7 +197,7 @@ func TestSimulateAWSDataCatalog(t *testing.T) {
 		t.Skipf("../shared/aws-data not present: %v", err)
 	}
 	stdout, stderr, err := simulate(t, simulateOptions{
-		config: testdata("config.yaml"), workload: testdata("inflate.yaml"),
+		config: simTestdata("config.yaml"), workload: simTestdata("inflate.yaml"),
 		catalog: dir, region: "us-east-1", output: "json",
 	})
 	if err != nil {
@@ -294,15 +294,15 @@ func TestSimulateSeedInflate(t *testing.T) {
 }
 
 func TestSimulateErrors(t *testing.T) {
-	base := simulateOptions{config: testdata("config.yaml"), workload: testdata("inflate.yaml"), catalog: "builtin", region: "us-east-1", output: "table"}
+	base := simulateOptions{config: simTestdata("config.yaml"), workload: simTestdata("inflate.yaml"), catalog: "builtin", region: "us-east-1", output: "table"}
 	cases := map[string]struct {
 		mod  func(*simulateOptions)
 		want string
 	}{
 		"output":   {func(o *simulateOptions) { o.output = "yaml" }, `--output "yaml": want table or json`},
 		"region":   {func(o *simulateOptions) { o.region = "eu-west-1" }, `embedded catalog has no region "eu-west-1"`},
-		"catalog":  {func(o *simulateOptions) { o.catalog = testdata("nope") }, "--catalog testdata/simulate/nope"},
-		"workload": {func(o *simulateOptions) { o.workload = testdata("config.yaml") }, ""},
+		"catalog":  {func(o *simulateOptions) { o.catalog = simTestdata("nope") }, "--catalog testdata/simulate/nope"},
+		"workload": {func(o *simulateOptions) { o.workload = simTestdata("config.yaml") }, ""},
 	}
 	for name, tc := range cases {
 		o := base
