@@ -12,24 +12,40 @@ import (
 const MaxInstanceTypeOptions = 60
 
 type rankedOption struct {
-	idx      int
-	offering Offering
+	idx      int32
+	offering int32 // index into the type's offerings
+	price    float64
 }
 
 // resolve picks what CreateFleet would launch for a claim: capacity type
 // by preference (reserved, then spot, then on-demand, among those the
 // claim allows and some option offers), then the cheapest offering of
 // that capacity type; the options are the fitting types that have such an
-// offering, cheapest first.
-func resolve(c *claimState) (string, []rankedOption) {
-	for _, ct := range []string{CapacityTypeReserved, CapacityTypeSpot, CapacityTypeOnDemand, ""} {
-		if r, ok := c.reqs.Get(LabelCapacityType); ok && ct != "" && !r.Has(ct) {
+// offering, cheapest first. buf is reused across claims.
+func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
+	zone, _ := c.reqs.Get(LabelZone)
+	ctReq, _ := c.reqs.Get(LabelCapacityType)
+	zid, _ := c.reqs.Get(LabelZoneID)
+	for _, ct := range []string{CapacityTypeReserved, CapacityTypeSpot, CapacityTypeOnDemand} {
+		if ctReq != nil && !ctReq.Has(ct) {
 			continue
 		}
-		var ranked []rankedOption
+		ranked := buf[:0]
 		c.options.each(func(i int) bool {
-			if o, ok := cheapestOffering(c.pool.types[i], c.reqs, ct); ok {
-				ranked = append(ranked, rankedOption{idx: i, offering: o})
+			t := c.pool.types[i]
+			best := -1
+			for j := range t.offerings {
+				o := &t.offerings[j]
+				if !o.Available || o.CapacityType != ct || (zone != nil && !zone.Has(o.Zone)) ||
+					(zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "")) {
+					continue
+				}
+				if best < 0 || o.Price < t.offerings[best].Price || (o.Price == t.offerings[best].Price && o.Zone < t.offerings[best].Zone) {
+					best = j
+				}
+			}
+			if best >= 0 {
+				ranked = append(ranked, rankedOption{idx: int32(i), offering: int32(best), price: t.offerings[best].Price})
 			}
 			return true
 		})
@@ -37,14 +53,14 @@ func resolve(c *claimState) (string, []rankedOption) {
 			continue
 		}
 		sort.SliceStable(ranked, func(a, b int) bool {
-			if ranked[a].offering.Price != ranked[b].offering.Price {
-				return ranked[a].offering.Price < ranked[b].offering.Price
+			if ranked[a].price != ranked[b].price {
+				return ranked[a].price < ranked[b].price
 			}
 			return c.pool.types[ranked[a].idx].it.Name < c.pool.types[ranked[b].idx].it.Name
 		})
-		return ranked[0].offering.CapacityType, ranked
+		return ct, ranked
 	}
-	return "", nil
+	return "", buf[:0]
 }
 
 func (st *state) plan() *Plan {
@@ -79,7 +95,8 @@ func (st *state) plan() *Plan {
 func (st *state) finalize(nd *node) *NodeClaimPlan {
 	c := nd.claim
 	p := c.pool
-	ct, ranked := resolve(c)
+	ct, ranked := resolve(c, st.rankBuf)
+	st.rankBuf = ranked[:0]
 	if len(ranked) == 0 {
 		// commitClaim only keeps options with a launchable offering, so this
 		// cannot happen; refuse to emit a claim that cannot launch.
@@ -96,22 +113,22 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 		if p.minValues {
 			b := newBitset(len(p.types))
 			for _, r := range keep {
-				b.set(r.idx)
+				b.set(int(r.idx))
 			}
 			if ok, _ := p.satisfiesMinValues(c.reqs, b); !ok {
 				keep = ranked // minValues wins over the fleet size cap
 			}
 		}
 	}
-	best := keep[0]
-	t := p.types[best.idx]
+	t := p.types[keep[0].idx]
+	bestOffering := t.offerings[keep[0].offering]
 	cp := &NodeClaimPlan{
 		NodePool:     p.np.Name,
 		NodeClass:    p.np.NodeClass,
 		InstanceType: t.it.Name,
 		CapacityType: ct,
-		Zone:         best.offering.Zone,
-		PricePerHour: best.offering.Price,
+		Zone:         bestOffering.Zone,
+		PricePerHour: bestOffering.Price,
 		Labels:       map[string]string{},
 		Taints:       append([]corev1.Taint{}, p.np.Taints...),
 		Allocatable:  t.it.Allocatable.DeepCopy(),
@@ -142,9 +159,9 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 		cp.Labels[k] = v
 	}
 	cp.Labels[LabelNodePool] = p.np.Name
-	cp.Labels[LabelZone] = best.offering.Zone
-	if best.offering.ZoneID != "" {
-		cp.Labels[LabelZoneID] = best.offering.ZoneID
+	cp.Labels[LabelZone] = bestOffering.Zone
+	if bestOffering.ZoneID != "" {
+		cp.Labels[LabelZoneID] = bestOffering.ZoneID
 	}
 	cp.Labels[LabelCapacityType] = ct
 	// Requirements: the claim's, pinned to the options and capacity type.
@@ -163,7 +180,7 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 		}
 	}
 	used := nd.used.clone()
-	for j, v := range p.overhead[best.idx] {
+	for j, v := range p.overhead[keep[0].idx] {
 		used[j] += v
 	}
 	cp.Requests = st.space.list(used)

@@ -47,6 +47,16 @@ func isTypeKey(it *InstanceType, key string) bool {
 	return strings.HasPrefix(key, awsInstanceLabelPfx)
 }
 
+// isTypeLevelKey reports whether a key's value is decided by the instance
+// type alone (not by zone, capacity type or NodePool).
+func isTypeLevelKey(key string) bool {
+	switch key {
+	case LabelInstanceType, LabelArch, LabelOS:
+		return true
+	}
+	return strings.HasPrefix(key, awsInstanceLabelPfx)
+}
+
 // typeCompatible reports whether some launchable offering of t meets reqs:
 // type-level keys are checked against the type's labels, zone, zone ID and
 // capacity type against its available offerings, and everything else is

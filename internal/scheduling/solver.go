@@ -60,6 +60,7 @@ type state struct {
 	opts     Options
 	daemons  []*daemon
 	zero     resVec
+	rankBuf  []rankedOption
 }
 
 // Options tune a solve.
@@ -581,8 +582,10 @@ func (st *state) placeShape(s *shape) {
 			continue
 		}
 		st.fail(s, reason)
-		return
+		break
 	}
+	// The shape is done: its per-variant caches are garbage now.
+	s.cands, s.masks = nil, nil
 }
 
 func (st *state) fail(s *shape, reason string) {
@@ -599,9 +602,6 @@ func (st *state) fail(s *shape, reason string) {
 // growth=false only uses room already paid for (existing nodes, and claims'
 // current cheapest type); growth=true lets claims move up to a bigger type.
 func (st *state) pass(s *shape, n int, growth bool) int {
-	for ; s.seen < len(st.nodes); s.seen++ {
-		s.cands = append(s.cands, int32(s.seen))
-	}
 	placed := 0
 	out := s.cands[:0]
 	for i, ni := range s.cands {
@@ -609,8 +609,7 @@ func (st *state) pass(s *shape, n int, growth bool) int {
 			out = append(out, s.cands[i:]...)
 			break
 		}
-		nd := st.nodes[ni]
-		k, perm := st.try(s, nd, n-placed, growth)
+		k, perm := st.try(s, st.nodes[ni], n-placed, growth)
 		if perm {
 			continue
 		}
@@ -618,6 +617,16 @@ func (st *state) pass(s *shape, n int, growth bool) int {
 		placed += k
 	}
 	s.cands = out
+	// Nodes created since this shape last looked are visited without
+	// materializing the ones it can never use.
+	for ; s.seen < len(st.nodes) && placed < n; s.seen++ {
+		k, perm := st.try(s, st.nodes[s.seen], n-placed, growth)
+		if perm {
+			continue
+		}
+		s.cands = append(s.cands, int32(s.seen))
+		placed += k
+	}
 	return placed
 }
 
@@ -841,6 +850,9 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 	if !anyLimit {
 		return 0, name + ": limits exhausted"
 	}
+	if len(s.ports) > 0 {
+		k = min(k, 1)
+	}
 	st.claimSeq++
 	hostname := fmt.Sprintf("hostname-placeholder-%05d", st.claimSeq)
 	reqs := p.reqs.Intersect(s.reqs).Add(Requirement{Key: LabelHostname, values: []string{hostname}})
@@ -944,7 +956,7 @@ func (st *state) detail(s *shape, p *poolState) string {
 			var poolSide []string
 			for j := range p.np.Requirements {
 				pr := &p.np.Requirements[j]
-				if pr.Key != r.Key && pr.Key != LabelNodePool {
+				if pr.Key != r.Key && isTypeLevelKey(pr.Key) {
 					poolSide = append(poolSide, pr.String())
 				}
 			}

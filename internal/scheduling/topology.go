@@ -453,6 +453,11 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 				if len(keep) == 0 {
 					return fail(true, g.desc+": every domain already holds a matching pod")
 				}
+				// A pod that repels its own kind would otherwise block every
+				// domain the claim might still land in; commit to one.
+				if self && len(keep) > 1 {
+					keep = keep[:1]
+				}
 				if len(keep) < len(doms) {
 					res.narrow = append(res.narrow, narrowing{g.key, keep})
 				}
@@ -572,10 +577,10 @@ func (st *state) record(s *shape, n *node, k int) {
 			}
 		}
 	}
-	for _, g := range s.owned {
-		if g.kind != kindAnti {
-			continue
-		}
+	// Only required anti-affinity repels other pods (preferred terms only
+	// steer their owner).
+	for _, t := range s.antiAffinity {
+		g := t.group
 		doms, _ := st.domainsOf(n, g.key, nil)
 		for _, d := range doms {
 			g.owners[d] += int32(k)
