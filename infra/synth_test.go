@@ -1,0 +1,121 @@
+package infra
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// synthEnv is an environment with no AWS credentials and no way out: proxies
+// point at a closed loopback port and the Go module proxy is off, so any
+// network call the synth made would fail it.
+func synthEnv(t *testing.T) []string {
+	t.Helper()
+	var env []string
+	for _, kv := range os.Environ() {
+		k := kv[:strings.IndexByte(kv, '=')]
+		if strings.HasPrefix(k, "AWS_") || strings.HasPrefix(k, "CDK_") || strings.Contains(strings.ToLower(k), "proxy") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	goenv := func(name string) string {
+		out, err := exec.Command("go", "env", name).Output()
+		if err != nil {
+			t.Fatalf("go env %s: %v", name, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	home := t.TempDir()
+	return append(env,
+		"HOME="+home,
+		// Keep the caches: a cold CDK compile takes minutes.
+		"GOCACHE="+goenv("GOCACHE"), "GOMODCACHE="+goenv("GOMODCACHE"), "GOPATH="+goenv("GOPATH"),
+		"GOPROXY=off", "GOFLAGS=-mod=readonly",
+		"AWS_CONFIG_FILE="+filepath.Join(home, "no-config"),
+		"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(home, "no-credentials"),
+		"AWS_EC2_METADATA_DISABLED=true",
+		"HTTP_PROXY=http://127.0.0.1:9", "HTTPS_PROXY=http://127.0.0.1:9",
+		"http_proxy=http://127.0.0.1:9", "https_proxy=http://127.0.0.1:9",
+		"NO_PROXY=", "no_proxy=",
+	)
+}
+
+// TestCDKSynth runs the real pinned CDK CLI over the real app (what `make
+// synth` runs): a valid configuration synthesizes a cloud assembly, a bad
+// file fails with its file:line:field message.
+func TestCDKSynth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the CDK CLI and compiles the app: not in -short mode")
+	}
+	for _, tool := range []string{"node", "npm", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: %v", tool, err)
+		}
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(root, "infra", "synth.sh")
+	run := func(t *testing.T, env []string, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, script, args...)
+		cmd.Dir = root
+		cmd.Env = env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := cmd.Run()
+		return out.String(), err
+	}
+	// Installing the CLI needs the npm registry; synthesizing must not.
+	if out, err := run(t, os.Environ(), "--install-only"); err != nil {
+		t.Fatalf("install the pinned CDK CLI: %v\n%s", err, out)
+	}
+	env := synthEnv(t)
+
+	t.Run("valid configuration", func(t *testing.T) {
+		outDir := t.TempDir()
+		out, err := run(t, append(env, "CLUSTER_NAME="+testCluster, "CONFIG_DIR=infra/testdata/config"), "--output", outDir)
+		if err != nil {
+			t.Fatalf("cdk synth: %v\n%s", err, out)
+		}
+		b, err := os.ReadFile(filepath.Join(outDir, StackName(testCluster)+".template.json"))
+		if err != nil {
+			t.Fatalf("no template in the cloud assembly: %v\n%s", err, out)
+		}
+		var tpl map[string]interface{}
+		if err := json.Unmarshal(b, &tpl); err != nil {
+			t.Fatal(err)
+		}
+		for typ, want := range map[string]int{
+			"AWS::Lambda::Function": len(Functions), "AWS::DynamoDB::Table": 1, "AWS::SQS::Queue": 4,
+			"Custom::NodewrightWebhook": 1, "AWS::EKS::AccessEntry": 3,
+		} {
+			if got := len(resources(tpl, typ)); got != want {
+				t.Errorf("%s: %d in the synthesized template, want %d", typ, got, want)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(outDir, "manifest.json")); err != nil {
+			t.Errorf("cloud assembly has no manifest: %v", err)
+		}
+	})
+
+	t.Run("bad configuration fails with file line and field", func(t *testing.T) {
+		out, err := run(t, append(env, "CLUSTER_NAME="+testCluster, "CONFIG_DIR=infra/testdata/bad-config"), "--output", t.TempDir())
+		if err == nil {
+			t.Fatalf("cdk synth accepted a bad file:\n%s", out)
+		}
+		want := "infra/testdata/bad-config/default.yaml:10: spec.template.spec.requirements[0].operator"
+		if !strings.Contains(out, want) {
+			t.Errorf("synth output does not name %q:\n%s", want, out)
+		}
+	})
+}
