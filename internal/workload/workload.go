@@ -97,6 +97,7 @@ func ParseSources(srcs ...Source) (*Workload, error) {
 		}
 	}
 	p.attachBoundPods()
+	p.inferDaemonSets()
 	return p.w, nil
 }
 
@@ -149,6 +150,9 @@ type parser struct {
 	seq    int               // creation order, for deterministic timestamps
 	names  map[string]string // kind/namespace/name -> where first seen
 	bound  []boundPod
+	// daemonPods are DaemonSet-owned pods, used to infer DaemonSets the input
+	// does not list (a `kubectl get nodes,pods` export has pods, not DaemonSets).
+	daemonPods []boundPod
 }
 
 type boundPod struct {
@@ -362,9 +366,18 @@ func (p *parser) pod(pod *corev1.Pod, line int) error {
 	p.stamp(pod)
 	if pod.Spec.NodeName != "" {
 		p.bound = append(p.bound, boundPod{pod, p.where(line)})
+		if isDaemonPod(pod) {
+			p.daemonPods = append(p.daemonPods, boundPod{pod, p.where(line)})
+		}
+		return nil
+	}
+	if len(pod.Spec.SchedulingGates) > 0 {
+		// Gated pods are not yet schedulable; Karpenter does not provision for them.
+		p.warn(line, "Pod %s/%s has scheduling gates and is not provisioned for", pod.Namespace, pod.Name)
 		return nil
 	}
 	if isDaemonPod(pod) {
+		p.daemonPods = append(p.daemonPods, boundPod{pod, p.where(line)})
 		// A pending DaemonSet pod is the DaemonSet's business (it is counted as
 		// overhead of the node it targets); Karpenter does not provision for it.
 		p.warn(line, "Pod %s/%s belongs to a DaemonSet and is not provisioned for", pod.Namespace, pod.Name)
@@ -575,5 +588,72 @@ func (p *parser) attachBoundPods() {
 			continue
 		}
 		n.Pods = append(n.Pods, b.pod)
+	}
+}
+
+// inferDaemonSets adds a DaemonSet for every DaemonSet owner seen on pods but
+// not given as an object, using the first such pod's spec as the template,
+// so new nodes in the plan reserve room for the daemons the cluster runs.
+func (p *parser) inferDaemonSets() {
+	have := map[string]bool{}
+	for _, d := range p.w.DaemonSets {
+		have[d.Namespace+"/"+d.Name] = true
+	}
+	for _, b := range p.daemonPods {
+		owner := metav1.GetControllerOfNoCopy(b.pod)
+		key := b.pod.Namespace + "/" + owner.Name
+		if have[key] {
+			continue
+		}
+		have[key] = true
+		spec := b.pod.Spec.DeepCopy()
+		spec.NodeName = ""
+		stripDaemonNodeAffinity(spec)
+		ds := &appsv1.DaemonSet{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "DaemonSet"},
+			ObjectMeta: metav1.ObjectMeta{Name: owner.Name, Namespace: b.pod.Namespace, UID: owner.UID},
+			Spec: appsv1.DaemonSetSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: b.pod.Labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: b.pod.Labels, Annotations: b.pod.Annotations},
+					Spec:       *spec,
+				},
+			},
+		}
+		p.w.DaemonSets = append(p.w.DaemonSets, ds)
+		p.w.Warnings = append(p.w.Warnings, fmt.Sprintf("%s: DaemonSet %s inferred from its pod %s (no DaemonSet object given)", b.where, key, b.pod.Name))
+	}
+}
+
+// stripDaemonNodeAffinity removes the metadata.name match the DaemonSet
+// controller pins each daemon pod to its node with.
+func stripDaemonNodeAffinity(spec *corev1.PodSpec) {
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return
+	}
+	req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	terms := req.NodeSelectorTerms[:0]
+	for _, t := range req.NodeSelectorTerms {
+		fields := t.MatchFields[:0]
+		for _, f := range t.MatchFields {
+			if f.Key != "metadata.name" {
+				fields = append(fields, f)
+			}
+		}
+		t.MatchFields = fields
+		if len(t.MatchExpressions) > 0 || len(t.MatchFields) > 0 {
+			terms = append(terms, t)
+		}
+	}
+	req.NodeSelectorTerms = terms
+	if len(terms) == 0 {
+		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = nil
+	}
+	if a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		a.NodeAffinity = nil
+	}
+	if a.NodeAffinity == nil && a.PodAffinity == nil && a.PodAntiAffinity == nil {
+		spec.Affinity = nil
 	}
 }

@@ -74,14 +74,27 @@ func TestParseClusterExport(t *testing.T) {
 	if len(w.Nodes) != 1 || w.Nodes[0].Node.Name != "ip-10-0-1-10.ec2.internal" {
 		t.Fatalf("nodes = %+v", w.Nodes)
 	}
-	if got := names(w.Nodes[0].Pods); got != "shop/web-abc" {
+	if got := names(w.Nodes[0].Pods); got != "shop/web-abc,kube-system/aws-node-x7k2p" {
 		t.Errorf("bound pods = %s", got)
 	}
 	if got := names(w.Pods); got != "shop/waiting" {
 		t.Errorf("pending pods = %s", got)
 	}
+	// The export has daemon pods, not DaemonSets: the DaemonSet is inferred,
+	// without the node pin the DaemonSet controller adds to each pod.
+	if len(w.DaemonSets) != 1 || w.DaemonSets[0].Namespace != "kube-system" || w.DaemonSets[0].Name != "aws-node" {
+		t.Fatalf("daemonsets = %+v", w.DaemonSets)
+	}
+	ds := w.DaemonSets[0].Spec.Template.Spec
+	terms := ds.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if ds.NodeName != "" || len(terms) != 1 || len(terms[0].MatchFields) != 0 || terms[0].MatchExpressions[0].Key != "kubernetes.io/os" {
+		t.Errorf("inferred daemonset spec = %+v", ds)
+	}
+	if len(w.Nodes[0].Pods[1].Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields) != 1 {
+		t.Error("inferring the DaemonSet changed the bound pod")
+	}
 	joined := strings.Join(w.Warnings, "\n")
-	for _, want := range []string{"shop/done is Succeeded", `bound to node "gone"`} {
+	for _, want := range []string{"shop/done is Succeeded", `bound to node "gone"`, "DaemonSet kube-system/aws-node inferred"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("warnings lack %q:\n%s", want, joined)
 		}
@@ -174,12 +187,22 @@ spec: {containers: [{name: c, image: x}]}
 	if got := names(w.Pods); got != "default/one-0" {
 		t.Errorf("pods = %s (replicas defaults to 1; 0 replicas, suspended jobs and daemon pods add none)", got)
 	}
-	if len(w.Warnings) != 2 {
-		t.Errorf("warnings = %q", w.Warnings)
+	if len(w.Warnings) != 3 || len(w.DaemonSets) != 1 || w.DaemonSets[0].Name != "logs" {
+		t.Errorf("warnings = %q, daemonsets %v", w.Warnings, w.DaemonSets)
 	}
 	// Equal input gives equal pods.
 	w2, _ := Parse(strings.NewReader("apiVersion: v1\nkind: Pod\nmetadata: {name: one-0}\nspec: {containers: [{name: c, image: x}]}\n"), "x")
 	if w2.Pods[0].UID != w.Pods[0].UID {
 		t.Errorf("UIDs are not derived from namespace/name")
+	}
+}
+
+func TestSchedulingGatedPodsAreNotPending(t *testing.T) {
+	w, err := Parse(strings.NewReader("apiVersion: v1\nkind: Pod\nmetadata: {name: gated}\nspec:\n  schedulingGates: [{name: example.com/wait}]\n  containers: [{name: c, image: x}]\n"), "in.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Pods) != 0 || len(w.Warnings) != 1 || !strings.Contains(w.Warnings[0], "scheduling gates") {
+		t.Errorf("pods %d, warnings %q", len(w.Pods), w.Warnings)
 	}
 }
