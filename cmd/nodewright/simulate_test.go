@@ -320,3 +320,47 @@ func TestSimulateErrors(t *testing.T) {
 		}
 	}
 }
+
+// DaemonSets in the workload reserve room on every new node.
+func TestSimulateDaemonSetOverhead(t *testing.T) {
+	base, err := os.ReadFile(simTestdata("inflate.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds := `
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      tolerations: [{operator: Exists}]
+      containers: [{name: a, image: agent, resources: {requests: {cpu: "3", memory: 1Gi}}}]
+`
+	wl := filepath.Join(t.TempDir(), "with-daemonset.yaml")
+	if err := os.WriteFile(wl, append(base, ds...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := simulate(t, simulateOptions{config: simTestdata("config.yaml"), workload: wl, catalog: "builtin", output: "json"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var out simulateOutput
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatal(err)
+	}
+	placed := 0
+	for _, c := range out.NodeClaims {
+		placed += len(c.Pods)
+		cpu := resource.MustParse(c.Allocatable["cpu"])
+		if need := int64(len(c.Pods))*1000 + 3000; cpu.MilliValue() < need {
+			t.Errorf("claim %s (%s): %d pods + 3 CPU daemon need %dm, allocatable %s", c.Name, c.InstanceType, len(c.Pods), need, cpu.String())
+		}
+	}
+	if placed != 10 {
+		t.Errorf("%d of 10 inflate pods placed", placed)
+	}
+}
