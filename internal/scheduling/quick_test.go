@@ -9,7 +9,7 @@ import (
 )
 
 func TestDiverseSmoke(t *testing.T) {
-	for _, n := range []int{1000, 5000} {
+	for _, n := range []int{1000, 3000} {
 		in := diverseInput(n)
 		start := time.Now()
 		plan, err := scheduling.Solve(context.Background(), in)

@@ -488,7 +488,10 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 				if g.counts[doms[0]] > 0 || (!any && self) {
 					continue
 				}
-				return fail(false, g.desc+": no matching pod in "+doms[0])
+				if n.claim != nil && g.key == LabelHostname {
+					return fail(false, g.desc+": a new node holds no matching pod")
+				}
+				return fail(false, g.desc+": no matching pod in "+g.key+"="+doms[0])
 			}
 			var pick string
 			for _, d := range doms {

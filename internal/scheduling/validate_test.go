@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -139,12 +140,24 @@ func selects(term *corev1.PodAffinityTerm, owner, q *corev1.Pod) bool {
 	if !nsOK || term.LabelSelector == nil {
 		return false
 	}
-	sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
-	if err != nil {
-		return false
+	selMu.Lock()
+	sel, ok := selCache[term.LabelSelector]
+	if !ok {
+		var err error
+		sel, err = metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err != nil {
+			sel = labels.Nothing()
+		}
+		selCache[term.LabelSelector] = sel
 	}
+	selMu.Unlock()
 	return sel.Matches(labels.Set(q.Labels))
 }
+
+var (
+	selMu    sync.Mutex
+	selCache = map[*metav1.LabelSelector]labels.Selector{}
+)
 
 // checkPlan fails t for every constraint the plan violates.
 func checkPlan(t *testing.T, in *scheduling.Input, plan *scheduling.Plan) {
@@ -378,7 +391,11 @@ func planErrors(in *scheduling.Input, plan *scheduling.Plan) []string {
 				if !ok {
 					continue
 				}
+				_, pPending := pending[p.Namespace+"/"+p.Name]
 				for _, q := range all {
+					if _, qPending := pending[q.Namespace+"/"+q.Name]; !pPending && !qPending {
+						continue // the input's own state is not the plan's doing
+					}
 					if q != p && podNode[q].labels[term.TopologyKey] == d && selects(term, p, q) {
 						bad("anti-affinity: %s and %s share %s=%s", p.Name, q.Name, term.TopologyKey, d)
 					}
@@ -429,12 +446,24 @@ func spreadErrors(in *scheduling.Input, nodes []*vnode, podNode map[*corev1.Pod]
 		all = append(all, n.pods...)
 	}
 	universe := map[string]bool{}
-	for _, its := range append([][]*scheduling.InstanceType{in.DefaultInstanceTypes}, mapValues(in.InstanceTypes)...) {
+	for _, pool := range in.NodePools {
+		its, ok := in.InstanceTypes[pool.Name]
+		if !ok {
+			its = in.DefaultInstanceTypes
+		}
+		zr, constrained := pool.Requirements.Get(corev1.LabelTopologyZone)
 		for _, it := range its {
 			for _, o := range it.Offerings {
-				if o.Available {
+				if o.Available && (!constrained || zr.Has(o.Zone)) {
 					universe[o.Zone] = true
 				}
+			}
+		}
+	}
+	for _, n := range nodes {
+		if !n.claim {
+			if z, ok := n.labels[corev1.LabelTopologyZone]; ok {
+				universe[z] = true
 			}
 		}
 	}
@@ -504,12 +533,4 @@ func spreadErrors(in *scheduling.Input, nodes []*vnode, podNode map[*corev1.Pod]
 		}
 	}
 	return errs
-}
-
-func mapValues(m map[string][]*scheduling.InstanceType) [][]*scheduling.InstanceType {
-	var out [][]*scheduling.InstanceType
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
