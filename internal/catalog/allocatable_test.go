@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -153,5 +154,51 @@ func TestKubeReservedCPUTiers(t *testing.T) {
 		if got := kubeReservedCPUMilli(vcpu); got != want {
 			t.Errorf("%d vCPU: kube-reserved %dm, want %dm", vcpu, got, want)
 		}
+	}
+}
+
+// Karpenter publishes the allocatable of every type in its docs
+// (website/content/en/*/reference/instance-types.md: AL2, ENI-limited pods,
+// no block device mappings). A sample of those rows, checked against the
+// model on the real DescribeInstanceTypes data.
+func TestAllocatableMatchesKarpenterDocs(t *testing.T) {
+	dir := sharedDir(t)
+	infos, err := readInstanceTypes(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*InstanceType{}
+	for i := range infos {
+		it, err := FromInstanceTypeInfo(&infos[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it != nil {
+			byName[it.Name] = it
+		}
+	}
+	for name, want := range map[string][3]string{ // cpu, memory, pods
+		"a1.medium":  {"940m", "1392Mi", "8"},
+		"a1.large":   {"1930m", "3055Mi", "29"},
+		"a1.xlarge":  {"3920m", "6525Mi", "58"},
+		"a1.4xlarge": {"15890m", "27322Mi", "234"},
+		"c1.medium":  {"1930m", "1122Mi", "12"},
+		"c1.xlarge":  {"7910m", "5637Mi", "58"},
+		"c3.8xlarge": {"31850m", "53903Mi", "234"},
+		"c4.8xlarge": {"35840m", "53903Mi", "234"},
+		"c5.large":   {"1930m", "3114Mi", "29"},
+		"c5.xlarge":  {"3920m", "6584Mi", "58"},
+		"c5.4xlarge": {"15890m", "27381Mi", "234"},
+	} {
+		it, ok := byName[name]
+		if !ok {
+			t.Errorf("%s not in aws-data", name)
+			continue
+		}
+		got, err := it.Allocatable(AllocatableOptions{AMIFamily: "AL2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkList(t, name, got, map[corev1.ResourceName]string{"cpu": want[0], "memory": want[1], "pods": want[2], "ephemeral-storage": "17Gi"})
 	}
 }
