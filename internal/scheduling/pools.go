@@ -204,6 +204,9 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 		reqs = reqs.Add(Requirement{Key: k, values: []string{v}})
 	}
 	reqs = reqs.Add(Requirement{Key: LabelNodePool, values: []string{np.Name}})
+	if np.NodeClass != "" {
+		reqs = reqs.Add(Requirement{Key: LabelNodeClass, values: []string{np.NodeClass}})
+	}
 	if ok, key := reqs.Satisfiable(); !ok {
 		return nil, fmt.Errorf("nodepool %s: requirements on %q admit no value", np.Name, key)
 	}

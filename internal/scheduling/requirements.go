@@ -28,6 +28,7 @@ const (
 	LabelZoneID         = "topology.k8s.aws/zone-id"
 	LabelCapacityType   = "karpenter.sh/capacity-type"
 	LabelNodePool       = "karpenter.sh/nodepool"
+	LabelNodeClass      = "karpenter.k8s.aws/ec2nodeclass"
 	LabelWindowsBuild   = "node.kubernetes.io/windows-build"
 	awsInstanceLabelPfx = "karpenter.k8s.aws/instance-"
 
@@ -41,7 +42,7 @@ const (
 func IsWellKnownLabel(key string) bool {
 	switch key {
 	case LabelInstanceType, LabelArch, LabelOS, LabelZone, LabelRegion, LabelZoneID,
-		LabelCapacityType, LabelNodePool, LabelWindowsBuild:
+		LabelCapacityType, LabelNodePool, LabelNodeClass, LabelWindowsBuild:
 		return true
 	}
 	return strings.HasPrefix(key, awsInstanceLabelPfx)

@@ -111,9 +111,19 @@ func (st *state) buildShapes() error {
 	vols := newVolumeIndex(st.in)
 	byKey := map[string]*shape{}
 	var w keyWriter
+	names := make(map[string]bool, len(st.in.Pods))
 	for _, p := range st.in.Pods {
 		if p == nil {
 			return fmt.Errorf("pending pods: nil pod")
+		}
+		if names[podKey(p)] {
+			return fmt.Errorf("pending pods: %s listed twice", podKey(p))
+		}
+		names[podKey(p)] = true
+		if p.Spec.NodeName != "" {
+			// Bound pods are not pending; say so rather than drop them.
+			st.failed = append(st.failed, &Unschedulable{Pod: podKey(p), Reason: "already bound to node " + p.Spec.NodeName, PodRef: p})
+			continue
 		}
 		reqList := PodRequests(p)
 		req, _ := st.space.vector(reqList, true)
