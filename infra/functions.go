@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nodewright/nodewright/internal/settings"
 )
 
 // FunctionSizing is the memory and timeout of one function, with the reason.
@@ -31,11 +33,11 @@ type FunctionSizing struct {
 // gives CPU in proportion to memory (1 vCPU at 1,769 MB), so the solver's
 // functions get memory for CPU as much as for heap.
 var Sizing = map[string]FunctionSizing{
-	"webhook": {MemoryMB: 256, TimeoutSeconds: 5, Rationale: "decodes one AdmissionReview and makes at most one conditional write and one async invoke; " +
+	"webhook": {MemoryMB: 256, TimeoutSeconds: 5, Rationale: "decodes one AdmissionReview and sends at most one (coalesced) SQS nudge; " +
 		"the API server gives up after 2 s (timeoutSeconds) so a longer timeout buys nothing"},
 	"provisioner": {MemoryMB: 2048, TimeoutSeconds: 300, ReservedConcurrency: 1, InVPC: true, Rationale: "cluster snapshot + solver: Karpenter's benchmark " +
 		"places 5,000 pods in 12 s at 179 MB and 20,000 in 84 s at 552 MB on 2 cores; 2 GB (~1.2 vCPU) leaves heap for a 500-node snapshot " +
-		"and 300 s covers a 10,000-pod pass including launches"},
+		"and 300 s covers a 10,000-pod pass including launches (also the provision queue's visibility timeout)"},
 	"interruption": {MemoryMB: 1024, TimeoutSeconds: 40, InVPC: true, Rationale: "up to 10 messages per batch, each a snapshot lookup, maybe a " +
 		"replacement launch and a taint; spot warnings give 120 s, so a batch must finish well inside it (queue visibility 60 s)"},
 	"disruption": {MemoryMB: 2048, TimeoutSeconds: 300, ReservedConcurrency: 1, InVPC: true, Rationale: "simulates consolidation with the solver; " +
@@ -91,19 +93,22 @@ func (b *builder) functions(layerDir string) {
 		}
 	}
 	b.logGroups = map[string]logGroupRef{}
+	// Names from internal/settings, which every function reads.
 	common := map[string]*string{
-		EnvClusterName:      jsii.String(b.cfg.ClusterName),
-		EnvTableName:        b.Table.TableName(),
-		EnvConfigDir:        jsii.String(LayerConfigDir),
-		EnvMetricsNamespace: jsii.String(MetricsNamespace),
+		settings.EnvClusterName:       jsii.String(b.cfg.ClusterName),
+		settings.EnvMetricsNamespace:  jsii.String(MetricsNamespace),
+		settings.EnvLogLevel:          jsii.String(b.cfg.LogLevel),
+		settings.EnvProvisionQueueURL: b.ProvisionQueue.QueueUrl(),
 	}
 	controllerEnv := map[string]*string{
-		EnvInterruptionQueue:   b.InterruptionQueue.QueueUrl(),
-		EnvWorkQueue:           b.WorkQueue.QueueUrl(),
-		EnvRebalancePolicy:     jsii.String(b.cfg.Rebalance),
-		EnvNodeRoleName:        b.NodeRole.RoleName(),
-		EnvNodeRoleArn:         b.NodeRole.RoleArn(),
-		EnvNodeInstanceProfile: b.instanceProfile.InstanceProfileName(),
+		settings.EnvTableName:         b.Table.TableName(),
+		settings.EnvConfigDir:         jsii.String(LayerConfigDir),
+		settings.EnvInterruptionQueue: b.InterruptionQueue.QueueUrl(),
+		settings.EnvWorkQueueURL:      b.WorkQueue.QueueUrl(),
+		settings.EnvRebalance:         jsii.String(b.cfg.Rebalance),
+		settings.EnvNodeRoleName:      b.NodeRole.RoleName(),
+		settings.EnvNodeRoleARN:       b.NodeRole.RoleArn(),
+		settings.EnvInstanceProfile:   b.instanceProfile.InstanceProfileName(),
 	}
 	for _, name := range Functions {
 		size := Sizing[name]
@@ -124,6 +129,10 @@ func (b *builder) functions(layerDir string) {
 				env[k] = v
 			}
 		}
+		var layers []awslambda.ILayerVersion
+		if role == b.ControllerRole {
+			layers = append(layers, b.layer)
+		}
 		props := &awslambda.FunctionProps{
 			Description:  jsii.String(fmt.Sprintf("nodewright %s for EKS cluster %s", name, b.cfg.ClusterName)),
 			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
@@ -141,7 +150,7 @@ func (b *builder) functions(layerDir string) {
 			ApplicationLogLevelV2: appLogLevel[b.cfg.LogLevel],
 			SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
 			LogGroup:              lg,
-			Layers:                &[]awslambda.ILayerVersion{b.layer},
+			Layers:                &layers,
 		}
 		if size.ReservedConcurrency > 0 {
 			props.ReservedConcurrentExecutions = jsii.Number(float64(size.ReservedConcurrency))
@@ -158,15 +167,19 @@ func (b *builder) functions(layerDir string) {
 		b.Functions[name] = fn
 	}
 
-	prov := b.Functions["provisioner"]
-	// Nudges and ticks are hints: one that cannot run within a minute
-	// (the singleton is busy) is dropped, the next tick covers it.
-	prov.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+	// Schedule ticks are hints too: one that cannot run within a minute (the
+	// singleton is busy) is dropped, the next tick covers it.
+	b.Functions["provisioner"].ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 		MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
 		RetryAttempts: jsii.Number(0),
 	})
-	prov.GrantInvoke(b.webhookRole)
-	b.Functions["webhook"].AddEnvironment(jsii.String(EnvProvisionerFunction), prov.FunctionName(), nil)
+	// Nudges: while the singleton runs, a nudge's invocation is throttled and
+	// the message comes back after the visibility timeout; the provisioner's
+	// next pass (at most one schedule period away) sees the pods anyway.
+	b.Functions["provisioner"].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.ProvisionQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
 
 	// Partial batch responses: one bad message fails alone and reaches the
 	// DLQ after maxReceiveCount, the rest of the batch is deleted.

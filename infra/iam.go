@@ -18,8 +18,8 @@ import (
 //     access entries with identical Kubernetes rights: more policy to audit
 //     for no smaller blast radius.
 //   - WebhookRole, for the only function reachable from outside AWS (the
-//     function URL). It can read its secret, nudge the provisioner and touch
-//     single table items; it has no EC2, IAM or Kubernetes rights, so a
+//     function URL). It can read its secret and send to the provision
+//     queue; it has no EC2, IAM, DynamoDB or Kubernetes rights, so a
 //     compromised webhook cannot launch or terminate anything.
 //   - RegistrarRole, for the CloudFormation custom resource: read the secret
 //     and describe the cluster, nothing else; runs only during deployments.
@@ -200,12 +200,11 @@ func (b *builder) controllerRole() {
 	b.InterruptionQueue.GrantConsumeMessages(b.ControllerRole)
 	b.WorkQueue.GrantConsumeMessages(b.ControllerRole)
 	b.WorkQueue.GrantSendMessages(b.ControllerRole)
+	b.ProvisionQueue.GrantConsumeMessages(b.ControllerRole)
+	// Controllers nudge the provisioner too (a drain that needs capacity).
+	b.ProvisionQueue.GrantSendMessages(b.ControllerRole)
 
-	// The webhook coalesces nudges with single-item conditional writes; it
-	// never queries, scans or deletes.
-	b.webhookRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("NudgeCoalescing"),
-		Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"),
-		Resources: &[]*string{b.Table.TableArn()},
-	}))
+	// The webhook's only AWS action besides reading its secret: send a
+	// nudge.
+	b.ProvisionQueue.GrantSendMessages(b.webhookRole)
 }

@@ -35,8 +35,6 @@ func suppressNagFindings(b *builder) {
 			"(create) or aws:ResourceTag (terminate/delete) for this cluster; ec2:Describe* support no resource-level permissions and are pinned to the region; "+
 			"pricing:GetProducts has no resources; ssm:GetParameter is limited to AWS's public /aws/service/* parameters; table index/* and log-stream :* are "+
 			"this stack's own table indexes and log groups; images, snapshots, subnets and security groups are only referenced by a tagged launch.")
-	suppress(b.webhookRole, "AwsSolutions-IAM5",
-		"Only the stack's own resources: the provisioner function ARN and its versions (:*) for async nudges, and log streams (:*) of the webhook's own log group.")
 	if b.webhookSecret != nil {
 		suppress(b.webhookSecret, "AwsSolutions-SMG4",
 			"The secret is part of the registered webhook URL: rotating it must re-register the ValidatingWebhookConfiguration, which the stack does on "+

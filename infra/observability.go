@@ -10,79 +10,38 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nodewright/nodewright/internal/metrics"
 )
 
-// MetricDimension is the one dimension every EMF metric carries: the
-// cluster name, so several stacks can share an account.
-const MetricDimension = "cluster"
-
-// MetricSpec is one metric the functions are expected to emit in Embedded
-// Metric Format (namespace MetricsNamespace, dimension MetricDimension).
-// Names follow Karpenter's Prometheus metrics without the karpenter_ prefix
-// and _total suffix, so dashboards translate one to one.
-type MetricSpec struct {
-	Name    string
-	Unit    string // CloudWatch unit
-	Emitter string // function(s)
-	Meaning string
-}
-
-// Metric names the dashboard and alarms use (the operator-experience issue
-// emits them).
+// The functions emit Embedded Metric Format through internal/metrics with the
+// dimensions {cluster, function} (plus per-metric ones such as nodepool), so
+// the alarm names the emitting function and the dashboard uses SEARCH, which
+// matches every dimension set of a metric.
 const (
-	MetricPodsPending                 = "pods_pending"
-	MetricOldestPendingPodAge         = "oldest_pending_pod_age_seconds"
-	MetricSchedulingDuration          = "scheduling_duration_seconds"
-	MetricNodeClaimsCreated           = "nodeclaims_created"
-	MetricNodeClaimsLaunched          = "nodeclaims_launched"
-	MetricNodeClaimsRegistered        = "nodeclaims_registered"
-	MetricNodeClaimsInitialized       = "nodeclaims_initialized"
-	MetricNodeClaimsTerminated        = "nodeclaims_terminated"
-	MetricNodeClaimsDisrupted         = "nodeclaims_disrupted"
-	MetricCloudProviderErrors         = "cloudprovider_errors"
-	MetricInsufficientCapacityErrors  = "ice_offerings_marked"
-	MetricInterruptionReceived        = "interruption_received_messages"
-	MetricInterruptionDeleted         = "interruption_deleted_messages"
-	MetricInterruptionMessageLatency  = "interruption_message_latency_seconds"
-	MetricDisruptionDecisions         = "disruption_decisions"
-	MetricDisruptionEligibleNodes     = "disruption_eligible_nodes"
-	MetricDisruptionEvaluationSeconds = "disruption_evaluation_duration_seconds"
-	MetricNodesTotalCostPerHour       = "nodes_cost_per_hour"
-	MetricNodesCount                  = "nodes"
-	MetricWebhookNudges               = "webhook_nudges"
+	dimCluster  = "cluster"
+	dimFunction = "function"
 )
 
-// ExpectedMetrics documents every metric above.
-var ExpectedMetrics = []MetricSpec{
-	{MetricPodsPending, "Count", "provisioner", "pending (Unschedulable, provisionable) pods seen in the last pass"},
-	{MetricOldestPendingPodAge, "Seconds", "provisioner", "age of the oldest provisionable pending pod (alarmed)"},
-	{MetricSchedulingDuration, "Seconds", "provisioner, disruption", "one solver pass (p50/p99 on the dashboard)"},
-	{MetricNodeClaimsCreated, "Count", "provisioner, interruption, disruption", "NodeClaims created, dimension-free reason in logs"},
-	{MetricNodeClaimsLaunched, "Count", "provisioner, interruption, disruption", "CreateFleet succeeded"},
-	{MetricNodeClaimsRegistered, "Count", "lifecycle", "Node appeared for a NodeClaim"},
-	{MetricNodeClaimsInitialized, "Count", "lifecycle", "NodeClaim became Initialized"},
-	{MetricNodeClaimsTerminated, "Count", "lifecycle", "instance terminated and claim tombstoned"},
-	{MetricNodeClaimsDisrupted, "Count", "disruption, interruption", "claims marked for disruption"},
-	{MetricCloudProviderErrors, "Count", "all controllers", "failed EC2/Pricing/SSM calls"},
-	{MetricInsufficientCapacityErrors, "Count", "provisioner, interruption", "offerings marked unavailable (ICE, spot warnings)"},
-	{MetricInterruptionReceived, "Count", "interruption", "SQS messages received"},
-	{MetricInterruptionDeleted, "Count", "interruption", "SQS messages handled and deleted"},
-	{MetricInterruptionMessageLatency, "Seconds", "interruption", "event time to handled"},
-	{MetricDisruptionDecisions, "Count", "disruption", "decisions taken (delete/replace)"},
-	{MetricDisruptionEligibleNodes, "Count", "disruption", "candidates considered"},
-	{MetricDisruptionEvaluationSeconds, "Seconds", "disruption", "one disruption pass"},
-	{MetricNodesTotalCostPerHour, "None", "provisioner", "sum of the hourly prices of nodewright's nodes (USD)"},
-	{MetricNodesCount, "Count", "provisioner", "nodes nodewright manages"},
-	{MetricWebhookNudges, "Count", "webhook", "provisioner invocations the webhook sent after coalescing"},
+// DashboardMetrics are the EMF metrics the dashboard plots (names from
+// internal/metrics, Karpenter's where one exists).
+var DashboardMetrics = []string{
+	metrics.PodsPending, metrics.OldestPendingPodSeconds, metrics.PodsUnschedulable, metrics.PodsNominated,
+	metrics.NodeClaimsCreated, metrics.NodeClaimsTerminated, metrics.NodeClaimsDisrupted, metrics.ClusterCostPerHour,
+	metrics.SchedulingDuration, metrics.ProvisionerBatchSize, metrics.WebhookNudges,
+	metrics.InterruptionMessages, metrics.InterruptionMessageLatency,
+	metrics.DisruptionDecisions, metrics.DisruptionEligibleNodes, metrics.DisruptionActions,
+	metrics.EvictionRequests, metrics.CloudProviderErrors,
 }
 
-func (b *builder) metric(name, stat string, period awscdk.Duration) awscloudwatch.Metric {
-	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace:     jsii.String(MetricsNamespace),
-		MetricName:    jsii.String(name),
-		DimensionsMap: &map[string]*string{MetricDimension: jsii.String(b.cfg.ClusterName)},
-		Statistic:     jsii.String(stat),
-		Period:        period,
+// search plots every series of an EMF metric for this cluster.
+func (b *builder) search(name, stat string, period awscdk.Duration) awscloudwatch.IMetric {
+	expr := fmt.Sprintf(`SEARCH('Namespace="%s" MetricName="%s" %s="%s"', '%s', %d)`,
+		MetricsNamespace, name, dimCluster, b.cfg.ClusterName, stat, int(*period.ToSeconds(nil)))
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String(expr),
+		Label:      jsii.String(""),
+		Period:     period,
 	})
 }
 
@@ -121,6 +80,7 @@ func (b *builder) observability() {
 	}{
 		{"InterruptionDLQNotEmpty", "interruption messages failed 3 times (see the interruption function's logs for the message IDs)", b.InterruptionDLQ},
 		{"WorkDLQNotEmpty", "lifecycle work items failed repeatedly and were parked", b.WorkDLQ},
+		{"ProvisionDLQNotEmpty", "provisioner nudges failed repeatedly (the schedule still provisions; see the provisioner's errors)", b.ProvisionDLQ},
 	} {
 		alarm(q.id, q.what, q.queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Statistic: jsii.String("Maximum"), Period: five,
@@ -141,9 +101,17 @@ func (b *builder) observability() {
 			}), 1, 1, 1)
 		}
 	}
-	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	// The provisioner reports the oldest provisionable pending pod on every
+	// pass; three minutes above the threshold pages.
+	oldest := awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String(MetricsNamespace),
+		MetricName:    jsii.String(metrics.OldestPendingPodSeconds),
+		DimensionsMap: &map[string]*string{dimCluster: jsii.String(b.cfg.ClusterName), dimFunction: jsii.String("provisioner")},
+		Statistic:     jsii.String("Maximum"),
+		Period:        awscdk.Duration_Minutes(jsii.Number(1)),
+	})
 	alarm("OldestPendingPod", fmt.Sprintf("a pod has been pending for more than %d s", b.cfg.OldestPendingPodAlarmSeconds),
-		b.metric(MetricOldestPendingPodAge, "Maximum", minute), float64(b.cfg.OldestPendingPodAlarmSeconds), 3, 3)
+		oldest, float64(b.cfg.OldestPendingPodAlarmSeconds), 3, 3)
 
 	b.dashboard()
 }
@@ -165,29 +133,30 @@ func (b *builder) dashboard() {
 	qdepth := func(q awssqs.Queue, label string) awscloudwatch.IMetric {
 		return q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: minute, Label: jsii.String(label)})
 	}
-	m := b.metric
+	m := b.search
 	awscloudwatch.NewDashboard(b.Stack.Stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String(dnsName("nodewright-", b.cfg.ClusterName)),
 		Widgets: &[]*[]awscloudwatch.IWidget{
 			{
-				graph("Pending pods", m(MetricPodsPending, "Maximum", minute), m(MetricOldestPendingPodAge, "Maximum", minute)),
-				graph("NodeClaims", m(MetricNodeClaimsCreated, "Sum", five), m(MetricNodeClaimsLaunched, "Sum", five),
-					m(MetricNodeClaimsInitialized, "Sum", five), m(MetricNodeClaimsTerminated, "Sum", five)),
-				graph("Nodes and cost ($/h)", m(MetricNodesCount, "Maximum", five), m(MetricNodesTotalCostPerHour, "Maximum", five)),
+				graph("Pending pods", m(metrics.PodsPending, "Maximum", minute), m(metrics.OldestPendingPodSeconds, "Maximum", minute),
+					m(metrics.PodsUnschedulable, "Maximum", minute)),
+				graph("NodeClaims", m(metrics.NodeClaimsCreated, "Sum", five), m(metrics.NodeClaimsTerminated, "Sum", five),
+					m(metrics.NodeClaimsDisrupted, "Sum", five)),
+				graph("Cluster cost ($/h)", m(metrics.ClusterCostPerHour, "Maximum", five)),
 			},
 			{
-				graph("Scheduling duration (s)", m(MetricSchedulingDuration, "p50", five), m(MetricSchedulingDuration, "p99", five)),
-				graph("Interruption", m(MetricInterruptionReceived, "Sum", five), m(MetricInterruptionDeleted, "Sum", five),
-					m(MetricInterruptionMessageLatency, "p99", five)),
-				graph("Disruption", m(MetricDisruptionDecisions, "Sum", five), m(MetricNodeClaimsDisrupted, "Sum", five),
-					m(MetricDisruptionEvaluationSeconds, "p99", five)),
+				graph("Scheduling", m(metrics.SchedulingDuration, "p99", five), m(metrics.ProvisionerBatchSize, "Maximum", five),
+					m(metrics.PodsNominated, "Sum", five), m(metrics.WebhookNudges, "Sum", five)),
+				graph("Interruption", m(metrics.InterruptionMessages, "Sum", five), m(metrics.InterruptionMessageLatency, "p99", five)),
+				graph("Disruption", m(metrics.DisruptionDecisions, "Sum", five), m(metrics.DisruptionActions, "Sum", five),
+					m(metrics.DisruptionEligibleNodes, "Maximum", five), m(metrics.EvictionRequests, "Sum", five)),
 			},
 			{
 				graph("Function errors", errs...),
 				graph("Function duration p99 (ms)", durations...),
-				graph("Queues", qdepth(b.InterruptionQueue, "interruption"), qdepth(b.WorkQueue, "work"),
-					qdepth(b.InterruptionDLQ, "interruption DLQ"), qdepth(b.WorkDLQ, "work DLQ"),
-					m(MetricCloudProviderErrors, "Sum", five), m(MetricInsufficientCapacityErrors, "Sum", five)),
+				graph("Queues and cloud errors", qdepth(b.InterruptionQueue, "interruption"), qdepth(b.WorkQueue, "work"), qdepth(b.ProvisionQueue, "provision"),
+					qdepth(b.InterruptionDLQ, "interruption DLQ"), qdepth(b.WorkDLQ, "work DLQ"), qdepth(b.ProvisionDLQ, "provision DLQ"),
+					m(metrics.CloudProviderErrors, "Sum", five)),
 			},
 		},
 	})

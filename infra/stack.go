@@ -20,6 +20,8 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
@@ -36,24 +38,7 @@ var amazonRootCAs string
 const WebhookPathPrefix = "/admit/"
 
 // MetricsNamespace is the CloudWatch namespace of the functions' EMF metrics.
-const MetricsNamespace = "nodewright"
-
-// Environment variables the functions read (the contract with functions/*).
-const (
-	EnvClusterName         = "CLUSTER_NAME"
-	EnvTableName           = "TABLE_NAME"
-	EnvConfigDir           = "NODEWRIGHT_CONFIG_DIR"
-	EnvMetricsNamespace    = "METRICS_NAMESPACE"
-	EnvInterruptionQueue   = "INTERRUPTION_QUEUE_URL"
-	EnvWorkQueue           = "WORK_QUEUE_URL"
-	EnvRebalancePolicy     = "REBALANCE_POLICY"
-	EnvNodeRoleName        = "NODE_ROLE_NAME"
-	EnvNodeRoleArn         = "NODE_ROLE_ARN"
-	EnvNodeInstanceProfile = "NODE_INSTANCE_PROFILE"
-	EnvProvisionerFunction = "PROVISIONER_FUNCTION_NAME"
-	EnvWebhookSecretArn    = "WEBHOOK_SECRET_ARN"
-	EnvWebhookPathPrefix   = "WEBHOOK_PATH_PREFIX"
-)
+const MetricsNamespace = metrics.Namespace
 
 // StackInput is everything NewStack needs.
 type StackInput struct {
@@ -77,6 +62,8 @@ type Stack struct {
 	Table             awsdynamodb.Table
 	InterruptionQueue awssqs.Queue
 	InterruptionDLQ   awssqs.Queue
+	ProvisionQueue    awssqs.Queue
+	ProvisionDLQ      awssqs.Queue
 	WorkQueue         awssqs.Queue
 	WorkDLQ           awssqs.Queue
 	NodeRole          awsiam.Role
@@ -228,6 +215,8 @@ const (
 	interruptionRetentionSeconds  = 300
 	interruptionVisibilitySeconds = 60
 	interruptionMaxReceives       = 3
+	provisionRetentionSeconds     = 300
+	provisionMaxReceives          = 3
 	workVisibilitySeconds         = 180
 	workMaxReceives               = 10
 	dlqRetentionDays              = 14
@@ -248,6 +237,22 @@ func (b *builder) queues() {
 		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(interruptionRetentionSeconds)),
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(interruptionVisibilitySeconds)),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.InterruptionDLQ, MaxReceiveCount: jsii.Number(interruptionMaxReceives)},
+	})
+	b.ProvisionDLQ = awssqs.NewQueue(st, jsii.String("ProvisionDLQ"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays)),
+	})
+	// The provision queue carries the webhook's coalesced nudges to the
+	// provisioner. A nudge is a hint: older than the backstop schedule it is
+	// worthless, hence the short retention. Visibility must cover the
+	// provisioner's timeout (an SQS event source requires it).
+	b.ProvisionQueue = awssqs.NewQueue(st, jsii.String("ProvisionQueue"), &awssqs.QueueProps{
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(provisionRetentionSeconds)),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(float64(Sizing["provisioner"].TimeoutSeconds))),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.ProvisionDLQ, MaxReceiveCount: jsii.Number(provisionMaxReceives)},
 	})
 	b.WorkDLQ = awssqs.NewQueue(st, jsii.String("WorkDLQ"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
@@ -447,8 +452,8 @@ func (b *builder) webhook() {
 	b.webhookSecret.GrantRead(b.webhookRole, nil)
 	b.webhookSecret.GrantRead(b.registrarRole, nil)
 	wh := b.Functions["webhook"]
-	wh.AddEnvironment(jsii.String(EnvWebhookSecretArn), b.webhookSecret.SecretArn(), nil)
-	wh.AddEnvironment(jsii.String(EnvWebhookPathPrefix), jsii.String(WebhookPathPrefix), nil)
+	wh.AddEnvironment(jsii.String(settings.EnvWebhookSecretARN), b.webhookSecret.SecretArn(), nil)
+	wh.AddEnvironment(jsii.String(settings.EnvWebhookPrefix), jsii.String(WebhookPathPrefix), nil)
 
 	// Auth NONE: the caller is kube-apiserver, which cannot SigV4-sign
 	// requests; it authenticates with the secret in the path instead (see
@@ -490,6 +495,7 @@ func (b *builder) outputs() {
 	out("TableName", b.Table.TableName(), "DynamoDB table with NodeClaims, leases and caches (nodewright get nodeclaims reads it)")
 	out("InterruptionQueueUrl", b.InterruptionQueue.QueueUrl(), "SQS queue fed by the EC2/Health EventBridge rules")
 	out("WorkQueueUrl", b.WorkQueue.QueueUrl(), "SQS queue of delayed lifecycle work")
+	out("ProvisionQueueUrl", b.ProvisionQueue.QueueUrl(), "SQS queue of webhook nudges to the provisioner")
 	out("NodeRoleName", b.NodeRole.RoleName(), "Set spec.role of every EC2NodeClass to this")
 	out("NodeRoleArn", b.NodeRole.RoleArn(), "IAM role of the nodes nodewright launches")
 	out("NodeInstanceProfileName", b.instanceProfile.InstanceProfileName(), "Instance profile of the nodes")

@@ -16,6 +16,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/settings"
 )
 
 // All CDK tests live in this package: one jsii runtime process per test
@@ -429,7 +432,7 @@ func TestTable(t *testing.T) {
 
 func TestQueuesAndRules(t *testing.T) {
 	_, tpl, j := full(t)
-	check(t, "four sqs queues", func() { tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(4)) })
+	check(t, "six sqs queues", func() { tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(6)) })
 	check(t, "interruption queue", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]interface{}{
 			"MessageRetentionPeriod": 300,
@@ -529,24 +532,32 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("%s: in VPC = %v, want %v", name, inVPC, size.InVPC)
 		}
 		env := js(p["Environment"])
-		for _, k := range []string{EnvClusterName, EnvTableName, EnvConfigDir} {
-			if !strings.Contains(env, k) {
+		for _, k := range []string{settings.EnvClusterName, settings.EnvLogLevel, settings.EnvMetricsNamespace} {
+			if !strings.Contains(env, `"`+k+`"`) {
 				t.Errorf("%s: env lacks %s", name, k)
 			}
 		}
-		if name != "webhook" && name != "webhookregistrar" {
-			for _, k := range []string{EnvInterruptionQueue, EnvWorkQueue, EnvRebalancePolicy, EnvNodeInstanceProfile, EnvNodeRoleArn} {
-				if !strings.Contains(env, k) {
+		controller := name != "webhook" && name != "webhookregistrar"
+		if controller {
+			for _, k := range []string{settings.EnvTableName, settings.EnvConfigDir, settings.EnvInterruptionQueue, settings.EnvWorkQueueURL,
+				settings.EnvProvisionQueueURL, settings.EnvRebalance, settings.EnvInstanceProfile, settings.EnvNodeRoleARN, settings.EnvNodeRoleName} {
+				if !strings.Contains(env, `"`+k+`"`) {
 					t.Errorf("%s: env lacks %s", name, k)
 				}
 			}
 		}
-		if len(asList(p["Layers"])) != 1 {
-			t.Errorf("%s: layers %v, want the config layer", name, p["Layers"])
+		// Every name the stack sets is one the functions read.
+		for k := range p["Environment"].(map[string]interface{})["Variables"].(map[string]interface{}) {
+			if !strings.HasPrefix(k, "NODEWRIGHT_") {
+				t.Errorf("%s: env %s is not a settings name", name, k)
+			}
+		}
+		if got := len(asList(p["Layers"])); (got == 1) != controller {
+			t.Errorf("%s: %d layers, want the config layer on controllers only", name, got)
 		}
 	}
-	if env := js(fnByName(t, j, "webhook").Props["Environment"]); !strings.Contains(env, EnvWebhookSecretArn) || !strings.Contains(env, EnvProvisionerFunction) ||
-		strings.Contains(env, EnvInterruptionQueue) {
+	if env := js(fnByName(t, j, "webhook").Props["Environment"]); !strings.Contains(env, settings.EnvWebhookSecretARN) || !strings.Contains(env, settings.EnvProvisionQueueURL) ||
+		!strings.Contains(env, `"`+settings.EnvWebhookPrefix+`":"/admit/"`) || strings.Contains(env, settings.EnvInterruptionQueue) || strings.Contains(env, `"`+settings.EnvWebhookSecret+`"`) {
 		t.Errorf("webhook env = %s", env)
 	}
 	check(t, "log groups with retention", func() {
@@ -555,13 +566,14 @@ func TestFunctions(t *testing.T) {
 	check(t, "sqs event sources", func() {
 		tpl.ResourcePropertiesCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]interface{}{
 			"BatchSize": 10, "FunctionResponseTypes": []interface{}{"ReportBatchItemFailures"},
-		}, jsii.Number(2))
+		}, jsii.Number(3))
 	})
 	for _, m := range resources(j, "AWS::Lambda::EventSourceMapping") {
 		src, fn := js(m.Props["EventSourceArn"]), js(m.Props["FunctionName"])
 		switch {
 		case strings.Contains(src, "InterruptionQueue") && strings.Contains(fn, "InterruptionFunction"):
 		case strings.Contains(src, "WorkQueue") && strings.Contains(fn, "LifecycleFunction"):
+		case strings.Contains(src, "ProvisionQueue") && strings.Contains(fn, "ProvisionerFunction"):
 		default:
 			t.Errorf("unexpected event source mapping %s -> %s", src, fn)
 		}
@@ -773,8 +785,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	}
 	for _, a := range []string{"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate", "ec2:CreateTags", "ec2:TerminateInstances",
 		"ec2:DeleteLaunchTemplate", "iam:PassRole", "ssm:GetParameter", "pricing:GetProducts", "eks:DescribeCluster",
-		"ec2:DescribeSpotPriceHistory", "sqs:ReceiveMessage", "sqs:SendMessage", "dynamodb:PutItem", "secretsmanager:GetSecretValue",
-		"lambda:InvokeFunction"} {
+		"ec2:DescribeSpotPriceHistory", "sqs:ReceiveMessage", "sqs:SendMessage", "dynamodb:PutItem", "secretsmanager:GetSecretValue"} {
 		if !seen[a] {
 			t.Errorf("no policy grants %s", a)
 		}
@@ -790,7 +801,13 @@ func TestWebhookRoleIsolated(t *testing.T) {
 		}
 		for _, s := range statements(map[string]interface{}{"Resources": map[string]interface{}{p.ID: p.Raw}}) {
 			for _, a := range s.Actions {
-				if strings.HasPrefix(a, "ec2:") || strings.HasPrefix(a, "iam:") || strings.HasPrefix(a, "eks:") || strings.HasPrefix(a, "sqs:") {
+				switch {
+				case strings.HasPrefix(a, "logs:") || strings.HasPrefix(a, "secretsmanager:"):
+				case a == "sqs:SendMessage" || a == "sqs:GetQueueAttributes" || a == "sqs:GetQueueUrl":
+					if !strings.Contains(js(s.Resources), "ProvisionQueue") {
+						t.Errorf("webhook role may %s on %s", a, js(s.Resources))
+					}
+				default:
 					t.Errorf("webhook role may %s", a)
 				}
 			}
@@ -811,9 +828,10 @@ func TestAlarmsAndDashboard(t *testing.T) {
 			errorsN++
 		case p["MetricName"] == "Throttles":
 			throttles++
-		case p["MetricName"] == MetricOldestPendingPodAge:
+		case p["MetricName"] == metrics.OldestPendingPodSeconds:
 			pending++
-			if p["Namespace"] != MetricsNamespace || p["Threshold"] != float64(300) || js(p["Dimensions"]) != `[{"Name":"cluster","Value":"example"}]` {
+			if p["Namespace"] != MetricsNamespace || p["Threshold"] != float64(300) ||
+				js(p["Dimensions"]) != `[{"Name":"cluster","Value":"example"},{"Name":"function","Value":"provisioner"}]` {
 				t.Errorf("oldest pending pod alarm = %s", js(p))
 			}
 		}
@@ -821,7 +839,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 			t.Errorf("%s: alarm actions %v, want the alarm topic", a.ID, p["AlarmActions"])
 		}
 	}
-	if dlq != 2 || errorsN != len(Functions) || throttles != 3 || pending != 1 {
+	if dlq != 3 || errorsN != len(Functions) || throttles != 3 || pending != 1 {
 		t.Errorf("alarms: dlq=%d errors=%d throttles=%d pending=%d", dlq, errorsN, throttles, pending)
 	}
 	check(t, "email subscription", func() {
@@ -829,8 +847,8 @@ func TestAlarmsAndDashboard(t *testing.T) {
 	})
 	check(t, "dashboard", func() { tpl.ResourceCountIs(jsii.String("AWS::CloudWatch::Dashboard"), jsii.Number(1)) })
 	body := js(resources(j, "AWS::CloudWatch::Dashboard")[0].Props["DashboardBody"])
-	for _, m := range []string{MetricPodsPending, MetricNodeClaimsCreated, MetricNodeClaimsTerminated, MetricSchedulingDuration, MetricInterruptionReceived, MetricDisruptionDecisions} {
-		if !strings.Contains(body, m) {
+	for _, m := range DashboardMetrics {
+		if !strings.Contains(body, `MetricName=\\\"`+m+`\\\"`) {
 			t.Errorf("dashboard lacks %s", m)
 		}
 	}
@@ -893,7 +911,7 @@ func TestMinimalStack(t *testing.T) {
 		if f.Props["VpcConfig"] != nil {
 			t.Errorf("%s in a VPC without vpcId", f.ID)
 		}
-		if env := js(f.Props["Environment"]); strings.Contains(env, EnvRebalancePolicy) && !strings.Contains(env, `"REBALANCE_POLICY":"replace"`) {
+		if env := js(f.Props["Environment"]); strings.Contains(env, settings.EnvRebalance) && !strings.Contains(env, `"`+settings.EnvRebalance+`":"replace"`) {
 			t.Errorf("%s: rebalance env %s", f.ID, env)
 		}
 	}

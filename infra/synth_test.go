@@ -96,7 +96,7 @@ func TestCDKSynth(t *testing.T) {
 			t.Fatal(err)
 		}
 		for typ, want := range map[string]int{
-			"AWS::Lambda::Function": len(Functions), "AWS::DynamoDB::Table": 1, "AWS::SQS::Queue": 4,
+			"AWS::Lambda::Function": len(Functions), "AWS::DynamoDB::Table": 1, "AWS::SQS::Queue": 6,
 			"Custom::NodewrightWebhook": 1, "AWS::EKS::AccessEntry": 3,
 		} {
 			if got := len(resources(tpl, typ)); got != want {
