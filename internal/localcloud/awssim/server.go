@@ -16,10 +16,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim/wire"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
@@ -49,10 +51,13 @@ type Options struct {
 	KubernetesVersion string // required, e.g. "1.36"
 	AccountID         string // default DefaultAccountID
 
-	// Catalog is what the region sells. When nil, AWSDataDir is loaded
-	// (the ../shared/aws-data layout) or, when that is empty too, a small
-	// built-in catalog is used.
+	// What the region sells, first set wins: Catalog (hand-built, e.g.
+	// ec2sim.DefaultCatalog), EC2Data (the project catalog's raw shapes,
+	// catalog.ReadEC2Data), AWSDataDir (the ../shared/aws-data layout), else
+	// the project's embedded catalog (us-east-1, us-west-2), else the small
+	// ec2sim.DefaultCatalog.
 	Catalog    *ec2sim.Catalog
+	EC2Data    *catalog.EC2Input
 	AWSDataDir string
 
 	// AccessKeyID/SecretAccessKey are the credentials whose signatures the
@@ -143,10 +148,20 @@ func New(opts Options) (*Server, error) {
 		}
 	}
 	cat := opts.Catalog
-	if cat == nil && opts.AWSDataDir != "" {
+	switch {
+	case cat != nil:
+	case opts.EC2Data != nil:
+		cat = ec2sim.FromEC2Input(*opts.EC2Data)
+	case opts.AWSDataDir != "":
 		var err error
 		if cat, err = ec2sim.LoadAWSData(opts.AWSDataDir, opts.Region); err != nil {
 			return nil, fmt.Errorf("awssim: %w", err)
+		}
+	default:
+		if c, err := ec2sim.Embedded(opts.Region); err == nil {
+			cat = c
+		} else {
+			cat = ec2sim.DefaultCatalog(opts.Region)
 		}
 	}
 	s := &Server{opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(),
@@ -336,8 +351,10 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request, reqID, action 
 		return
 	}
 	done(nil, http.StatusOK)
+	body := wire.EncodeResponse(action, reqID, out)
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
-	_, _ = w.Write(wire.EncodeResponse(action, reqID, out))
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	_, _ = w.Write(body)
 }
 
 func flatten(form url.Values) map[string]string {

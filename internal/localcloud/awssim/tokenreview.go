@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path"
+	"regexp"
 	"strings"
 
 	authv1 "k8s.io/api/authentication/v1"
@@ -74,7 +74,7 @@ func (s *Server) authenticate(token string) (*authv1.UserInfo, error) {
 	canonical, session := canonicalARN(pr.arn)
 	acct := accountOf(canonical)
 	for _, id := range s.opts.Identities {
-		if ok, _ := path.Match(id.ARN, canonical); !ok {
+		if !globMatch(id.ARN, canonical) {
 			continue
 		}
 		name := id.Username
@@ -89,6 +89,13 @@ func (s *Server) authenticate(token string) (*authv1.UserInfo, error) {
 		}, nil
 	}
 	return nil, fmt.Errorf("caller %s is not mapped to a Kubernetes user", canonical)
+}
+
+// globMatch matches * (any run, including '/') and ? wildcards.
+func globMatch(pattern, s string) bool {
+	re := "^" + strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(pattern)) + "$"
+	ok, _ := regexp.MatchString(re, s)
+	return ok
 }
 
 // canonicalARN turns an assumed-role session ARN into its role ARN.

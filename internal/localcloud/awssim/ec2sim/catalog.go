@@ -1,15 +1,14 @@
 package ec2sim
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/internal/catalog"
 )
 
 // Catalog is what the simulated region sells: instance types, where they are
@@ -18,6 +17,46 @@ type Catalog struct {
 	Types     map[string]types.InstanceTypeInfo
 	Offerings map[string][]string // instance type -> zones
 	OnDemand  map[string]float64  // instance type -> $/h (Linux)
+	ZoneIDs   map[string]string   // zone name -> zone id (optional)
+}
+
+// FromEC2Input builds the simulator's catalog from the project catalog's raw
+// EC2 shapes (catalog.ReadEC2Data), so both sell exactly the same things.
+func FromEC2Input(in catalog.EC2Input) *Catalog {
+	c := &Catalog{Types: map[string]types.InstanceTypeInfo{}, Offerings: map[string][]string{}, OnDemand: map[string]float64{}, ZoneIDs: map[string]string{}}
+	for _, info := range in.InstanceTypes {
+		c.Types[string(info.InstanceType)] = info
+	}
+	for _, o := range in.Offerings {
+		name, zone := string(o.InstanceType), aws.ToString(o.Location)
+		if _, ok := c.Types[name]; !ok {
+			continue
+		}
+		if in.Zones != nil {
+			if _, ok := in.Zones[zone]; !ok {
+				continue
+			}
+		}
+		c.Offerings[name] = append(c.Offerings[name], zone)
+	}
+	for n, p := range in.OnDemand {
+		c.OnDemand[n] = p
+	}
+	for z, id := range in.Zones {
+		c.ZoneIDs[z] = id
+	}
+	return c
+}
+
+// ZoneID returns the zone id of a zone name.
+func (c *Catalog) ZoneID(zone string) string {
+	if id := c.ZoneIDs[zone]; id != "" {
+		return id
+	}
+	if id := catalog.DefaultZoneID(zone); id != "" {
+		return id
+	}
+	return zone + "-id"
 }
 
 // Zones returns the sorted union of the zones in the offerings.
@@ -56,51 +95,23 @@ func (c *Catalog) TypeNames() []string {
 	return out
 }
 
-// LoadAWSData reads the ../shared/aws-data layout: instance-types.json.gz,
-// offerings-<region>.json and on-demand-prices-<region>.json (prices fall
-// back to us-east-1's when the region has none).
+// LoadAWSData reads the ../shared/aws-data layout through the project
+// catalog's reader (prices fall back to us-east-1's as it documents).
 func LoadAWSData(dir, region string) (*Catalog, error) {
-	c := &Catalog{Types: map[string]types.InstanceTypeInfo{}, Offerings: map[string][]string{}, OnDemand: map[string]float64{}}
-	f, err := os.Open(filepath.Join(dir, "instance-types.json.gz"))
+	in, err := catalog.ReadEC2Data(os.DirFS(dir), region, catalog.PriceSourceAWSData)
 	if err != nil {
-		return nil, fmt.Errorf("load aws data: %w", err)
+		return nil, fmt.Errorf("load aws data from %s: %w", dir, err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return nil, fmt.Errorf("load aws data: instance-types.json.gz: %w", err)
-	}
-	if err := json.NewDecoder(zr).Decode(&c.Types); err != nil {
-		return nil, fmt.Errorf("load aws data: decode instance-types.json.gz: %w", err)
-	}
-	var offs []struct{ InstanceType, Location string }
-	if err := readJSON(filepath.Join(dir, "offerings-"+region+".json"), &offs); err != nil {
-		return nil, err
-	}
-	for _, o := range offs {
-		if _, ok := c.Types[o.InstanceType]; ok {
-			c.Offerings[o.InstanceType] = append(c.Offerings[o.InstanceType], o.Location)
-		}
-	}
-	pricePath := filepath.Join(dir, "on-demand-prices-"+region+".json")
-	if _, err := os.Stat(pricePath); err != nil {
-		pricePath = filepath.Join(dir, "on-demand-prices-us-east-1.json")
-	}
-	if err := readJSON(pricePath, &c.OnDemand); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return FromEC2Input(in), nil
 }
 
-func readJSON(path string, v any) error {
-	b, err := os.ReadFile(path)
+// Embedded is the project's embedded catalog for region, when it has one.
+func Embedded(region string) (*Catalog, error) {
+	in, err := catalog.ReadEC2Data(catalog.EmbeddedData(), region, catalog.PriceSourceEmbedded)
 	if err != nil {
-		return fmt.Errorf("load aws data: %w", err)
+		return nil, fmt.Errorf("embedded catalog %s: %w", region, err)
 	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("load aws data: decode %s: %w", filepath.Base(path), err)
-	}
-	return nil
+	return FromEC2Input(in), nil
 }
 
 // DefaultCatalog is a small built-in catalog (real shapes and us-east-1

@@ -199,9 +199,9 @@ func (c *Cloud) ownedBy(img *types.Image, owners []string) bool {
 // DescribeAvailabilityZones lists the region's zones.
 func (c *Cloud) DescribeAvailabilityZones(_ context.Context, in *ec2.DescribeAvailabilityZonesInput) (*ec2.DescribeAvailabilityZonesOutput, error) {
 	out := &ec2.DescribeAvailabilityZonesOutput{AvailabilityZones: []types.AvailabilityZone{}}
-	for i, z := range c.cfg.Catalog.Zones() {
+	for _, z := range c.cfg.Catalog.Zones() {
 		az := types.AvailabilityZone{
-			ZoneName: aws.String(z), ZoneId: aws.String(zoneID(c.cfg.Region, i)), RegionName: aws.String(c.cfg.Region),
+			ZoneName: aws.String(z), ZoneId: aws.String(c.cfg.Catalog.ZoneID(z)), RegionName: aws.String(c.cfg.Region),
 			State: types.AvailabilityZoneStateAvailable, ZoneType: aws.String("availability-zone"),
 			GroupName: aws.String(c.cfg.Region), NetworkBorderGroup: aws.String(c.cfg.Region), OptInStatus: types.AvailabilityZoneOptInStatusOptInNotRequired,
 		}

@@ -92,8 +92,8 @@ func (c *Cloud) DescribeInstanceTypeOfferings(_ context.Context, in *ec2.Describ
 		lt = types.LocationTypeRegion
 	}
 	zoneIDs := map[string]string{}
-	for i, z := range c.cfg.Catalog.Zones() {
-		zoneIDs[z] = zoneID(c.cfg.Region, i)
+	for _, z := range c.cfg.Catalog.Zones() {
+		zoneIDs[z] = c.cfg.Catalog.ZoneID(z)
 	}
 	var out []types.InstanceTypeOffering
 	for _, name := range c.cfg.Catalog.TypeNames() {

@@ -47,7 +47,7 @@ func (c *Cloud) seedNetwork() {
 					SubnetArn:               aws.String(fmt.Sprintf("arn:aws:ec2:%s:%s:subnet/%s", c.cfg.Region, c.cfg.Account, id)),
 					VpcId:                   aws.String(c.vpcID),
 					AvailabilityZone:        aws.String(zone),
-					AvailabilityZoneId:      aws.String(zoneID(c.cfg.Region, i)),
+					AvailabilityZoneId:      aws.String(c.cfg.Catalog.ZoneID(zone)),
 					CidrBlock:               aws.String(fmt.Sprintf("10.0.%d.0/20", 32+idx*16)),
 					AvailableIpAddressCount: aws.Int32(subnetHosts),
 					State:                   types.SubnetStateAvailable,
@@ -71,14 +71,6 @@ func (c *Cloud) seedNetwork() {
 	group("eks-cluster-sg-"+c.cfg.ClusterName, "EKS created security group applied to ENI that is attached to EKS Control Plane master nodes, as well as any managed workloads.",
 		[]types.Tag{disc, {Key: aws.String("kubernetes.io/cluster/" + c.cfg.ClusterName), Value: aws.String("owned")}, {Key: aws.String("Name"), Value: aws.String("eks-cluster-sg-" + c.cfg.ClusterName)}})
 	group(c.cfg.ClusterName+"-node", "Node security group", []types.Tag{disc, {Key: aws.String("Name"), Value: aws.String(c.cfg.ClusterName + "-node")}})
-}
-
-func zoneID(region string, i int) string {
-	short := map[string]string{"us-east-1": "use1", "us-east-2": "use2", "us-west-1": "usw1", "us-west-2": "usw2", "eu-west-1": "euw1", "eu-central-1": "euc1", "ap-southeast-1": "apse1"}[region]
-	if short == "" {
-		short = region
-	}
-	return fmt.Sprintf("%s-az%d", short, i+1)
 }
 
 // allocateIP takes the next free private IP of s. Caller holds mu.

@@ -1,14 +1,12 @@
 package ec2sim
 
-import (
-	"hash/fnv"
-	"math"
-)
+import "github.com/nodewright/nodewright/internal/catalog"
 
 // SpotPrice is the simulated spot price of a pool. Real spot prices move and
-// are not in ../shared/aws-data, so they are DERIVED: on-demand price times a
-// discount between 0.25 and 0.70 that is a fixed hash of (type, zone). Tests
-// can pin a price with SetSpotPrice.
+// are not in ../shared/aws-data, so they are DERIVED with the project
+// catalog's rule (catalog.DerivedSpotPrice: a fixed per-(type, zone)
+// discount off on-demand), so simulator and catalog agree. Tests can pin a
+// price with SetSpotPrice.
 func (c *Cloud) SpotPrice(instanceType, zone string) (float64, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -23,10 +21,7 @@ func (c *Cloud) spotPrice(instanceType, zone string) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	h := fnv.New64a()
-	h.Write([]byte(instanceType + "/" + zone))
-	frac := float64(h.Sum64()%10000) / 10000
-	return math.Round(od*(0.25+0.45*frac)*1e6) / 1e6, true
+	return catalog.DerivedSpotPrice(instanceType, zone, od), true
 }
 
 // SetSpotPrice pins the spot price of a pool.
