@@ -3,4 +3,9 @@ package main
 import "github.com/spf13/cobra"
 
 // subcommands lists the CLI's commands; each lives in its own file.
-var subcommands = []func() *cobra.Command{}
+func subcommands() []*cobra.Command {
+	return []*cobra.Command{
+		newSimulateCmd(),
+		newLocalCmd(),
+	}
+}

@@ -28,9 +28,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: false,
 	}
-	for _, add := range subcommands {
-		root.AddCommand(add())
-	}
+	root.AddCommand(subcommands()...)
 	return root
 }
 
