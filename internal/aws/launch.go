@@ -121,10 +121,18 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 			}
 			return Instance{}, fmt.Errorf("launch nodeclaim %s: create fleet: %w", name, err)
 		}
-		if inst, ok := p.launched(out, zonal, capacityType, images); ok {
+		inst, ok := p.launched(out, zonal, capacityType, images)
+		if ok {
+			// Pools the fleet tried before succeeding are short of capacity too;
+			// record them so the next claim does not start there.
+			_, _ = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType)
 			p.log.InfoContext(ctx, "launched instance", "nodeclaim", name, "instance", inst.ID, "instanceType", inst.Type,
-				"zone", inst.Zone, "capacityType", inst.CapacityType, "image", inst.ImageID)
+				"zone", inst.Zone, "capacityType", inst.CapacityType, "image", inst.ImageID, "launchTemplate", inst.LaunchTemplate)
 			return inst, nil
+		}
+		if staleTemplate(out.Errors) {
+			p.templates.invalidateAll()
+			continue
 		}
 		lastErrs, err = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType)
 		if err != nil {
@@ -419,6 +427,17 @@ func (p *Provider) launched(out *ec2.CreateFleetOutput, zonal map[string]Subnet,
 		return inst, true
 	}
 	return Instance{}, false
+}
+
+// staleTemplate reports fleet errors saying a launch template is gone
+// (deleted by garbage collection after we cached its name).
+func staleTemplate(errs []ec2types.CreateFleetError) bool {
+	for _, e := range errs {
+		if strings.HasPrefix(sdkaws.ToString(e.ErrorCode), "InvalidLaunchTemplate") {
+			return true
+		}
+	}
+	return false
 }
 
 func lifecycleCapacityType(l string) string {
