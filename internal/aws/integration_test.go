@@ -688,4 +688,3 @@ func TestLaunchTemplateGarbageCollection(t *testing.T) {
 		t.Errorf("template not recreated: %+v", lts)
 	}
 }
-
