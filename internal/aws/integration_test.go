@@ -240,11 +240,17 @@ func TestLaunchOverTheWire(t *testing.T) {
 	}
 
 	// The launch template carries the user data, instance profile and security groups.
+	// m5.large and c5.large (29 pods) share one; m5.xlarge (58 pods) has its own.
 	lts := e.sim.Calls("ec2", "CreateLaunchTemplate")
-	if len(lts) != 1 {
-		t.Fatalf("%d CreateLaunchTemplate calls", len(lts))
+	if len(lts) != 2 {
+		t.Fatalf("%d CreateLaunchTemplate calls, want one per max-pods group", len(lts))
 	}
-	lt := lts[0].Params
+	var lt map[string]string
+	for _, c := range lts {
+		if c.Params["LaunchTemplateName"] == inst.LaunchTemplate {
+			lt = c.Params
+		}
+	}
 	if lt["LaunchTemplateName"] != inst.LaunchTemplate || lt["LaunchTemplateData.ImageId"] != inst.ImageID ||
 		lt["LaunchTemplateData.IamInstanceProfile.Name"] != "nodewright-demo-KarpenterNodeRole-demo" ||
 		lt["LaunchTemplateData.MetadataOptions.HttpTokens"] != "required" || lt["LaunchTemplateData.SecurityGroupId.1"] == "" {
@@ -264,6 +270,7 @@ func TestLaunchOverTheWire(t *testing.T) {
 		"certificateAuthority: " + base64.StdEncoding.EncodeToString(testCA),
 		"key: karpenter.sh/unregistered", "key: dedicated", "key: example.com/agent",
 		"karpenter.sh/capacity-type=on-demand", "karpenter.sh/nodepool=default",
+		"maxPods: 29", "clusterDNS:\n      - " + dnsIP(t, e),
 	} {
 		if !strings.Contains(nodeConfig, want) {
 			t.Errorf("NodeConfig lacks %q:\n%s", want, nodeConfig)
@@ -282,7 +289,7 @@ func TestLaunchOverTheWire(t *testing.T) {
 	if _, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("default-second", in("karpenter.sh/capacity-type", "on-demand")), NodeClass: nc, InstanceTypes: e.types("c5.large")}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(e.sim.Calls("ec2", "CreateLaunchTemplate")); n != 1 {
+	if n := len(e.sim.Calls("ec2", "CreateLaunchTemplate")); n != 2 {
 		t.Errorf("launch template not reused: %d created", n)
 	}
 
@@ -632,6 +639,18 @@ func TestPricesAndCatalog(t *testing.T) {
 	if o, _ := m5i.Offering("us-west-2a", "spot"); o.Available {
 		t.Error("ApplyICE left the offering available")
 	}
+}
+
+func dnsIP(t *testing.T, e *env) string {
+	info, err := e.p.Cluster(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip, err := info.DNSIP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
 }
 
 type memPrices struct{ saved *nwaws.PriceSnapshot }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -311,30 +312,44 @@ func ClientToken(cluster, nodeClaim string, attempt int) string {
 }
 
 func (p *Provider) fleetInput(ctx context.Context, claim *apis.NodeClaim, nc *apis.EC2NodeClass, cluster ClusterInfo,
-	groups []SecurityGroup, profile string, zonal map[string]Subnet, capacityType string, opts []option, attempt int,
+	sgs []SecurityGroup, profile string, zonal map[string]Subnet, capacityType string, opts []option, attempt int,
 ) (*ec2.CreateFleetInput, map[string]string, error) {
-	ud, err := userdata.Generate(userDataOptions(nc, cluster, NodeLabels(claim, capacityType), RegisterTaints(claim)))
+	udOpts, err := userDataOptions(nc, cluster, NodeLabels(claim, capacityType), RegisterTaints(claim))
 	if err != nil {
-		return nil, nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+		return nil, nil, err
 	}
 	bdm, err := blockDeviceRequests(nc)
 	if err != nil {
 		return nil, nil, err
 	}
-	// One launch template per AMI; overrides keep the price order across templates.
+	allocOpts := catalog.OptionsForNodeClass(nc)
+	// One launch template per (AMI, max pods): the kubelet's max pods must be
+	// what the scheduler assumed for the type, and it differs between types
+	// (ENI-limited density), as in Karpenter. Overrides keep the price rank
+	// as priority across templates.
 	type group struct {
 		template  string
 		overrides []ec2types.FleetLaunchTemplateOverridesRequest
 	}
-	groupsByAMI := map[string]*group{}
+	groups := map[string]*group{}
 	var order []string
 	images := map[string]string{} // template name -> image id
 	for rank, o := range opts {
-		g, ok := groupsByAMI[o.ami.ID]
+		maxPods := int32(min(o.it.MaxPods(allocOpts), math.MaxInt32))
+		key := fmt.Sprintf("%s/%d", o.ami.ID, maxPods)
+		g, ok := groups[key]
 		if !ok {
+			ud := udOpts
+			if ud.Family != userdata.Custom {
+				ud.Kubelet.MaxPods = &maxPods
+			}
+			text, err := userdata.Generate(ud)
+			if err != nil {
+				return nil, nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+			}
 			spec := templateSpec{
 				Cluster: p.opts.ClusterName, NodeClass: nc.Name, NodeClassHash: nc.Hash(),
-				ImageID: o.ami.ID, UserData: base64UserData(ud), SecurityGroupIDs: securityGroupIDs(groups),
+				ImageID: o.ami.ID, UserData: base64UserData(text), SecurityGroupIDs: securityGroupIDs(sgs),
 				InstanceProfile: profile, BlockDeviceMappings: bdm, MetadataOptions: metadataOptions(nc),
 				DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
 			}
@@ -343,8 +358,8 @@ func (p *Provider) fleetInput(ctx context.Context, claim *apis.NodeClaim, nc *ap
 				return nil, nil, err
 			}
 			g = &group{template: lt}
-			groupsByAMI[o.ami.ID] = g
-			order = append(order, o.ami.ID)
+			groups[key] = g
+			order = append(order, key)
 			images[lt] = o.ami.ID
 		}
 		for _, off := range o.offerings {
@@ -357,8 +372,8 @@ func (p *Provider) fleetInput(ctx context.Context, claim *apis.NodeClaim, nc *ap
 		}
 	}
 	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(order))
-	for _, id := range order {
-		g := groupsByAMI[id]
+	for _, key := range order {
+		g := groups[key]
 		configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
 				LaunchTemplateName: sdkaws.String(g.template), Version: sdkaws.String("$Latest"),

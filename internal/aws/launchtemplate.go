@@ -112,7 +112,7 @@ func metadataOptions(nc *apis.EC2NodeClass) apis.MetadataOptions {
 	m := apis.MetadataOptions{
 		HTTPEndpoint:            sdkaws.String("enabled"),
 		HTTPProtocolIPv6:        sdkaws.String("disabled"),
-		HTTPPutResponseHopLimit: sdkaws.Int64(1),
+		HTTPPutResponseHopLimit: sdkaws.Int64(2), // Karpenter's default: containers reach IMDS
 		HTTPTokens:              sdkaws.String("required"),
 	}
 	if o := nc.Spec.MetadataOptions; o != nil {
@@ -133,7 +133,9 @@ func metadataOptions(nc *apis.EC2NodeClass) apis.MetadataOptions {
 }
 
 // userDataOptions maps an EC2NodeClass and a launch's labels/taints to user data options.
-func userDataOptions(nc *apis.EC2NodeClass, cluster ClusterInfo, labels map[string]string, taints []corev1.Taint) userdata.Options {
+// Kubelet clusterDNS defaults to the cluster DNS address of the service CIDR
+// (Karpenter defaults it to the discovered kube-dns address).
+func userDataOptions(nc *apis.EC2NodeClass, cluster ClusterInfo, labels map[string]string, taints []corev1.Taint) (userdata.Options, error) {
 	o := userdata.Options{
 		Family:          userdata.Family(nc.AMIFamily()),
 		ClusterName:     cluster.Name,
@@ -169,7 +171,14 @@ func userDataOptions(nc *apis.EC2NodeClass, cluster ClusterInfo, labels map[stri
 			}
 		}
 	}
-	return o
+	if len(o.Kubelet.ClusterDNS) == 0 && o.Family != userdata.Custom {
+		dns, err := cluster.DNSIP()
+		if err != nil {
+			return userdata.Options{}, err
+		}
+		o.Kubelet.ClusterDNS = []string{dns}
+	}
+	return o, nil
 }
 
 // instanceProfile is the profile the EC2NodeClass's nodes run with.
