@@ -74,6 +74,9 @@ type Options struct {
 	// (default 10.0.0.0/24, the local control plane's service range).
 	ServiceCIDR string
 
+	// MinLatency delays every response (default 1ms; see ServeHTTP).
+	MinLatency time.Duration
+
 	Seed      uint64           // seeds resource ids, for deterministic tests
 	TimeScale float64          // >1 runs the cloud's delays faster (default 1)
 	Now       func() time.Time // default time.Now
@@ -128,6 +131,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Identities == nil {
 		opts.Identities = []Identity{{ARN: fmt.Sprintf("arn:aws:iam::%s:*", opts.AccountID), Groups: []string{"system:masters"}}}
+	}
+	if opts.MinLatency == 0 {
+		opts.MinLatency = time.Millisecond
 	}
 	if opts.TimeScale <= 0 {
 		opts.TimeScale = 1
@@ -280,6 +286,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reqID := s.requestID()
+	// A floor on latency, like any real network round trip: answering
+	// within microseconds on loopback races aws-sdk-go-v2, which closes the
+	// request body as soon as response headers arrive while net/http's
+	// write loop is still finishing the request; the write loop then fails
+	// and closes the connection under a response still being decoded
+	// ("use of closed network connection", cf. aws-sdk-go-v2#1825).
+	time.Sleep(s.opts.MinLatency)
 	signing := protocol.ServiceFromRequest(r)
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		prefix, op, _ := strings.Cut(target, ".")

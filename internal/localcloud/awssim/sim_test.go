@@ -1,10 +1,7 @@
 package awssim
 
 import (
-	"bytes"
 	"context"
-	"io"
-	"net/http"
 	"testing"
 	"time"
 
@@ -32,29 +29,8 @@ func newTestServer(t *testing.T, mod func(*Options)) (*Server, aws.Config) {
 		Credentials:      credentials.NewStaticCredentialsProvider(DefaultAccessKeyID, DefaultSecretAccessKey, ""),
 		BaseEndpoint:     aws.String(s.URL()),
 		RetryMaxAttempts: 1,
-		// KNOWN ISSUE: with the SDK's streaming decoders, large responses read
-		// over a live connection intermittently fail with "use of closed
-		// network connection" (cf. aws-sdk-go-v2#1825); reading the body fully
-		// first avoids it. Under investigation; see the package report.
-		HTTPClient: bufferingClient{},
 	}
 	return s, cfg
-}
-
-type bufferingClient struct{}
-
-func (bufferingClient) Do(r *http.Request) (*http.Response, error) {
-	resp, err := http.DefaultClient.Do(r)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = io.NopCloser(bytes.NewReader(b))
-	return resp, nil
 }
 
 func ctx(t *testing.T) context.Context {
