@@ -172,7 +172,7 @@ func (r *registrar) unregister(ctx context.Context, clusterName, name string) (b
 
 // endpointURL is the function URL with the shared secret as the last path
 // segment: webhook client configs allow no custom headers and no query
-// string, and the API server never logs the URL.
+// string.
 func endpointURL(functionURL, pathPrefix, secret string) string {
 	prefix := "/" + strings.Trim(pathPrefix, "/")
 	if prefix != "/" {
