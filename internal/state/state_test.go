@@ -1,0 +1,337 @@
+package state_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+const poolYAML = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: default
+spec:
+  template:
+    spec:
+      requirements:
+        - key: node.kubernetes.io/instance-type
+          operator: In
+          values: ["m5.large", "m5.xlarge"]
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: ["on-demand"]
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: default
+%LIMITS%
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  amiSelectorTerms:
+    - alias: al2023@latest
+  role: NodeRole
+  subnetSelectorTerms:
+    - tags: {karpenter.sh/discovery: test}
+  securityGroupSelectorTerms:
+    - tags: {karpenter.sh/discovery: test}
+`
+
+func loadConfig(t *testing.T, limits string) *apis.Config {
+	t.Helper()
+	dir := t.TempDir()
+	body := strings.Replace(poolYAML, "%LIMITS%", limits, 1)
+	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := apis.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func builtin(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	cat, err := catalog.Builtin("us-west-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+func pendingPod(name, cpu string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
+		}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		}}},
+	}
+}
+
+func boundPod(name, node, cpu string) *corev1.Pod {
+	p := pendingPod(name, cpu)
+	p.Spec.NodeName = node
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning}
+	return p
+}
+
+// launchedClaim is a claim whose instance exists but whose Node has not
+// registered: what the provisioner records after CreateFleet.
+func launchedClaim(name, instanceType, zone, instanceID string) *apis.NodeClaim {
+	cl := &apis.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			apis.NodePoolLabelKey: "default", catalog.LabelInstanceType: instanceType,
+			catalog.LabelTopologyZone: zone, apis.CapacityTypeLabelKey: "on-demand",
+		}},
+		Spec: apis.NodeClaimSpec{
+			NodeClassRef: &apis.NodeClassReference{Group: apis.AWSGroup, Kind: apis.EC2NodeClassKind, Name: "default"},
+			Requirements: []apis.NodeSelectorRequirementWithMinValues{{Key: catalog.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{instanceType}}},
+		},
+	}
+	cl.Status.InstanceID = instanceID
+	cl.Status.ProviderID = "aws:///" + zone + "/" + instanceID
+	cl.SetCondition(apis.ConditionLaunched, metav1.ConditionTrue, "Launched", "", metav1.Now())
+	return cl
+}
+
+func snapshot(pending []*corev1.Pod, nodes []*corev1.Node, bound ...*corev1.Pod) *kube.Snapshot {
+	s := &kube.Snapshot{PendingPods: pending, Nodes: nodes, PodsByNode: map[string][]*corev1.Pod{}, TakenAt: time.Now()}
+	for _, p := range bound {
+		s.PodsByNode[p.Spec.NodeName] = append(s.PodsByNode[p.Spec.NodeName], p)
+	}
+	return s
+}
+
+func solve(t *testing.T, c *state.Cluster, o state.InputOptions) *scheduling.Plan {
+	t.Helper()
+	in, err := c.Input(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := scheduling.Solve(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// Pods waiting for a booting node go to that node's capacity, not to a
+// second claim.
+func TestInFlightClaimAbsorbsItsPods(t *testing.T) {
+	cfg, cat := loadConfig(t, ""), builtin(t)
+	// m5.large: 2 vCPU, ~1930m allocatable. Three 500m pods fit.
+	pods := []*corev1.Pod{pendingPod("a", "500m"), pendingPod("b", "500m"), pendingPod("c", "500m")}
+	c, err := state.Build(state.Sources{Snapshot: snapshot(pods, nil), Config: cfg, Catalog: cat,
+		Claims: []*apis.NodeClaim{launchedClaim("default-aaaaa", "m5.large", "us-west-2a", "i-1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Nodes) != 1 || !c.Nodes[0].InFlight() || c.Nodes[0].Initialized() {
+		t.Fatalf("want one in-flight, uninitialized node, got %+v", c.Nodes)
+	}
+	en := c.Nodes[0].Existing()
+	if en.Labels[catalog.LabelHostname] != "default-aaaaa" || en.Labels[apis.NodePoolLabelKey] != "default" {
+		t.Errorf("in-flight labels = %v", en.Labels)
+	}
+	if cpu := en.Allocatable.Cpu(); cpu.MilliValue() < 1800 || cpu.MilliValue() >= 2000 {
+		t.Errorf("in-flight allocatable cpu = %s, want m5.large's (~1930m)", cpu)
+	}
+	plan := solve(t, c, state.InputOptions{})
+	if len(plan.NodeClaims) != 0 || len(plan.Unschedulable) != 0 {
+		t.Fatalf("want no new claims, got %d claims, unschedulable %v", len(plan.NodeClaims), plan.Unschedulable)
+	}
+	if len(plan.ExistingNodes) != 1 || plan.ExistingNodes[0].Name != "default-aaaaa" || len(plan.ExistingNodes[0].Pods) != 3 {
+		t.Fatalf("want the three pods on the in-flight claim, got %+v", plan.ExistingNodes)
+	}
+
+	// A fourth and fifth pod overflow the claim: exactly one new claim.
+	pods = append(pods, pendingPod("d", "500m"), pendingPod("e", "500m"))
+	c, err = state.Build(state.Sources{Snapshot: snapshot(pods, nil), Config: cfg, Catalog: cat,
+		Claims: []*apis.NodeClaim{launchedClaim("default-aaaaa", "m5.large", "us-west-2a", "i-1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan = solve(t, c, state.InputOptions{})
+	if len(plan.NodeClaims) != 1 {
+		t.Fatalf("want one new claim for the overflow, got %d", len(plan.NodeClaims))
+	}
+}
+
+// An unlaunched claim (planned, crash before CreateFleet) offers the
+// smallest allocatable of its options and is charged the largest capacity.
+func TestUnlaunchedClaimResources(t *testing.T) {
+	cfg, cat := loadConfig(t, "  limits:\n    cpu: \"6\""), builtin(t)
+	cl := &apis.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-bbbbb", Labels: map[string]string{apis.NodePoolLabelKey: "default"}},
+		Spec: apis.NodeClaimSpec{
+			NodeClassRef: &apis.NodeClassReference{Name: "default"},
+			Requirements: []apis.NodeSelectorRequirementWithMinValues{
+				{Key: catalog.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.large", "m5.xlarge"}},
+				{Key: apis.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
+			},
+		},
+	}
+	c, err := state.Build(state.Sources{Snapshot: snapshot(nil, nil), Config: cfg, Catalog: cat, Claims: []*apis.NodeClaim{cl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := c.NodeForClaim("default-bbbbb")
+	if !ok || !n.InFlight() || n.Launched() {
+		t.Fatalf("want an in-flight unlaunched node, got %+v", n)
+	}
+	en := n.Existing()
+	if got := en.Allocatable.Cpu().MilliValue(); got >= 2000 {
+		t.Errorf("allocatable cpu %dm: want m5.large's, the smaller option", got)
+	}
+	if got := en.Capacity.Cpu().Value(); got != 4 {
+		t.Errorf("capacity cpu %d: want m5.xlarge's 4, the larger option", got)
+	}
+	if en.Labels[apis.CapacityTypeLabelKey] != "on-demand" {
+		t.Errorf("single-valued requirement not a label: %v", en.Labels)
+	}
+	if got := c.Capacity("default"); got.Cpu().Value() != 4 || got.Name("nodes", resource.DecimalSI).Value() != 1 {
+		t.Errorf("pool capacity = %v", got)
+	}
+	// The limit (6 CPUs) minus the claim's 4 leaves no room for a 4-CPU
+	// m5.xlarge, and m5.large (2) fits only pods of up to ~1.9 CPUs.
+	plan := solve(t, c, state.InputOptions{Pods: []*corev1.Pod{pendingPod("big", "3")}})
+	if len(plan.NodeClaims) != 0 || len(plan.Unschedulable) != 1 {
+		t.Fatalf("want the 3-CPU pod unschedulable under the limit, got claims %d unschedulable %v", len(plan.NodeClaims), plan.Unschedulable)
+	}
+	if !strings.Contains(plan.Unschedulable[0].Reason, "limit") {
+		t.Errorf("reason %q does not mention the limit", plan.Unschedulable[0].Reason)
+	}
+	// Without the limit the same pod gets a claim.
+	c, err = state.Build(state.Sources{Snapshot: snapshot(nil, nil), Config: loadConfig(t, ""), Catalog: cat, Claims: []*apis.NodeClaim{cl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan := solve(t, c, state.InputOptions{Pods: []*corev1.Pod{pendingPod("big", "3")}}); len(plan.NodeClaims) != 1 {
+		t.Fatalf("unlimited pool: want one claim, got %d (%v)", len(plan.NodeClaims), plan.Unschedulable)
+	}
+}
+
+func TestRegisteredClaimMatchedByProviderID(t *testing.T) {
+	cfg, cat := loadConfig(t, ""), builtin(t)
+	cl := launchedClaim("default-ccccc", "m5.large", "us-west-2b", "i-2")
+	cl.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", metav1.Now())
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{apis.NodePoolLabelKey: "default", catalog.LabelHostname: "ip-10-0-0-1"}},
+		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-west-2b/i-2"},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")},
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
+		},
+	}
+	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "unmanaged"}, Status: corev1.NodeStatus{
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+	}}
+	gone := launchedClaim("default-ddddd", "m5.large", "us-west-2b", "i-3")
+	gone.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	failed := launchedClaim("default-eeeee", "m5.large", "us-west-2b", "")
+	failed.SetCondition(apis.ConditionLaunched, metav1.ConditionFalse, "InsufficientCapacity", "", metav1.Now())
+
+	c, err := state.Build(state.Sources{
+		Snapshot: snapshot(nil, []*corev1.Node{node, other}, boundPod("x", "ip-10-0-0-1", "1")),
+		Config:   cfg, Catalog: cat, Claims: []*apis.NodeClaim{cl, gone, failed},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Nodes) != 2 {
+		t.Fatalf("want the two Nodes only (deleting and failed claims offer nothing), got %d", len(c.Nodes))
+	}
+	n, ok := c.NodeForClaim("default-ccccc")
+	if !ok || n.Name != "ip-10-0-0-1" || n.InFlight() || !n.Initialized() || len(n.Pods) != 1 {
+		t.Fatalf("claim not joined to its Node: %+v", n)
+	}
+	if u, _ := c.Node("unmanaged"); u.Managed() || !u.Initialized() {
+		t.Errorf("unmanaged ready node: managed=%v initialized=%v", u.Managed(), u.Initialized())
+	}
+}
+
+func TestProvisionableFilter(t *testing.T) {
+	cfg, cat := loadConfig(t, ""), builtin(t)
+	ds := pendingPod("ds", "100m")
+	ds.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent"}}
+	term := pendingPod("term", "100m")
+	term.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	pre := pendingPod("pre", "100m")
+	pre.Status.NominatedNodeName = "n1"
+	ok := pendingPod("ok", "100m")
+	c, err := state.Build(state.Sources{Snapshot: snapshot([]*corev1.Pod{ds, term, pre, ok}, nil), Config: cfg, Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Pending) != 1 || c.Pending[0].Name != "ok" || len(c.Skipped) != 3 {
+		t.Fatalf("pending %d skipped %+v", len(c.Pending), c.Skipped)
+	}
+}
+
+// Consolidation's question: with these nodes gone, where do their pods go?
+func TestWithoutMovesReschedulablePods(t *testing.T) {
+	cfg, cat := loadConfig(t, ""), builtin(t)
+	mk := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{apis.NodePoolLabelKey: "default", catalog.LabelHostname: name}},
+			Status: corev1.NodeStatus{
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("15Gi"), corev1.ResourcePods: resource.MustParse("58")},
+				Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			}}
+	}
+	daemon := boundPod("agent-1", "n1", "100m")
+	daemon.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent"}}
+	c, err := state.Build(state.Sources{
+		Snapshot: snapshot(nil, []*corev1.Node{mk("n1"), mk("n2")}, boundPod("p1", "n1", "1"), boundPod("p2", "n1", "1"), daemon, boundPod("p3", "n2", "1")),
+		Config:   cfg, Catalog: cat,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.Input(state.InputOptions{Without: []string{"n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Nodes) != 1 || in.Nodes[0].Name != "n2" || len(in.Pods) != 2 {
+		t.Fatalf("nodes %d pods %d", len(in.Nodes), len(in.Pods))
+	}
+	for _, p := range in.Pods {
+		if p.Spec.NodeName != "" {
+			t.Errorf("pod %s still bound", p.Name)
+		}
+	}
+	if c.Nodes[0].Pods[0].Spec.NodeName != "n1" {
+		t.Error("Without modified the cluster's own pods")
+	}
+	plan, err := scheduling.Solve(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.NodeClaims) != 0 || len(plan.ExistingNodes) != 1 || len(plan.ExistingNodes[0].Pods) != 2 {
+		t.Fatalf("want n1's two pods to fit on n2, got %+v", plan)
+	}
+	if _, err := c.Input(state.InputOptions{Without: []string{"nope"}}); err == nil {
+		t.Error("unknown node to simulate away: want an error")
+	}
+}
