@@ -148,7 +148,9 @@ func TestNodePoolHash(t *testing.T) {
 		},
 		func(np *NodePool) { np.Spec.Template.Spec.NodeClassRef.Name = "other" },
 		func(np *NodePool) { np.Spec.Template.Spec.ExpireAfter = NeverDuration() },
-		func(np *NodePool) { np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour} },
+		func(np *NodePool) {
+			np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+		},
 	}
 	for i, mut := range differ {
 		np := basePool()
