@@ -270,3 +270,31 @@ func stripDaemonSet(d *appsv1.DaemonSet) {
 	stripContainers(d.Spec.Template.Spec.Containers)
 	stripContainers(d.Spec.Template.Spec.InitContainers)
 }
+
+// PodsOnNode lists the non-terminal pods bound to one node (the drain's
+// working set), paginated, without a full snapshot.
+func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error) {
+	sel := "spec.nodeName=" + node + ",status.phase!=Succeeded,status.phase!=Failed"
+	return listAll(ctx, "pods on node "+node, 500, metav1.ListOptions{FieldSelector: sel},
+		c.cs.CoreV1().Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items },
+		func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
+}
+
+// VolumeAttachmentsOnNode lists the VolumeAttachments of one node; the
+// termination workflow waits for them to detach before terminating the
+// instance. (The API has no field selector for spec.nodeName.)
+func (c *Client) VolumeAttachmentsOnNode(ctx context.Context, node string) ([]*storagev1.VolumeAttachment, error) {
+	all, err := listAll(ctx, "volumeattachments", 500, metav1.ListOptions{},
+		c.cs.StorageV1().VolumeAttachments().List, func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items },
+		stripMeta[storagev1.VolumeAttachment])
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, va := range all {
+		if va.Spec.NodeName == node {
+			out = append(out, va)
+		}
+	}
+	return out, nil
+}
