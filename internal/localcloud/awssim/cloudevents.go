@@ -47,12 +47,7 @@ func (s *Server) publish(source, detailType string, detail any, resources ...str
 func (s *Server) onTransition(t ec2sim.Transition) {
 	id := aws.ToString(t.Instance.InstanceId)
 	s.publish("aws.ec2", DetailStateChange, map[string]string{"instance-id": id, "state": string(t.To)}, s.instanceARN(id))
-	s.mu.Lock()
-	k := s.kubelet
-	s.mu.Unlock()
-	if k != nil {
-		k.observe(t)
-	}
+	s.observeKubelet(t)
 }
 
 // ReclaimSpot interrupts a spot instance the way EC2 does: the interruption

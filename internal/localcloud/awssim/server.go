@@ -25,6 +25,7 @@ import (
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim/wire"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/kubelet"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/sqssim"
 )
@@ -74,6 +75,11 @@ type Options struct {
 	// (default 10.0.0.0/24, the local control plane's service range).
 	ServiceCIDR string
 
+	// KeepTerminatedNodes leaves the Nodes of terminated instances in the
+	// API server (NotReady) instead of deleting them like the AWS cloud
+	// controller manager does.
+	KeepTerminatedNodes bool
+
 	// MinLatency delays every response (default 1ms; see ServeHTTP).
 	MinLatency time.Duration
 
@@ -103,7 +109,7 @@ type Server struct {
 	closed     bool
 	timers     []*time.Timer
 	eks        eksCluster
-	kubelet    *kubeletEmu
+	kubelet    *kubelet.Emulator
 	wg         sync.WaitGroup
 	stopOnce   sync.Once
 	stop       chan struct{}

@@ -294,3 +294,13 @@ func (c *Cloud) ResourceTags(id string) []types.Tag {
 	}
 	return nil
 }
+
+// UserData returns the base64 user data an instance was launched with.
+func (c *Cloud) UserData(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if in := c.instances[id]; in != nil {
+		return in.userData
+	}
+	return ""
+}

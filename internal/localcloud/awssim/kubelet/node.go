@@ -1,0 +1,198 @@
+// Package kubelet emulates what an EC2 instance's bootstrap does in the
+// cluster: it registers a Node when the instance is running (labels, taints,
+// max pods and reserved resources from its user data, capacity from its
+// instance type) for KWOK to keep Ready, and stops the Node's heartbeat
+// when the instance goes away.
+package kubelet
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/userdata"
+)
+
+// KWOKAnnotation marks Nodes KWOK manages (kwok --manage-nodes-with-annotation-selector).
+const KWOKAnnotation = "kwok.x-k8s.io/node"
+
+// memoryVisiblePercent is the share of an instance type's nominal memory the
+// OS reports to kubelet (the hypervisor and kernel keep the rest; real nodes
+// show ~2-4% less than nominal, less than Karpenter's 7.5% estimate).
+const memoryVisiblePercent = 97
+
+// defaultEphemeralGi is the root volume of the EKS AMIs (20 GiB gp3).
+const defaultEphemeralGi = 20
+
+// BuildNode is the Node a bootstrap registers for an instance.
+func BuildNode(inst ec2types.Instance, info ec2types.InstanceTypeInfo, boot *userdata.Bootstrap, region, k8sVersion string) (*corev1.Node, error) {
+	name := aws.ToString(inst.PrivateDnsName)
+	if name == "" {
+		return nil, fmt.Errorf("instance %s has no private DNS name", aws.ToString(inst.InstanceId))
+	}
+	zone := ""
+	if inst.Placement != nil {
+		zone = aws.ToString(inst.Placement.AvailabilityZone)
+	}
+	arch := "amd64"
+	if inst.Architecture == ec2types.ArchitectureValuesArm64 {
+		arch = "arm64"
+	}
+	labels := map[string]string{}
+	for k, v := range boot.Labels {
+		labels[k] = v
+	}
+	for k, v := range map[string]string{
+		corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: arch,
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": arch,
+		corev1.LabelInstanceTypeStable: string(inst.InstanceType), "beta.kubernetes.io/instance-type": string(inst.InstanceType),
+		corev1.LabelTopologyRegion: region, corev1.LabelTopologyZone: zone,
+		"failure-domain.beta.kubernetes.io/region": region, "failure-domain.beta.kubernetes.io/zone": zone,
+	} {
+		labels[k] = v
+	}
+
+	capacity, err := capacityOf(info, boot)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	allocatable, err := allocatableOf(capacity, boot)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", name, err)
+	}
+	ip := aws.ToString(inst.PrivateIpAddress)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: labels,
+			Annotations: map[string]string{
+				KWOKAnnotation:                                           "fake",
+				"node.alpha.kubernetes.io/ttl":                           "0",
+				"alpha.kubernetes.io/provided-node-ip":                   ip,
+				"volumes.kubernetes.io/controller-managed-attach-detach": "true",
+			},
+		},
+		Spec: corev1.NodeSpec{
+			ProviderID: fmt.Sprintf("aws:///%s/%s", zone, aws.ToString(inst.InstanceId)),
+			Taints:     append([]corev1.Taint(nil), boot.Taints...),
+		},
+		Status: corev1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: allocatable,
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: ip},
+				{Type: corev1.NodeInternalDNS, Address: name},
+				{Type: corev1.NodeHostName, Address: name},
+			},
+			NodeInfo: corev1.NodeSystemInfo{
+				MachineID: strings.TrimPrefix(aws.ToString(inst.InstanceId), "i-"), SystemUUID: "ec2" + strings.TrimPrefix(aws.ToString(inst.InstanceId), "i-"),
+				KernelVersion: "6.12.0-localcloud", OSImage: osImage(boot.Format), ContainerRuntimeVersion: "containerd://2.1.0",
+				KubeletVersion: "v" + k8sVersion + ".0-eks-localcloud", OperatingSystem: "linux", Architecture: arch,
+			},
+		},
+	}, nil
+}
+
+func osImage(f userdata.Format) string {
+	switch f {
+	case userdata.FormatAL2:
+		return "Amazon Linux 2"
+	case userdata.FormatBottlerocket:
+		return "Bottlerocket OS 1.50.0 (aws-k8s)"
+	}
+	return "Amazon Linux 2023.9.20261101"
+}
+
+// DefaultMaxPods is the EKS AMIs' ENI-limited pod count: ENIs x (IPv4 per ENI - 1) + 2.
+func DefaultMaxPods(info ec2types.InstanceTypeInfo) int {
+	if info.NetworkInfo == nil || info.NetworkInfo.MaximumNetworkInterfaces == nil || info.NetworkInfo.Ipv4AddressesPerInterface == nil {
+		return 110
+	}
+	return int(*info.NetworkInfo.MaximumNetworkInterfaces)*(int(*info.NetworkInfo.Ipv4AddressesPerInterface)-1) + 2
+}
+
+func capacityOf(info ec2types.InstanceTypeInfo, boot *userdata.Bootstrap) (corev1.ResourceList, error) {
+	if info.VCpuInfo == nil || info.VCpuInfo.DefaultVCpus == nil || info.MemoryInfo == nil || info.MemoryInfo.SizeInMiB == nil {
+		return nil, fmt.Errorf("instance type %s lacks vCPU or memory information", info.InstanceType)
+	}
+	pods := boot.MaxPods
+	if pods == 0 {
+		pods = DefaultMaxPods(info)
+	}
+	memKi := int64(math.Floor(float64(*info.MemoryInfo.SizeInMiB) * 1024 * memoryVisiblePercent / 100))
+	rl := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(int64(*info.VCpuInfo.DefaultVCpus), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(memKi*1024, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(int64(pods), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(defaultEphemeralGi<<30, resource.BinarySI),
+	}
+	if g := info.GpuInfo; g != nil {
+		var n int64
+		for _, d := range g.Gpus {
+			if strings.EqualFold(aws.ToString(d.Manufacturer), "NVIDIA") {
+				n += int64(aws.ToInt32(d.Count))
+			}
+		}
+		if n > 0 {
+			rl["nvidia.com/gpu"] = *resource.NewQuantity(n, resource.DecimalSI)
+		}
+	}
+	return rl, nil
+}
+
+// allocatableOf is capacity minus kube-reserved, system-reserved and the
+// hard eviction thresholds, as kubelet computes it.
+func allocatableOf(capacity corev1.ResourceList, boot *userdata.Bootstrap) (corev1.ResourceList, error) {
+	out := capacity.DeepCopy()
+	sub := func(res corev1.ResourceName, q string, what string) error {
+		cur, ok := out[res]
+		if !ok {
+			return nil
+		}
+		if strings.HasSuffix(q, "%") {
+			pct, err := resource.ParseQuantity(strings.TrimSuffix(q, "%"))
+			if err != nil {
+				return fmt.Errorf("%s %s=%s: %w", what, res, q, err)
+			}
+			c := capacity[res]
+			q = fmt.Sprint(c.Value() * pct.Value() / 100)
+		}
+		v, err := resource.ParseQuantity(q)
+		if err != nil {
+			return fmt.Errorf("%s %s=%s: %w", what, res, q, err)
+		}
+		cur.Sub(v)
+		if cur.Sign() < 0 {
+			cur = resource.MustParse("0")
+		}
+		out[res] = cur
+		return nil
+	}
+	for _, m := range []struct {
+		what string
+		rl   map[string]string
+	}{{"kube-reserved", boot.KubeReserved}, {"system-reserved", boot.SystemReserved}} {
+		for k, v := range m.rl {
+			if err := sub(corev1.ResourceName(k), v, m.what); err != nil {
+				return nil, err
+			}
+		}
+	}
+	eviction := map[string]string{"memory.available": "100Mi", "nodefs.available": "10%"}
+	for k, v := range boot.EvictionHard {
+		eviction[k] = v
+	}
+	if err := sub(corev1.ResourceMemory, eviction["memory.available"], "eviction-hard"); err != nil {
+		return nil, err
+	}
+	if err := sub(corev1.ResourceEphemeralStorage, eviction["nodefs.available"], "eviction-hard"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
