@@ -18,6 +18,7 @@ type Instance struct {
 	ID           string
 	Type         string
 	Zone         string
+	ZoneID       string
 	SubnetID     string
 	CapacityType string // spot | on-demand
 	ImageID      string
@@ -70,6 +71,7 @@ func instanceFromEC2(in ec2types.Instance) Instance {
 	}
 	if in.Placement != nil {
 		out.Zone = sdkaws.ToString(in.Placement.AvailabilityZone)
+		out.ZoneID = sdkaws.ToString(in.Placement.AvailabilityZoneId)
 	}
 	if in.State != nil {
 		out.State = string(in.State.Name)

@@ -204,6 +204,10 @@ func TestLaunchOverTheWire(t *testing.T) {
 	if got.ImageID != inst.ImageID || got.Zone != inst.Zone || got.Type != "c5.large" {
 		t.Errorf("described %+v, launched %+v", got, inst)
 	}
+	inst.Record(claim, metav1.Now())
+	if claim.Status.ProviderID != "aws:///"+got.Zone+"/"+got.ID || claim.Labels["topology.k8s.aws/zone-id"] == "" || claim.Annotations[nwaws.AnnotationLaunchTemplate] != inst.LaunchTemplate {
+		t.Errorf("recorded claim %+v %+v", claim.ObjectMeta, claim.Status)
+	}
 	// The AMI is the one the SSM alias names for x86_64 standard.
 	want, _ := e.sim.EC2().SSMParameter("/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id")
 	if inst.ImageID != want {

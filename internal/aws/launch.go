@@ -78,10 +78,6 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 	if err != nil {
 		return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
 	}
-	subnets, err := p.Subnets(ctx, nc)
-	if err != nil {
-		return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
-	}
 	groups, err := p.SecurityGroups(ctx, nc)
 	if err != nil {
 		return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
@@ -94,10 +90,14 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 	if err != nil {
 		return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
 	}
-	zonal := ZonalSubnets(subnets)
-
 	var lastErrs []string
 	for attempt := range maxLaunchAttempts {
+		// Re-read per attempt (cached): an exhausted subnet invalidates the cache.
+		subnets, err := p.Subnets(ctx, nc)
+		if err != nil {
+			return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
+		}
+		zonal := ZonalSubnets(subnets)
 		capacityType, opts := p.plan(claim, req.InstanceTypes, zonal, amis)
 		if len(opts) == 0 {
 			err := fmt.Errorf("%w: no available offering of %d instance types in zones %v", ErrInsufficientCapacity, len(req.InstanceTypes), zoneNames(zonal))
@@ -133,6 +133,16 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 		}
 		if staleTemplate(out.Errors) {
 			p.templates.invalidateAll()
+			continue
+		}
+		if exhaustedSubnet(out.Errors) {
+			// Free-address counts were stale; re-discover and let the zone's
+			// next-best subnet (or another zone) take the launch.
+			p.subnets.invalidateAll()
+			if _, err := p.recordFleetErrors(ctx, name, capacityOnly(out.Errors), zonal, capacityType); err != nil {
+				p.log.DebugContext(ctx, "no capacity errors beside the exhausted subnet", "nodeclaim", name)
+			}
+			lastErrs = fleetErrorStrings(out.Errors)
 			continue
 		}
 		lastErrs, err = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType)
@@ -431,6 +441,7 @@ func (p *Provider) launched(out *ec2.CreateFleetOutput, zonal map[string]Subnet,
 		if inst.Zone == "" {
 			inst.Zone = zoneOfSubnet(zonal, inst.SubnetID)
 		}
+		inst.ZoneID = zonal[inst.Zone].ZoneID
 		if inst.ImageID == "" {
 			inst.ImageID = images[inst.LaunchTemplate]
 		}
@@ -453,6 +464,33 @@ func staleTemplate(errs []ec2types.CreateFleetError) bool {
 		}
 	}
 	return false
+}
+
+func exhaustedSubnet(errs []ec2types.CreateFleetError) bool {
+	for _, e := range errs {
+		if sdkaws.ToString(e.ErrorCode) == "InsufficientFreeAddressesInSubnet" {
+			return true
+		}
+	}
+	return false
+}
+
+func capacityOnly(errs []ec2types.CreateFleetError) []ec2types.CreateFleetError {
+	var out []ec2types.CreateFleetError
+	for _, e := range errs {
+		if IsCapacityError(sdkaws.ToString(e.ErrorCode)) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func fleetErrorStrings(errs []ec2types.CreateFleetError) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, sdkaws.ToString(e.ErrorCode)+": "+sdkaws.ToString(e.ErrorMessage))
+	}
+	return out
 }
 
 func lifecycleCapacityType(l string) string {

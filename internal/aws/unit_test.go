@@ -361,3 +361,20 @@ func TestApplyICE(t *testing.T) {
 		t.Error("unaffected type was copied")
 	}
 }
+
+func TestRecordLaunch(t *testing.T) {
+	c := claim()
+	now := metav1.NewTime(time.Unix(1000, 0))
+	Instance{ID: "i-0abc", Type: "m5.large", Zone: "us-west-2a", ZoneID: "usw2-az1", CapacityType: "spot", ImageID: "ami-1", LaunchTemplate: "nodewright/demo/x"}.Record(c, now)
+	if c.Status.ProviderID != "aws:///us-west-2a/i-0abc" || c.Status.InstanceID != "i-0abc" || c.Status.ImageID != "ami-1" {
+		t.Errorf("status %+v", c.Status)
+	}
+	for k, v := range map[string]string{LabelInstanceType: "m5.large", LabelZone: "us-west-2a", LabelZoneID: "usw2-az1", LabelCapacityType: "spot", apis.NodePoolLabelKey: "default"} {
+		if c.Labels[k] != v {
+			t.Errorf("label %s=%q, want %q", k, c.Labels[k], v)
+		}
+	}
+	if c.Annotations[AnnotationLaunchTemplate] != "nodewright/demo/x" || !c.IsTrue(apis.ConditionLaunched) {
+		t.Errorf("annotation/condition: %v %+v", c.Annotations, c.Status.Conditions)
+	}
+}
