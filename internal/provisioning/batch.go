@@ -1,0 +1,58 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// batch waits for a burst of pending pods to settle, as Karpenter's batcher
+// does: the window opens with the first provisionable pod seen, closes once
+// no new one has appeared for BatchIdle, and never stays open longer than
+// BatchMax. It returns the number of distinct pods seen. With nothing
+// pending it returns at once (the pass still runs, to resume claims and
+// replace capacity of deleting nodes).
+func (p *Provisioner) batch(ctx context.Context) (int, error) {
+	start := p.d.Now()
+	seen := map[types.UID]struct{}{}
+	lastNew := start
+	for {
+		snap, err := p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartPendingPods})
+		if err != nil {
+			return len(seen), fmt.Errorf("provisioner: batching: %w", err)
+		}
+		now := p.d.Now()
+		fresh := 0
+		for _, pod := range snap.PendingPods {
+			if ok, _ := state.Provisionable(pod); !ok {
+				continue
+			}
+			key := pod.UID
+			if key == "" {
+				key = types.UID(podKey(pod))
+			}
+			if _, dup := seen[key]; !dup {
+				seen[key] = struct{}{}
+				fresh++
+			}
+		}
+		if fresh > 0 {
+			lastNew = now
+		}
+		if len(seen) == 0 {
+			return 0, nil
+		}
+		idleLeft := p.s.BatchIdle - now.Sub(lastNew)
+		maxLeft := p.s.BatchMax - now.Sub(start)
+		if idleLeft <= 0 || maxLeft <= 0 {
+			return len(seen), nil
+		}
+		if err := p.d.Sleep(ctx, min(p.s.BatchPoll, idleLeft, maxLeft)); err != nil {
+			return len(seen), fmt.Errorf("provisioner: batching: %w", err)
+		}
+	}
+}

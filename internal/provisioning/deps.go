@@ -1,0 +1,141 @@
+package provisioning
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/queue"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+// Store is what the provisioner needs of internal/store (*store.Store).
+type Store interface {
+	AcquireLease(ctx context.Context, name, holder string, d time.Duration) (*store.Lease, error)
+	RenewLease(ctx context.Context, l *store.Lease, d time.Duration) error
+	ReleaseLease(ctx context.Context, l *store.Lease) error
+	GetKV(ctx context.Context, k string) (*store.KV, error)
+	PutKV(ctx context.Context, k string, value []byte, expectedVersion int64, ttl time.Duration) (int64, error)
+	ListNodeClaims(ctx context.Context) ([]*apis.NodeClaim, error)
+	CreateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error
+	GetNodeClaim(ctx context.Context, name string) (*apis.NodeClaim, error)
+	MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error)
+	DeleteNodeClaim(ctx context.Context, nc *apis.NodeClaim) error
+}
+
+// Cluster is what the provisioner needs of the API server (*kube.Client).
+type Cluster interface {
+	Snapshot(ctx context.Context, opts kube.SnapshotOptions) (*kube.Snapshot, error)
+	PodEvent(ctx context.Context, p *corev1.Pod, eventType, reason, format string, args ...any) error
+}
+
+// Launcher creates a claim's instance (*aws.Provider). Launch must be
+// idempotent per claim name: a second call for a claim whose instance
+// exists returns that instance.
+type Launcher interface {
+	Launch(ctx context.Context, req nwaws.LaunchRequest) (nwaws.Instance, error)
+}
+
+// Deps are the provisioner's adapters and settings.
+type Deps struct {
+	Store    Store
+	Cluster  Cluster
+	Launcher Launcher
+	// Catalog returns the region's instance types with current prices.
+	Catalog func(ctx context.Context) (*catalog.Catalog, error)
+	// Unavailable returns the current ICE set (offerings to avoid).
+	Unavailable func(ctx context.Context) (map[scheduling.OfferingKey]bool, error)
+	// Requeue, when set, asks the lifecycle to look at a claim after a delay
+	// (registration follows a launch within a minute or two).
+	Requeue func(ctx context.Context, msg queue.Message, delay time.Duration) error
+	Config  *apis.Config
+	Metrics *metrics.Recorder
+	Log     *slog.Logger
+	Now     func() time.Time
+	// Sleep waits d or until ctx ends (tests drive batching with it).
+	Sleep func(ctx context.Context, d time.Duration) error
+
+	Settings Settings
+}
+
+// Settings tune the provisioner.
+type Settings struct {
+	// BatchIdle closes the batching window once no new pending pod appeared
+	// for this long (default 1 s); BatchMax bounds the window (default 10 s).
+	BatchIdle time.Duration
+	BatchMax  time.Duration
+	// BatchPoll is how often pending pods are re-listed while batching
+	// (default BatchIdle/5).
+	BatchPoll time.Duration
+	// LeaseDuration is how long the provisioner lease lasts between renewals
+	// (default 1 minute; renewed every third of it while a run lasts).
+	LeaseDuration time.Duration
+	// LaunchConcurrency bounds concurrent claim launches (default 32).
+	LaunchConcurrency int
+	// LaunchAttempts bounds attempts per claim for errors other than
+	// capacity (default 3).
+	LaunchAttempts int
+	// MaxRounds bounds re-planning after capacity errors in one run (default 3).
+	MaxRounds int
+	// MaxPodEvents caps the pod events one run emits (default 1000); the
+	// rest are counted in the run's log line.
+	MaxPodEvents int
+	// RegistrationCheck is the delay of the lifecycle requeue after a launch
+	// (default 30 s).
+	RegistrationCheck time.Duration
+}
+
+func (s *Settings) defaults() {
+	if s.BatchIdle <= 0 {
+		s.BatchIdle = time.Second
+	}
+	if s.BatchMax <= 0 {
+		s.BatchMax = 10 * time.Second
+	}
+	if s.BatchMax < s.BatchIdle {
+		s.BatchMax = s.BatchIdle
+	}
+	if s.BatchPoll <= 0 {
+		s.BatchPoll = s.BatchIdle / 5
+	}
+	if s.LeaseDuration <= 0 {
+		s.LeaseDuration = time.Minute
+	}
+	if s.LaunchConcurrency <= 0 {
+		s.LaunchConcurrency = 32
+	}
+	if s.LaunchAttempts <= 0 {
+		s.LaunchAttempts = 3
+	}
+	if s.MaxRounds <= 0 {
+		s.MaxRounds = 3
+	}
+	if s.MaxPodEvents <= 0 {
+		s.MaxPodEvents = 1000
+	}
+	if s.RegistrationCheck <= 0 {
+		s.RegistrationCheck = 30 * time.Second
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
