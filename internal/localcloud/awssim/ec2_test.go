@@ -167,6 +167,10 @@ func TestCreateFleetIdempotentAndTags(t *testing.T) {
 	if *a.FleetId != *b.FleetId || a.Instances[0].InstanceIds[0] != b.Instances[0].InstanceIds[0] || len(s.EC2().Instances()) != 1 {
 		t.Fatalf("ClientToken not idempotent: %v vs %v", a.Instances, b.Instances)
 	}
+	in.TargetCapacitySpecification.TotalTargetCapacity = aws.Int32(2)
+	if _, err := c.CreateFleet(ctx(t), in); apiCode(err) != "IdempotentParameterMismatch" {
+		t.Fatalf("reused token with other parameters: %v", err)
+	}
 	inst, _, _ := s.EC2().Instance(a.Instances[0].InstanceIds[0])
 	if tagValue(inst.Tags, "karpenter.sh/nodepool") != "default" || tagValue(inst.Tags, "aws:ec2:fleet-id") != *a.FleetId {
 		t.Fatalf("instance tags %v", inst.Tags)

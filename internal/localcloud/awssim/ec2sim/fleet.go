@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strconv"
@@ -15,7 +16,17 @@ import (
 )
 
 type fleetResult struct {
-	out *ec2.CreateFleetOutput
+	out         *ec2.CreateFleetOutput
+	fingerprint string // the request without its token, for IdempotentParameterMismatch
+}
+
+// fingerprint is a canonical form of a fleet request (json.Marshal follows
+// pointers and sorts nothing it does not need to: field order is fixed).
+func fingerprint(in *ec2.CreateFleetInput) string {
+	cp := *in
+	cp.ClientToken = nil
+	b, _ := json.Marshal(cp)
+	return string(b)
 }
 
 // candidate is one (launch template, override) pool a fleet may launch into.
@@ -70,8 +81,12 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 
 	c.mu.Lock()
 	token := aws.ToString(in.ClientToken)
+	fp := fingerprint(in)
 	if r, ok := c.fleets[token]; ok && token != "" {
 		c.mu.Unlock()
+		if r.fingerprint != fp {
+			return nil, protocol.Errorf("IdempotentParameterMismatch", "The client token %s was used with different request parameters.", token)
+		}
 		return r.out, nil
 	}
 	out := &ec2.CreateFleetOutput{FleetId: aws.String(c.newID("fleet")), Errors: []types.CreateFleetError{}, Instances: []types.CreateFleetInstance{}}
@@ -86,7 +101,7 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 		}
 	}
 	if token != "" {
-		c.fleets[token] = &fleetResult{out: out}
+		c.fleets[token] = &fleetResult{out: out, fingerprint: fp}
 	}
 	var ts []Transition
 	for _, inst := range launched {
