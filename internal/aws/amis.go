@@ -71,16 +71,16 @@ func kubeArch(ec2Arch string) string {
 	return ec2Arch
 }
 
-// aliasParameter is one SSM public parameter an alias resolves through.
-type aliasParameter struct {
-	path     string
-	arch     string // Kubernetes architecture
-	variants []string
+// AliasParameter is one SSM public parameter an alias resolves through.
+type AliasParameter struct {
+	Path     string
+	Arch     string // Kubernetes architecture
+	Variants []string
 }
 
 // AliasParameters lists the SSM parameters Karpenter reads for an
 // amiSelectorTerms alias (family@version) on Kubernetes k8sVersion.
-func AliasParameters(alias, k8sVersion string) ([]aliasParameter, error) {
+func AliasParameters(alias, k8sVersion string) ([]AliasParameter, error) {
 	family, version, ok := strings.Cut(alias, "@")
 	if !ok || version == "" {
 		return nil, fmt.Errorf("AMI alias %q: want family@version (e.g. al2023@latest)", alias)
@@ -89,7 +89,7 @@ func AliasParameters(alias, k8sVersion string) ([]aliasParameter, error) {
 	if !latest && !strings.HasPrefix(version, "v") {
 		return nil, fmt.Errorf("AMI alias %q: version must be latest or v<release> (e.g. v20240807)", alias)
 	}
-	var out []aliasParameter
+	var out []AliasParameter
 	switch family {
 	case "al2023":
 		for _, a := range []struct {
@@ -101,10 +101,10 @@ func AliasParameters(alias, k8sVersion string) ([]aliasParameter, error) {
 				if !latest {
 					name = fmt.Sprintf("amazon-eks-node-al2023-%s-%s-%s-%s", a.ec2Arch, v, k8sVersion, version)
 				}
-				out = append(out, aliasParameter{
-					path:     fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/%s/image_id", k8sVersion, a.ec2Arch, v, name),
-					arch:     kubeArch(a.ec2Arch),
-					variants: []string{v},
+				out = append(out, AliasParameter{
+					Path:     fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/%s/%s/image_id", k8sVersion, a.ec2Arch, v, name),
+					Arch:     kubeArch(a.ec2Arch),
+					Variants: []string{v},
 				})
 			}
 		}
@@ -121,9 +121,9 @@ func AliasParameters(alias, k8sVersion string) ([]aliasParameter, error) {
 			if !latest {
 				name = fmt.Sprintf("%s-%s-%s", a.prefix, k8sVersion, version)
 			}
-			out = append(out, aliasParameter{
-				path: fmt.Sprintf("/aws/service/eks/optimized-ami/%s/%s/%s/image_id", k8sVersion, a.dir, name),
-				arch: a.arch, variants: a.variants,
+			out = append(out, AliasParameter{
+				Path: fmt.Sprintf("/aws/service/eks/optimized-ami/%s/%s/%s/image_id", k8sVersion, a.dir, name),
+				Arch: a.arch, Variants: a.variants,
 			})
 		}
 	case "bottlerocket":
@@ -138,19 +138,19 @@ func AliasParameters(alias, k8sVersion string) ([]aliasParameter, error) {
 			{"-nvidia", "x86_64", []string{VariantNvidia}},
 			{"-nvidia", "arm64", []string{VariantNvidia}},
 		} {
-			out = append(out, aliasParameter{
-				path: fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s%s/%s/%s/image_id", k8sVersion, a.flavor, a.ec2Arch, v),
-				arch: kubeArch(a.ec2Arch), variants: a.variants,
+			out = append(out, AliasParameter{
+				Path: fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s%s/%s/%s/image_id", k8sVersion, a.flavor, a.ec2Arch, v),
+				Arch: kubeArch(a.ec2Arch), Variants: a.variants,
 			})
 		}
 	case "windows2019", "windows2022":
 		if !latest {
 			return nil, fmt.Errorf("AMI alias %q: Windows aliases support only @latest", alias)
 		}
-		out = append(out, aliasParameter{
-			path:     fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", strings.TrimPrefix(family, "windows"), k8sVersion),
-			arch:     "amd64",
-			variants: []string{VariantStandard},
+		out = append(out, AliasParameter{
+			Path:     fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", strings.TrimPrefix(family, "windows"), k8sVersion),
+			Arch:     "amd64",
+			Variants: []string{VariantStandard},
 		})
 	default:
 		return nil, fmt.Errorf("AMI alias %q: unknown family %q (want al2023, al2, bottlerocket, windows2019 or windows2022)", alias, family)
@@ -235,16 +235,16 @@ func (p *Provider) aliasAMIs(ctx context.Context, alias, k8sVersion string) ([]A
 	if err != nil {
 		return nil, err
 	}
-	byImage := map[string]aliasParameter{}
+	byImage := map[string]AliasParameter{}
 	var ids []string
 	var lastErr error
 	for _, prm := range params {
-		out, err := p.clients.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: sdkaws.String(prm.path)})
+		out, err := p.clients.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: sdkaws.String(prm.Path)})
 		if err != nil {
 			// Not every variant exists for every version (e.g. no arm64 nvidia
 			// AL2023 image for older Kubernetes); other errors are remembered.
 			if !isNotFound(err) {
-				lastErr = fmt.Errorf("get SSM parameter %s: %w", prm.path, err)
+				lastErr = fmt.Errorf("get SSM parameter %s: %w", prm.Path, err)
 			}
 			continue
 		}
@@ -253,7 +253,7 @@ func (p *Provider) aliasAMIs(ctx context.Context, alias, k8sVersion string) ([]A
 			continue
 		}
 		if prev, ok := byImage[id]; ok {
-			prev.variants = append(slices.Clone(prev.variants), prm.variants...)
+			prev.Variants = append(slices.Clone(prev.Variants), prm.Variants...)
 			byImage[id] = prev
 			continue
 		}
@@ -276,9 +276,9 @@ func (p *Provider) aliasAMIs(ctx context.Context, alias, k8sVersion string) ([]A
 		if !ok {
 			continue
 		}
-		img.Variants = prm.variants
+		img.Variants = prm.Variants
 		if img.Architecture == "" {
-			img.Architecture = prm.arch
+			img.Architecture = prm.Arch
 		}
 		out = append(out, img)
 	}

@@ -113,6 +113,34 @@ func (p *Provider) GetInstance(ctx context.Context, id string) (Instance, error)
 	return Instance{}, fmt.Errorf("describe instance %s: %w", id, ErrInstanceNotFound)
 }
 
+// describeMany describes ids in one call; when EC2 rejects the batch because
+// an id is unknown, it falls back to one call per id so the known ones are
+// still found. Unknown ids are absent from the result.
+func (p *Provider) describeMany(ctx context.Context, ids []string) (map[string]Instance, error) {
+	out := map[string]Instance{}
+	got, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: ids})
+	if err == nil {
+		for _, i := range got {
+			out[i.ID] = i
+		}
+		return out, nil
+	}
+	if !isNotFound(err) {
+		return nil, fmt.Errorf("describe instances %v: %w", ids, err)
+	}
+	for _, id := range ids {
+		inst, err := p.GetInstance(ctx, id)
+		if errors.Is(err, ErrInstanceNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[id] = inst
+	}
+	return out, nil
+}
+
 // liveStates are the states of an instance that still exists or may come back.
 var liveStates = []string{"pending", "running", "stopping", "stopped", "shutting-down"}
 
@@ -175,16 +203,14 @@ func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}
+	found, err := p.describeMany(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("terminate: %w", err)
+	}
 	var owned, refused []string
 	for _, id := range ids {
-		inst, err := p.GetInstance(ctx, id)
-		if errors.Is(err, ErrInstanceNotFound) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("terminate: %w", err)
-		}
-		if inst.State == "terminated" {
+		inst, ok := found[id]
+		if !ok || inst.State == "terminated" {
 			continue
 		}
 		if !p.owns(inst) {

@@ -615,7 +615,7 @@ func TestPricesAndCatalog(t *testing.T) {
 		t.Errorf("stale fallback: %v %+v", err, snap.OnDemandSource)
 	}
 	// ... and with no cache, the embedded catalog's list prices.
-	snap, err = e.p.Prices(e.ctx, &memPrices{}, false)
+	snap, err = e.p.Prices(e.ctx, &memPrices{}, true)
 	if err != nil || snap.OnDemandSource != catalog.PriceSourceEmbedded || snap.OnDemand["m5.large"] == 0 {
 		t.Errorf("embedded fallback: %v %+v", err, snap)
 	}

@@ -57,6 +57,29 @@ type PriceStore interface {
 // kept, and without one the embedded catalog's list prices are used.
 // store may be nil.
 func (p *Provider) Prices(ctx context.Context, store PriceStore, force bool) (*PriceSnapshot, error) {
+	now := p.opts.Now()
+	p.priceMu.Lock()
+	memo, memoAt := p.priceMemo, p.priceMemoAt
+	p.priceMu.Unlock()
+	// A warm function reuses its snapshot for a while instead of re-reading
+	// the (chunked) blob from the store on every pass.
+	if !force && memo != nil && now.Sub(memoAt) < priceMemoTTL && now.Sub(memo.FetchedAt) < p.opts.PriceRefresh {
+		return memo, nil
+	}
+	snap, err := p.prices(ctx, store, force)
+	if err == nil {
+		p.priceMu.Lock()
+		p.priceMemo, p.priceMemoAt = snap, now
+		p.priceMu.Unlock()
+	}
+	return snap, err
+}
+
+// priceMemoTTL is how long a function trusts its in-memory price snapshot
+// before checking the store for one another function refreshed.
+const priceMemoTTL = 10 * time.Minute
+
+func (p *Provider) prices(ctx context.Context, store PriceStore, force bool) (*PriceSnapshot, error) {
 	var cached *PriceSnapshot
 	if store != nil {
 		s, err := store.LoadPrices(ctx, p.opts.Region)

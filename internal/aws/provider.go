@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -77,6 +78,10 @@ type Provider struct {
 	amis      *ttlCache[[]AMI]
 	templates *ttlCache[string] // launch template name -> id, for names known to exist
 	catalogs  catalogCache
+
+	priceMu     sync.Mutex
+	priceMemo   *PriceSnapshot
+	priceMemoAt time.Time
 }
 
 // New builds a Provider. ice may be nil (an in-process ICE set is used).

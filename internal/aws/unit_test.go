@@ -220,24 +220,24 @@ func TestProviderIDAndDNS(t *testing.T) {
 
 func TestAliasParameters(t *testing.T) {
 	ps, err := AliasParameters("al2023@latest", "1.33")
-	if err != nil || len(ps) != 5 || ps[0].path != "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id" {
+	if err != nil || len(ps) != 5 || ps[0].Path != "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/recommended/image_id" {
 		t.Fatalf("al2023@latest: %v %+v", err, ps)
 	}
 	ps, _ = AliasParameters("al2023@v20240807", "1.33")
-	if ps[0].path != "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.33-v20240807/image_id" {
-		t.Errorf("pinned al2023: %s", ps[0].path)
+	if ps[0].Path != "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/x86_64/standard/amazon-eks-node-al2023-x86_64-standard-1.33-v20240807/image_id" {
+		t.Errorf("pinned al2023: %s", ps[0].Path)
 	}
 	ps, _ = AliasParameters("al2@v20240807", "1.30")
-	if ps[1].path != "/aws/service/eks/optimized-ami/1.30/amazon-linux-2-arm64/amazon-eks-arm64-node-1.30-v20240807/image_id" || ps[1].arch != "arm64" {
+	if ps[1].Path != "/aws/service/eks/optimized-ami/1.30/amazon-linux-2-arm64/amazon-eks-arm64-node-1.30-v20240807/image_id" || ps[1].Arch != "arm64" {
 		t.Errorf("al2 arm64: %+v", ps[1])
 	}
 	ps, _ = AliasParameters("bottlerocket@v1.20.3", "1.31")
-	if ps[0].path != "/aws/service/bottlerocket/aws-k8s-1.31/x86_64/1.20.3/image_id" {
-		t.Errorf("bottlerocket: %s", ps[0].path)
+	if ps[0].Path != "/aws/service/bottlerocket/aws-k8s-1.31/x86_64/1.20.3/image_id" {
+		t.Errorf("bottlerocket: %s", ps[0].Path)
 	}
 	ps, _ = AliasParameters("windows2022@latest", "1.31")
-	if ps[0].path != "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.31/image_id" {
-		t.Errorf("windows: %s", ps[0].path)
+	if ps[0].Path != "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.31/image_id" {
+		t.Errorf("windows: %s", ps[0].Path)
 	}
 	for _, bad := range []string{"al2023", "ubuntu@latest", "al2023@20240807", "windows2022@v20240101"} {
 		if _, err := AliasParameters(bad, "1.31"); err == nil {
