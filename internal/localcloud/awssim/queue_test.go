@@ -3,6 +3,7 @@ package awssim
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -56,6 +57,21 @@ func TestSQSRedriveAndVisibility(t *testing.T) {
 	}
 	if _, err := q.DeleteMessage(ctx(t), &sqs.DeleteMessageInput{QueueUrl: dlq.QueueUrl, ReceiptHandle: aws.String("bogus")}); apiCode(err) != "ReceiptHandleIsInvalid" {
 		t.Fatalf("bogus handle: %v", err)
+	}
+	// The delayed message (100 s, 1 s of wall time at TimeScale 100) arrives
+	// during a long poll (20 s, 200 ms of wall time).
+	eventually(t, "delayed message", func() bool {
+		r, err := q.ReceiveMessage(ctx(t), &sqs.ReceiveMessageInput{QueueUrl: main.QueueUrl, WaitTimeSeconds: 20})
+		return err == nil && len(r.Messages) == 1 && *r.Messages[0].Body == "later"
+	})
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_, _ = s.SQS().Send("dlq", "wake", 0)
+	}()
+	start := time.Now()
+	lp, err := q.ReceiveMessage(ctx(t), &sqs.ReceiveMessageInput{QueueUrl: dlq.QueueUrl, WaitTimeSeconds: 20})
+	if err != nil || len(lp.Messages) != 1 || *lp.Messages[0].Body != "wake" || time.Since(start) > 190*time.Millisecond {
+		t.Fatalf("long poll: %+v %v after %s", lp, err, time.Since(start))
 	}
 	if _, err := q.GetQueueUrl(ctx(t), &sqs.GetQueueUrlInput{QueueName: aws.String("nope")}); apiCode(err) != "QueueDoesNotExist" {
 		t.Fatalf("missing queue: %v", err)

@@ -1,10 +1,3 @@
-// Package awssim is the project's AWS wire-protocol simulator: one HTTP
-// server on loopback that speaks EC2 (query), STS (query), SSM, Pricing, SQS
-// and EventBridge (JSON) and EKS (REST JSON) well enough for the unmodified
-// aws-sdk-go-v2 clients, plus an EKS token webhook for kube-apiserver, a
-// kubelet emulation that registers Nodes for running instances, the cloud's
-// own events (spot reclaim, rebalance, health, state changes), fault
-// injection and a call log.
 package awssim
 
 import (
