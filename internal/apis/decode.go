@@ -38,6 +38,30 @@ type decoder struct {
 	tooLarge bool
 	// active holds the alias targets being expanded, to stop cycles.
 	active map[*yaml.Node]bool
+	// hints explain unknown fields that exist in some Karpenter version,
+	// keyed by field path without list indices.
+	hints map[string]string
+}
+
+// indexless drops list indices from a field path ("a[0].b" -> "a[].b") but
+// keeps map keys, which are not purely numeric.
+func indexless(path string) string {
+	var b strings.Builder
+	for i := 0; i < len(path); i++ {
+		if path[i] == '[' {
+			j := i + 1
+			for j < len(path) && path[j] >= '0' && path[j] <= '9' {
+				j++
+			}
+			if j > i+1 && j < len(path) && path[j] == ']' {
+				b.WriteString("[]")
+				i = j
+				continue
+			}
+		}
+		b.WriteByte(path[i])
+	}
+	return b.String()
 }
 
 func newDecoder(file string) *decoder {
@@ -388,7 +412,9 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		idx, ok := fields.byName[p.key]
 		if !ok {
 			msg := "unknown field"
-			if s := suggest(p.key, fields.names); s != "" {
+			if hint, ok := d.hints[indexless(fpath)]; ok {
+				msg += ": " + hint
+			} else if s := suggest(p.key, fields.names); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			d.fail(p.keyN.Line, fpath, "%s", msg)

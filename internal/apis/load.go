@@ -238,8 +238,48 @@ func (l *loader) loadDocument(file string, doc *yaml.Node) {
 }
 
 // decodeInto runs the strict decoder and records its findings on obj.
+// unsupportedFields are fields of newer or older Karpenter versions that
+// nodewright does not implement; they are still errors (nodewright cannot
+// honour them), with a message that says so instead of "did you mean".
+var unsupportedFields = map[string]map[string]string{
+	NodePoolKind: {
+		"spec.replicas":                              "static NodePools (spec.replicas) are not supported by nodewright",
+		"spec.template.spec.kubelet":                 "karpenter.sh/v1 keeps kubelet settings on the EC2NodeClass: move them to its spec.kubelet",
+		"spec.template.spec.resources":               "resources are computed per NodeClaim and cannot be set on a NodePool",
+		"spec.disruption.expireAfter":                "moved to spec.template.spec.expireAfter in karpenter.sh/v1",
+		"spec.template.spec.nodeClassRef.apiVersion": "karpenter.sh/v1 uses group (karpenter.k8s.aws) instead of apiVersion",
+	},
+	EC2NodeClassKind: {
+		"spec.capacityReservationSelectorTerms":                   "capacity reservations are not supported by nodewright",
+		"spec.ipPrefixCount":                                      "IPv4 prefix delegation (ipPrefixCount) is not supported by nodewright",
+		"spec.amiSelectorTerms[].ssmParameter":                    "ssmParameter AMI selection is not supported by nodewright; use alias, id, name or tags",
+		"spec.subnetSelectorTerms[].cidr":                         "cidr subnet selection is not supported by nodewright; use id or tags",
+		"spec.blockDeviceMappings[].ebs.volumeInitializationRate": "volumeInitializationRate is not supported by nodewright",
+	},
+}
+
+// stripStatus removes a top-level status (objects exported with kubectl
+// carry one); it is the controller's output, never configuration.
+func (l *loader) stripStatus(file string, root *yaml.Node) {
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if k := root.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "status" {
+			l.warn(file, k.Line, "status", "ignored: status is written by the controller, not configured")
+			root.Content = append(root.Content[:i:i], root.Content[i+2:]...)
+			return
+		}
+	}
+}
+
 func (l *loader) decodeInto(file string, root *yaml.Node, target any) (*loadedObject, *decoder) {
 	d := newDecoder(file)
+	kind := NodePoolKind
+	if _, ok := target.(*EC2NodeClass); ok {
+		kind = EC2NodeClassKind
+	} else if _, ok := target.(*betaEC2NodeClass); ok {
+		kind = EC2NodeClassKind
+	}
+	d.hints = unsupportedFields[kind]
+	l.stripStatus(file, root)
 	d.decode(root, reflect.ValueOf(target).Elem(), "")
 	obj := &loadedObject{file: file, line: root.Line, lines: d.lines}
 	for _, e := range d.errs {

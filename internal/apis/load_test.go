@@ -116,8 +116,19 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`nodepools/default.yaml:19: spec.template.spec.requirements[2].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`}},
 		{"unknown field with suggestion", withClass(edit(pool, "      taints:", "      taint:")),
 			[]string{`nodepools/default.yaml:21: spec.template.spec.taint: unknown field (did you mean "taints"?)`}},
-		{"unknown top-level spec field", withClass(edit(pool, "  weight: 10", "  weight: 10\n  replicas: 3")),
-			[]string{`nodepools/default.yaml:40: spec.replicas: unknown field`}},
+		{"unknown top-level spec field", withClass(edit(pool, "  weight: 10", "  weight: 10\n  priority: 3")),
+			[]string{`nodepools/default.yaml:40: spec.priority: unknown field`}},
+		{"newer Karpenter field", withClass(edit(pool, "  weight: 10", "  weight: 10\n  replicas: 3")),
+			[]string{`nodepools/default.yaml:40: spec.replicas: unknown field: static NodePools (spec.replicas) are not supported by nodewright`}},
+		{"v1beta1 field in v1", withClass(edit(pool, "      taints:", "      kubelet:\n        maxPods: 20\n      taints:")),
+			[]string{`nodepools/default.yaml:21: spec.template.spec.kubelet: unknown field: karpenter.sh/v1 keeps kubelet settings on the EC2NodeClass: move them to its spec.kubelet`}},
+		{"expireAfter under disruption in v1", withClass(edit(pool, "    consolidateAfter: 30s\n", "    consolidateAfter: 30s\n    expireAfter: 720h\n")),
+			[]string{`nodepools/default.yaml:34: spec.disruption.expireAfter: unknown field: moved to spec.template.spec.expireAfter in karpenter.sh/v1`}},
+		{"ssmParameter", classFirst(edit(class, "    - alias: al2023@latest\n", "    - ssmParameter: /my/ami\n")),
+			[]string{
+				`nodepools/default.yaml:5: spec.amiFamily: must specify amiFamily if amiSelectorTerms does not contain an alias`,
+				`nodepools/default.yaml:7: spec.amiSelectorTerms[0].ssmParameter: unknown field: ssmParameter AMI selection is not supported by nodewright; use alias, id, name or tags`,
+			}},
 		{"Gt takes one integer", withClass(edit(pool, `values: ["5"]`, `values: ["5", "6"]`)),
 			[]string{`nodepools/default.yaml:20: spec.template.spec.requirements[2].values: operator Gt takes exactly one non-negative integer value, got ["5", "6"]`}},
 		{"Lt negative", withClass(edit(pool, "operator: Gt\n          values: [\"5\"]", "operator: Lt\n          values: [\"-1\"]")),
@@ -577,6 +588,17 @@ func TestLoadDirectoriesAndWarnings(t *testing.T) {
 	}
 	if _, err := Load(); err == nil {
 		t.Error("Load() with no paths succeeded")
+	}
+}
+
+func TestStatusIsIgnored(t *testing.T) {
+	doc := pool + "status:\n  resources:\n    cpu: \"4\"\n  conditions: []\n---\n" + class
+	cfg, err := LoadData("exported.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].String() != "exported.yaml:40: status: ignored: status is written by the controller, not configured" {
+		t.Errorf("warnings %v", cfg.Warnings)
 	}
 }
 
