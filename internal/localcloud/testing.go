@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -116,4 +117,80 @@ func alive(pids []int) []int {
 		}
 	}
 	return out
+}
+
+// Shared is a local cloud shared by a test package and started lazily by
+// the first test that asks for it, so -short runs and benchmark-only runs
+// start nothing:
+//
+//	var shared = localcloud.NewShared(localcloud.Options{})
+//	func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
+//	func TestX(t *testing.T) { cloud := shared.Get(t); ... }
+type Shared struct {
+	opts  Options
+	once  sync.Once
+	cloud *Cloud
+	err   error
+	pids  []int
+}
+
+// NewShared prepares (but does not start) a shared local cloud.
+func NewShared(opts Options) *Shared { return &Shared{opts: opts} }
+
+// Get returns the shared cloud, starting it on first use; it skips the test
+// in -short mode and fails it if the cloud cannot start.
+func (s *Shared) Get(t testing.TB) *Cloud {
+	t.Helper()
+	SkipIfShort(t)
+	s.once.Do(func() {
+		opts := s.opts
+		if opts.Logger == nil && testing.Verbose() {
+			opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), coldStartTimeout)
+		defer cancel()
+		s.cloud, s.err = Start(ctx, opts)
+		if s.err == nil {
+			s.pids = s.cloud.PIDs()
+		}
+	})
+	if s.err != nil {
+		t.Fatalf("start local cloud: %v", s.err)
+	}
+	return s.cloud
+}
+
+// Main runs the package's tests and stops the shared cloud afterwards (and
+// on SIGINT/SIGTERM); a process that outlives Close fails the run.
+func (s *Shared) Main(m *testing.M) int {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		if _, ok := <-sig; ok {
+			fmt.Fprintln(os.Stderr, "local cloud: interrupted: stopping")
+			s.close()
+			os.Exit(1)
+		}
+	}()
+	code := m.Run()
+	signal.Stop(sig)
+	close(sig)
+	if err := s.close(); err != nil {
+		fmt.Fprintln(os.Stderr, "local cloud: close:", err)
+		code = 1
+	}
+	if leaked := alive(s.pids); len(leaked) > 0 {
+		fmt.Fprintf(os.Stderr, "local cloud: processes %v still exist after Close\n", leaked)
+		code = 1
+	}
+	return code
+}
+
+func (s *Shared) close() error {
+	// Prevent a late Get from starting a cloud nobody will stop.
+	s.once.Do(func() { s.err = errors.New("local cloud already shut down") })
+	if s.cloud == nil {
+		return nil
+	}
+	return s.cloud.Close()
 }

@@ -170,6 +170,9 @@ func build(ctx context.Context, logger *slog.Logger, tools, binDir string) error
 		return fmt.Errorf("build control plane: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("build control plane: %w", err)
+	}
 
 	logger.InfoContext(ctx, "building the Kubernetes control plane from the module proxy (first time only, ~8 min on 2 cores)",
 		"tools", tools, "into", binDir)
