@@ -211,6 +211,10 @@ func (l *loader) loadDocument(file string, doc *yaml.Node) {
 		l.fail(file, root.Line, "apiVersion", "%s (%s or %s)", msgRequired, NodePoolAPIV1, NodeClassAPIV1)
 		return
 	}
+	if !hasKind && (group == Group || group == AWSGroup) {
+		l.fail(file, avLine, "kind", "%s (NodePool or EC2NodeClass)", msgRequired)
+		return
+	}
 	switch {
 	case group == Group && kind == NodePoolKind && version == V1:
 		l.loadNodePool(file, root)

@@ -243,6 +243,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`nodepools/default.yaml:1: apiVersion: "karpenter.sh/v2" is not supported for NodePool (use karpenter.sh/v1)`}},
 		{"NodePool without apiVersion", withClass(edit(pool, "apiVersion: karpenter.sh/v1\n", "")),
 			[]string{`nodepools/default.yaml:1: apiVersion: required field is missing (karpenter.sh/v1 or karpenter.k8s.aws/v1)`}},
+		{"kind missing", "apiVersion: karpenter.sh/v1\nmetadata:\n  name: default\n",
+			[]string{`nodepools/default.yaml:1: kind: required field is missing (NodePool or EC2NodeClass)`}},
 		{"not an object", "- a\n- b\n", []string{`nodepools/default.yaml:1: expected a Kubernetes object (a mapping with apiVersion and kind), got a list`}},
 
 		// EC2NodeClass.

@@ -1,7 +1,3 @@
-// Package apis holds nodewright's configuration and record types. They are
-// Karpenter's own API (karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1
-// EC2NodeClass, karpenter.sh/v1 NodeClaim) so users' YAML moves over
-// unchanged; JSON tags match Karpenter's field names exactly.
 package apis
 
 import (
