@@ -36,7 +36,7 @@ const (
 var testCA = []byte("-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUUnodewright\n-----END CERTIFICATE-----\n")
 
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	sim     *awssim.Server
 	p       *nwaws.Provider
@@ -76,7 +76,7 @@ func awsDataDir() string {
 // through the standard AWS_ENDPOINT_URL override. fullCatalog loads the real
 // instance types when ../shared has them; otherwise the simulator's small
 // built-in catalog keeps launch tests fast.
-func newEnv(t *testing.T, fullCatalog bool) *env {
+func newEnv(t testing.TB, fullCatalog bool) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: talks to the AWS simulator over HTTP (skipped in -short)")
@@ -645,7 +645,7 @@ func TestPricesAndCatalog(t *testing.T) {
 	}
 }
 
-func dnsIP(t *testing.T, e *env) string {
+func dnsIP(t testing.TB, e *env) string {
 	info, err := e.p.Cluster(e.ctx)
 	if err != nil {
 		t.Fatal(err)
