@@ -303,6 +303,7 @@ func (l *loader) loadNodePool(file string, root *yaml.Node) {
 	}
 	np.SetDefaults()
 	l.report(obj, append(pre, validateNodePool(np)...))
+	l.reportWarnings(obj, lintNodePool(np))
 	l.add(obj)
 }
 
@@ -327,6 +328,7 @@ func (l *loader) loadBetaNodePool(file string, root *yaml.Node) {
 		errs = append(errs, v.errs...)
 	}
 	l.reportWarnings(obj, obj.conv.warnings)
+	l.reportWarnings(obj, lintNodePool(np))
 	l.report(obj, errs)
 	l.add(obj)
 }

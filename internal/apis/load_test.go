@@ -593,6 +593,25 @@ func TestLoadDirectoriesAndWarnings(t *testing.T) {
 	}
 }
 
+func TestNeverMatchingRequirementWarns(t *testing.T) {
+	doc := edit(pool, `values: ["spot"]`, `values: ["spot", "ondemand"]`, `values: ["amd64"]`, `values: ["x86_64"]`) + "---\n" + class
+	cfg, err := LoadData("lint.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, w := range cfg.Warnings {
+		got = append(got, w.String())
+	}
+	want := []string{
+		`lint.yaml:14: spec.template.spec.requirements[0].values[1]: "ondemand" never matches: karpenter.sh/capacity-type is one of spot, on-demand, reserved`,
+		`lint.yaml:17: spec.template.spec.requirements[1].values[0]: "x86_64" never matches: kubernetes.io/arch is one of amd64, arm64`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
 func TestStatusIsIgnored(t *testing.T) {
 	doc := pool + "status:\n  resources:\n    cpu: \"4\"\n  conditions: []\n---\n" + class
 	cfg, err := LoadData("exported.yaml", []byte(doc))

@@ -723,3 +723,32 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
+
+// knownValues are the only values some well-known labels ever take on
+// nodewright's nodes. Karpenter accepts other values, but a NodePool that
+// requires one can never launch a node, so the loader warns about it.
+var knownValues = map[string][]string{
+	CapacityTypeLabelKey:   {CapacityTypeSpot, CapacityTypeOnDemand, CapacityTypeReserved},
+	corev1.LabelArchStable: {"amd64", "arm64"},
+	corev1.LabelOSStable:   {"linux", "windows"},
+}
+
+// lintNodePool returns warnings for requirements that can never be met.
+func lintNodePool(np *NodePool) []fieldErr {
+	var out []fieldErr
+	for i, r := range np.Spec.Template.Spec.Requirements {
+		allowed, ok := knownValues[r.Key]
+		if !ok || r.Operator != corev1.NodeSelectorOpIn {
+			continue
+		}
+		for j, val := range r.Values {
+			if !slices.Contains(allowed, val) {
+				out = append(out, fieldErr{
+					path: fmt.Sprintf("spec.template.spec.requirements[%d].values[%d]", i, j),
+					msg:  fmt.Sprintf("%q never matches: %s is one of %s", val, r.Key, strings.Join(allowed, ", ")),
+				})
+			}
+		}
+	}
+	return out
+}
