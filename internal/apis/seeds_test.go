@@ -197,3 +197,14 @@ func mustGlob(t *testing.T, pattern string) []string {
 	}
 	return m
 }
+
+// TestLegacySeedRejected: the v1alpha5 Provisioner / v1alpha1 AWSNodeTemplate
+// page (004) is not loadable; both objects get a migration message.
+func TestLegacySeedRejected(t *testing.T) {
+	_, err := Load("testdata/legacy/provisioner-v1alpha5.yaml")
+	want := "testdata/legacy/provisioner-v1alpha5.yaml:6: kind: karpenter.sh/v1alpha5 Provisioner is not supported: migrate it to a karpenter.sh/v1 NodePool\n" +
+		"testdata/legacy/provisioner-v1alpha5.yaml:25: kind: karpenter.k8s.aws/v1alpha1 AWSNodeTemplate is not supported: migrate it to a karpenter.k8s.aws/v1 EC2NodeClass"
+	if err == nil || err.Error() != want {
+		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+}
