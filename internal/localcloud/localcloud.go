@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/dynalite"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 )
@@ -39,10 +41,11 @@ const (
 // Has reports whether c includes every component in o.
 func (c Components) Has(o Components) bool { return c&o == o }
 
-// Fake credentials the local cloud accepts; real ones are never needed.
+// Fake credentials the local cloud accepts (the simulator verifies EKS
+// tokens signed with them); real ones are never needed.
 const (
-	AccessKeyID     = "AKIALOCALNODEWRIGHT0"
-	SecretAccessKey = "local/nodewright/secret/access/key/000"
+	AccessKeyID     = awssim.DefaultAccessKeyID
+	SecretAccessKey = awssim.DefaultSecretAccessKey
 )
 
 // Options configure Start.
@@ -57,6 +60,10 @@ type Options struct {
 	Logger *slog.Logger
 	// TableStateDelay is how long dynalite keeps tables CREATING/DELETING.
 	TableStateDelay time.Duration
+	// Sim holds further simulator options (catalog or AWSDataDir, delays,
+	// time scale, identities, seed). Region, ClusterName, KubernetesVersion
+	// and Logger are filled in from the fields above when empty.
+	Sim awssim.Options
 }
 
 func (o *Options) defaults() {
@@ -90,16 +97,17 @@ type Cloud struct {
 	// AWSEndpoint is the simulator's URL, for every other AWS service.
 	AWSEndpoint string
 
-	// Plane and Dynalite give tests access to the components themselves.
+	// Plane, Dynalite and AWS give tests access to the components
+	// themselves (fault injection, call log, capacity, spot reclaims...).
 	Plane    *kubeplane.Plane
 	Dynalite *dynalite.Server
+	AWS      *awssim.Server
 
 	// StartupTimes records how long each component took to become ready.
 	StartupTimes map[string]time.Duration
 
 	closeOnce sync.Once
 	closeErr  error
-	closers   []func() error // in start order
 }
 
 // Start runs the selected components and returns once all are ready. On
@@ -114,9 +122,36 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 	}()
 	start := time.Now()
 
+	// The simulator comes first: the API server's token webhook points at it.
+	if opts.Components.Has(AWS) {
+		so := opts.Sim
+		if so.Region == "" {
+			so.Region = opts.Region
+		}
+		if so.ClusterName == "" {
+			so.ClusterName = opts.ClusterName
+		}
+		if so.KubernetesVersion == "" {
+			so.KubernetesVersion = minorVersion(kubeplane.KubeVersion)
+		}
+		if so.Logger == nil {
+			so.Logger = opts.Logger
+		}
+		t := time.Now()
+		sim, err := awssim.New(so)
+		if err != nil {
+			return nil, fmt.Errorf("local cloud: %w", err)
+		}
+		c.AWS = sim
+		c.AWSEndpoint = sim.URL()
+		c.StartupTimes["awssim"] = time.Since(t)
+	}
+
 	// dynalite and the control plane are independent: start them together.
 	var wg sync.WaitGroup
 	var dynErr error
+	var dyn *dynalite.Server
+	var dynTime time.Duration
 	if opts.Components.Has(DynamoDB) {
 		wg.Go(func() {
 			t := time.Now()
@@ -125,39 +160,63 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 				dynErr = fmt.Errorf("local cloud: %w", err)
 				return
 			}
-			c.Dynalite = srv
-			c.DynamoDBEndpoint = srv.Endpoint()
-			c.StartupTimes["dynalite"] = time.Since(t)
+			dyn, dynTime = srv, time.Since(t)
 		})
 	}
 	var planeErr error
+	var plane *kubeplane.Plane
+	var planeTime time.Duration
 	if opts.Components.Has(ControlPlane) {
 		t := time.Now()
-		p, err := kubeplane.Start(ctx, kubeplane.Options{Logger: opts.Logger})
-		if err != nil {
-			planeErr = fmt.Errorf("local cloud: %w", err)
-		} else {
-			c.Plane = p
-			c.Kubeconfig = p.Kubeconfig
-			c.REST = p.RESTConfig()
-			c.KubeClient = p.Client()
-			c.StartupTimes["controlplane"] = time.Since(t)
+		po := kubeplane.Options{Logger: opts.Logger}
+		if c.AWS != nil {
+			po.TokenWebhookURL = c.AWS.TokenReviewURL()
 		}
+		plane, planeErr = kubeplane.Start(ctx, po)
+		if planeErr != nil {
+			planeErr = fmt.Errorf("local cloud: %w", planeErr)
+		}
+		planeTime = time.Since(t)
 	}
 	wg.Wait()
-	// Register closers in start order whatever failed, so Close stops all.
-	if c.Dynalite != nil {
-		c.closers = append(c.closers, c.Dynalite.Close)
+	// Record whatever started, even if something else failed, so Close
+	// stops it.
+	if dyn != nil {
+		c.Dynalite = dyn
+		c.DynamoDBEndpoint = dyn.Endpoint()
+		c.StartupTimes["dynalite"] = dynTime
 	}
-	if c.Plane != nil {
-		c.closers = append(c.closers, c.Plane.Close)
+	if plane != nil {
+		c.Plane = plane
+		c.Kubeconfig = plane.Kubeconfig
+		c.REST = plane.RESTConfig()
+		c.KubeClient = plane.Client()
+		c.StartupTimes["controlplane"] = planeTime
 	}
 	if err := errors.Join(dynErr, planeErr); err != nil {
 		return nil, err
 	}
+
+	if c.AWS != nil && c.Plane != nil {
+		// EKS DescribeCluster reports the real endpoint and CA, and the
+		// simulator's kubelets register Nodes for running instances.
+		c.AWS.SetEKSCluster(c.Plane.Endpoint, c.Plane.CAData, minorVersion(kubeplane.KubeVersion))
+		if err := c.AWS.SetKube(c.Plane.RESTConfig()); err != nil {
+			return nil, fmt.Errorf("local cloud: %w", err)
+		}
+	}
 	c.StartupTimes["total"] = time.Since(start)
 	opts.Logger.InfoContext(ctx, "local cloud ready", "took", c.StartupTimes["total"].Round(time.Millisecond))
 	return c, nil
+}
+
+// minorVersion turns v1.36.3 into 1.36, the form EKS uses.
+func minorVersion(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	if i := strings.LastIndexByte(v, '.'); strings.Count(v, ".") == 2 {
+		return v[:i]
+	}
+	return v
 }
 
 // Env is the environment a process needs to use this local cloud with the
@@ -185,15 +244,25 @@ func (c *Cloud) Env() []string {
 	return env
 }
 
-// Close stops every component (last started first) and removes their
-// temporary files. Safe to call more than once.
+// Close stops every component and removes their temporary files: the
+// simulator first (so its kubelets stop calling the API server), then the
+// control plane and dynalite together. Safe to call more than once.
 func (c *Cloud) Close() error {
 	c.closeOnce.Do(func() {
 		var errs []error
-		for i := len(c.closers) - 1; i >= 0; i-- {
-			errs = append(errs, c.closers[i]())
+		if c.AWS != nil {
+			errs = append(errs, c.AWS.Close())
 		}
-		c.closeErr = errors.Join(errs...)
+		var wg sync.WaitGroup
+		var planeErr, dynErr error
+		if c.Plane != nil {
+			wg.Go(func() { planeErr = c.Plane.Close() })
+		}
+		if c.Dynalite != nil {
+			wg.Go(func() { dynErr = c.Dynalite.Close() })
+		}
+		wg.Wait()
+		c.closeErr = errors.Join(append(errs, planeErr, dynErr)...)
 	})
 	return c.closeErr
 }
