@@ -87,12 +87,29 @@ func newTestStack(t testing.TB, cfg Config, loader ConfigLoader, dir string) (*S
 			return nil, err
 		}
 	}
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "out"))})
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "out")), Context: cdkJSONContext(t)})
 	st, err := NewStack(app, StackName(cfg.ClusterName), StackInput{Config: cfg, Loader: loader, StagingDir: filepath.Join(dir, "staging")})
 	if err == nil {
 		ApplyNag(app)
 	}
 	return st, err
+}
+
+// cdkJSONContext is the context of the repository's cdk.json (feature flags
+// and defaults), so the tests synthesize what `cdk synth` does.
+func cdkJSONContext(t testing.TB) *map[string]interface{} {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "cdk.json"))
+	if err != nil {
+		t.Fatalf("read cdk.json: %v", err)
+	}
+	var doc struct {
+		Context map[string]interface{} `json:"context"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("cdk.json: %v", err)
+	}
+	return &doc.Context
 }
 
 // The full stack (private endpoint, e-mail alarms, webhook on) is built and
