@@ -87,36 +87,12 @@ func (p *Provider) Subnets(ctx context.Context, nc *apis.EC2NodeClass) ([]Subnet
 		return nil, fmt.Errorf("EC2NodeClass %s: %w: spec.subnetSelectorTerms is empty", nc.Name, ErrNodeClassNotReady)
 	}
 	return p.subnets.get(ctx, selectorKey(terms), func(ctx context.Context) ([]Subnet, error) {
-		seen := map[string]Subnet{}
-		for i, term := range terms {
-			in := &ec2.DescribeSubnetsInput{Filters: tagFilters(term.Tags)}
-			if term.ID != "" {
-				in.SubnetIds = []string{term.ID}
-			}
-			pager := ec2.NewDescribeSubnetsPaginator(p.clients.EC2, in)
-			for pager.HasMorePages() {
-				out, err := pager.NextPage(ctx)
-				if err != nil {
-					return nil, fmt.Errorf("EC2NodeClass %s: subnetSelectorTerms[%d]: describe subnets: %w", nc.Name, i, err)
-				}
-				for _, s := range out.Subnets {
-					sub := Subnet{
-						ID: sdkaws.ToString(s.SubnetId), Zone: sdkaws.ToString(s.AvailabilityZone),
-						ZoneID: sdkaws.ToString(s.AvailabilityZoneId), AvailableIPs: sdkaws.ToInt32(s.AvailableIpAddressCount),
-						Tags: tagMap(s.Tags),
-					}
-					if (term.ID != "" && sub.ID != term.ID) || !tagsMatch(term.Tags, sub.Tags) {
-						continue
-					}
-					if s.State != "" && s.State != ec2types.SubnetStateAvailable {
-						continue
-					}
-					seen[sub.ID] = sub
-				}
-			}
+		all, err := p.describeSelectedSubnets(ctx, nc)
+		if err != nil {
+			return nil, err
 		}
-		out := make([]Subnet, 0, len(seen))
-		for _, s := range seen {
+		out := make([]Subnet, 0, len(all))
+		for _, s := range all {
 			if s.AvailableIPs > 0 {
 				out = append(out, s)
 			}
@@ -124,9 +100,47 @@ func (p *Provider) Subnets(ctx context.Context, nc *apis.EC2NodeClass) ([]Subnet
 		if len(out) == 0 {
 			return nil, fmt.Errorf("EC2NodeClass %s: %w: no subnet with free addresses matches spec.subnetSelectorTerms", nc.Name, ErrNodeClassNotReady)
 		}
-		sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 		return out, nil
 	})
+}
+
+// describeSelectedSubnets lists every available subnet the selectors match,
+// exhausted or not, sorted by id.
+func (p *Provider) describeSelectedSubnets(ctx context.Context, nc *apis.EC2NodeClass) ([]Subnet, error) {
+	seen := map[string]Subnet{}
+	for i, term := range nc.Spec.SubnetSelectorTerms {
+		in := &ec2.DescribeSubnetsInput{Filters: tagFilters(term.Tags)}
+		if term.ID != "" {
+			in.SubnetIds = []string{term.ID}
+		}
+		pager := ec2.NewDescribeSubnetsPaginator(p.clients.EC2, in)
+		for pager.HasMorePages() {
+			out, err := pager.NextPage(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("EC2NodeClass %s: subnetSelectorTerms[%d]: describe subnets: %w", nc.Name, i, err)
+			}
+			for _, s := range out.Subnets {
+				sub := Subnet{
+					ID: sdkaws.ToString(s.SubnetId), Zone: sdkaws.ToString(s.AvailabilityZone),
+					ZoneID: sdkaws.ToString(s.AvailabilityZoneId), AvailableIPs: sdkaws.ToInt32(s.AvailableIpAddressCount),
+					Tags: tagMap(s.Tags),
+				}
+				if (term.ID != "" && sub.ID != term.ID) || !tagsMatch(term.Tags, sub.Tags) {
+					continue
+				}
+				if s.State != "" && s.State != ec2types.SubnetStateAvailable {
+					continue
+				}
+				seen[sub.ID] = sub
+			}
+		}
+	}
+	out := make([]Subnet, 0, len(seen))
+	for _, s := range seen {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }
 
 // ZonalSubnets picks one subnet per zone: the one with the most free

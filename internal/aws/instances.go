@@ -15,18 +15,20 @@ import (
 
 // Instance is an EC2 instance launched for (or found belonging to) this cluster.
 type Instance struct {
-	ID           string
-	Type         string
-	Zone         string
-	ZoneID       string
-	SubnetID     string
-	CapacityType string // spot | on-demand
-	ImageID      string
-	State        string // pending, running, shutting-down, terminated, stopping, stopped
-	PrivateIP    string
-	LaunchTime   time.Time
-	NodeClaim    string // karpenter.sh/nodeclaim tag
-	NodePool     string // karpenter.sh/nodepool tag
+	ID       string
+	Type     string
+	Zone     string
+	ZoneID   string
+	SubnetID string
+	// SecurityGroupIDs are the instance's groups, sorted (DescribeInstances only).
+	SecurityGroupIDs []string
+	CapacityType     string // spot | on-demand
+	ImageID          string
+	State            string // pending, running, shutting-down, terminated, stopping, stopped
+	PrivateIP        string
+	LaunchTime       time.Time
+	NodeClaim        string // karpenter.sh/nodeclaim tag
+	NodePool         string // karpenter.sh/nodepool tag
 	// LaunchTemplate is the template name the instance was launched from
 	// (set by Launch; GC of templates keeps the ones live claims name).
 	LaunchTemplate string
@@ -76,6 +78,10 @@ func instanceFromEC2(in ec2types.Instance) Instance {
 	if in.State != nil {
 		out.State = string(in.State.Name)
 	}
+	for _, g := range in.SecurityGroups {
+		out.SecurityGroupIDs = append(out.SecurityGroupIDs, sdkaws.ToString(g.GroupId))
+	}
+	sort.Strings(out.SecurityGroupIDs)
 	return out
 }
 

@@ -711,3 +711,54 @@ func TestLaunchTemplateGarbageCollection(t *testing.T) {
 		t.Errorf("template not recreated: %+v", lts)
 	}
 }
+
+func TestDrift(t *testing.T) {
+	e := newEnv(t, false)
+	nc := nodeClass("al2023@latest")
+	launched, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("drift-1"), NodeClass: nc, InstanceTypes: e.types("c5.large")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := e.p.GetInstance(e.ctx, launched.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(inst.SecurityGroupIDs) != 2 || inst.SubnetID == "" {
+		t.Fatalf("described instance lacks network facts: %+v", inst)
+	}
+	if reason, err := e.p.Drift(e.ctx, nc, inst); err != nil || reason != "" {
+		t.Fatalf("fresh instance drifted: %q %v", reason, err)
+	}
+	// Security groups: select only one of the two.
+	sgs := nodeClass("al2023@latest")
+	sgs.Spec.SecurityGroupSelectorTerms = []apis.SecurityGroupSelectorTerm{{Name: "demo-node"}}
+	if reason, err := e.p.Drift(e.ctx, sgs, inst); err != nil || reason != nwaws.DriftSecurityGroup {
+		t.Errorf("security group drift: %q %v", reason, err)
+	}
+	// Subnets: select a different zone's subnet only.
+	subnets, _ := e.p.Subnets(e.ctx, nc)
+	other := nodeClass("al2023@latest")
+	for _, s := range subnets {
+		if s.ID != inst.SubnetID {
+			other.Spec.SubnetSelectorTerms = []apis.SubnetSelectorTerm{{ID: s.ID}}
+			break
+		}
+	}
+	if reason, err := e.p.Drift(e.ctx, other, inst); err != nil || reason != nwaws.DriftSubnet {
+		t.Errorf("subnet drift: %q %v", reason, err)
+	}
+	// AMI: a new release moves al2023@latest.
+	if _, err := e.sim.EC2().PublishAMI(ec2sim.FamilyAL2023); err != nil {
+		t.Fatal(err)
+	}
+	e.p.InvalidateDiscovery()
+	if reason, err := e.p.Drift(e.ctx, nc, inst); err != nil || reason != nwaws.DriftAMI {
+		t.Errorf("AMI drift: %q %v", reason, err)
+	}
+	// A class that resolves to nothing is an error, not drift.
+	broken := nodeClass("al2023@latest")
+	broken.Spec.SubnetSelectorTerms = []apis.SubnetSelectorTerm{{Tags: map[string]string{"nope": "nope"}}}
+	if _, err := e.p.Drift(e.ctx, broken, inst); !errors.Is(err, nwaws.ErrNodeClassNotReady) {
+		t.Errorf("unresolvable class: %v", err)
+	}
+}
