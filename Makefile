@@ -8,7 +8,7 @@ DIST      := dist
 TEST_TIMEOUT ?= 80m
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all test test-short build lint vet fmt-check demo synth clean help
+.PHONY: all test test-short build lint vet fmt-check fuzz demo synth clean help
 
 all: build
 
@@ -19,6 +19,7 @@ help:
 	@echo "make build       every Lambda function as linux/arm64 bootstrap under $(DIST)/<function>/"
 	@echo "make lint        gofmt check, go vet (and staticcheck when it installs)"
 	@echo "make synth       cdk synth into cdk.out with no AWS credentials and no network"
+	@echo "make fuzz        fuzz the NodePool/EC2NodeClass loader for FUZZTIME (default 60s)"
 
 test: vet
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
@@ -43,6 +44,12 @@ build: $(FUNCTIONS:%=$(DIST)/%/bootstrap)
 $(DIST)/%/bootstrap: FORCE
 	@mkdir -p $(@D)
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags '-s -w' -o $@ ./functions/$*
+
+FUZZTIME ?= 60s
+# The minimize cap keeps the fuzzer from stalling while it shrinks multi-KiB
+# YAML inputs.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/apis
 
 demo:
 	@echo "make demo arrives with issue 6 (provisioning end to end)"; exit 1
