@@ -4,6 +4,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
+
+	nwaws "github.com/nodewright/nodewright/internal/aws"
 )
 
 // IAM design: three roles, not one and not five.
@@ -29,17 +31,16 @@ import (
 // on the resource (aws:ResourceTag), so the functions cannot touch anything
 // another cluster or a person created.
 
-const (
-	tagClusterOwned = "kubernetes.io/cluster/" // + cluster name, value "owned"
-	tagEKSCluster   = "eks:eks-cluster-name"
-	tagNodePool     = "karpenter.sh/nodepool"
-	tagNodeClaim    = "karpenter.sh/nodeclaim"
-)
+// Tag keys come from internal/aws, which puts them on what it creates:
+// instances, volumes and interfaces carry the cluster's owned tag,
+// eks:eks-cluster-name and karpenter.sh/nodepool; launch templates (shared
+// per EC2NodeClass) carry the owned tag, karpenter.k8s.aws/cluster and
+// karpenter.k8s.aws/ec2nodeclass.
 
 func (b *builder) controllerRole() {
 	st := b.Stack.Stack
 	cluster := b.cfg.ClusterName
-	ownedKey := tagClusterOwned + cluster
+	ownedKey := nwaws.ClusterTagKey(cluster)
 
 	b.ControllerRole = awsiam.NewRole(st, jsii.String("ControllerRole"), &awsiam.RoleProps{
 		AssumedBy:   lambdaPrincipal(),
@@ -57,43 +58,56 @@ func (b *builder) controllerRole() {
 	ec2 := func(resource string) *string {
 		return b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}:*:" + resource)
 	}
-	// Resources created by a launch: they carry the request tags.
-	created := []*string{
-		ec2("fleet/*"), ec2("instance/*"), ec2("volume/*"), ec2("network-interface/*"),
-		ec2("launch-template/*"), ec2("spot-instances-request/*"),
+	// Resources a launch creates, tagged in the request by internal/aws.
+	launched := []*string{
+		ec2("fleet/*"), ec2("instance/*"), ec2("volume/*"), ec2("network-interface/*"), ec2("spot-instances-request/*"),
 	}
-	requestTags := map[string]interface{}{
-		"StringEquals": map[string]interface{}{
-			"aws:RequestTag/" + ownedKey:      "owned",
-			"aws:RequestTag/" + tagEKSCluster: cluster,
-		},
-		"StringLike": map[string]interface{}{
-			"aws:RequestTag/" + tagNodePool: "*",
-		},
+	launchTemplates := []*string{ec2("launch-template/*")}
+	launchRequestTags := map[string]interface{}{
+		"aws:RequestTag/" + ownedKey:                "owned",
+		"aws:RequestTag/" + nwaws.TagEKSClusterName: cluster,
 	}
-	resourceTags := map[string]interface{}{
-		"StringEquals": map[string]interface{}{
-			"aws:ResourceTag/" + ownedKey: "owned",
-		},
-		"StringLike": map[string]interface{}{
-			"aws:ResourceTag/" + tagNodePool: "*",
-		},
+	templateRequestTags := map[string]interface{}{
+		"aws:RequestTag/" + ownedKey:             "owned",
+		"aws:RequestTag/" + nwaws.TagClusterName: cluster,
 	}
 	add := func(p *awsiam.PolicyStatementProps) {
 		b.ControllerRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(p))
 	}
+	withCreateAction := func(m map[string]interface{}, actions ...string) map[string]interface{} {
+		out := map[string]interface{}{"ec2:CreateAction": actions}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
 
 	add(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("LaunchTaggedForThisCluster"),
-		Actions:    jsii.Strings("ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate"),
-		Resources:  &created,
-		Conditions: &requestTags,
+		Sid:       jsii.String("LaunchTaggedForThisCluster"),
+		Actions:   jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
+		Resources: &launched,
+		Conditions: &map[string]interface{}{
+			"StringEquals": launchRequestTags,
+			"StringLike":   map[string]interface{}{"aws:RequestTag/" + nwaws.TagNodePool: "*"},
+		},
 	})
 	add(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("LaunchFromOwnLaunchTemplates"),
-		Actions:    jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
-		Resources:  &[]*string{ec2("launch-template/*")},
-		Conditions: &resourceTags,
+		Sid:       jsii.String("CreateLaunchTemplatesTaggedForThisCluster"),
+		Actions:   jsii.Strings("ec2:CreateLaunchTemplate"),
+		Resources: &launchTemplates,
+		Conditions: &map[string]interface{}{
+			"StringEquals": templateRequestTags,
+			"StringLike":   map[string]interface{}{"aws:RequestTag/" + nwaws.TagNodeClass: "*"},
+		},
+	})
+	add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("LaunchFromOwnLaunchTemplates"),
+		Actions:   jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
+		Resources: &launchTemplates,
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:ResourceTag/" + ownedKey: "owned"},
+			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodeClass: "*"},
+		},
 	})
 	// A launch also names existing images, snapshots, subnets, security
 	// groups and capacity reservations. They are referenced, not created, so
@@ -111,16 +125,19 @@ func (b *builder) controllerRole() {
 	add(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("TagOnLaunch"),
 		Actions:   jsii.Strings("ec2:CreateTags"),
-		Resources: &created,
+		Resources: &launched,
 		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{
-				"aws:RequestTag/" + ownedKey:      "owned",
-				"aws:RequestTag/" + tagEKSCluster: cluster,
-				"ec2:CreateAction":                []string{"CreateFleet", "RunInstances", "CreateLaunchTemplate"},
-			},
-			"StringLike": map[string]interface{}{
-				"aws:RequestTag/" + tagNodePool: "*",
-			},
+			"StringEquals": withCreateAction(launchRequestTags, "CreateFleet", "RunInstances"),
+			"StringLike":   map[string]interface{}{"aws:RequestTag/" + nwaws.TagNodePool: "*"},
+		},
+	})
+	add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("TagOnLaunchTemplateCreation"),
+		Actions:   jsii.Strings("ec2:CreateTags"),
+		Resources: &launchTemplates,
+		Conditions: &map[string]interface{}{
+			"StringEquals": withCreateAction(templateRequestTags, "CreateLaunchTemplate"),
+			"StringLike":   map[string]interface{}{"aws:RequestTag/" + nwaws.TagNodeClass: "*"},
 		},
 	})
 	// After launch only the NodeClaim/Name tags may be added, and only on
@@ -134,18 +151,30 @@ func (b *builder) controllerRole() {
 				"aws:ResourceTag/" + ownedKey: "owned",
 			},
 			"StringLike": map[string]interface{}{
-				"aws:ResourceTag/" + tagNodePool: "*",
+				"aws:ResourceTag/" + nwaws.TagNodePool: "*",
 			},
 			"ForAllValues:StringEquals": map[string]interface{}{
-				"aws:TagKeys": []string{tagEKSCluster, tagNodeClaim, "Name"},
+				"aws:TagKeys": []string{nwaws.TagEKSClusterName, nwaws.TagNodeClaim, nwaws.TagName},
 			},
 		},
 	})
 	add(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("TerminateOwnOnly"),
-		Actions:    jsii.Strings("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"),
-		Resources:  &[]*string{ec2("instance/*"), ec2("launch-template/*")},
-		Conditions: &resourceTags,
+		Sid:       jsii.String("TerminateOwnInstancesOnly"),
+		Actions:   jsii.Strings("ec2:TerminateInstances"),
+		Resources: &[]*string{ec2("instance/*")},
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:ResourceTag/" + ownedKey: "owned"},
+			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodePool: "*"},
+		},
+	})
+	add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("DeleteOwnLaunchTemplatesOnly"),
+		Actions:   jsii.Strings("ec2:DeleteLaunchTemplate"),
+		Resources: &launchTemplates,
+		Conditions: &map[string]interface{}{
+			"StringEquals": map[string]interface{}{"aws:ResourceTag/" + ownedKey: "owned"},
+			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodeClass: "*"},
+		},
 	})
 	// Describe* calls support no resource-level permissions; they are pinned
 	// to the stack's region instead.

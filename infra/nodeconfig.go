@@ -3,6 +3,8 @@ package infra
 import (
 	"errors"
 	"fmt"
+
+	nwaws "github.com/nodewright/nodewright/internal/aws"
 )
 
 // NodeClassInfo is what the stack needs to know about one EC2NodeClass.
@@ -46,9 +48,9 @@ func checkNodeConfig(cfg Config, nc *NodeConfig) error {
 		case c.Role != "" && c.Role != cfg.NodeRoleName:
 			errs = append(errs, fmt.Errorf("%s: spec.role: %q is not the node role this stack creates (%q); set spec.role to %q or deploy with -c %s=%s",
 				where, c.Role, cfg.NodeRoleName, cfg.NodeRoleName, CtxNodeRoleName, c.Role))
-		case c.InstanceProfile != "" && c.InstanceProfile != cfg.NodeRoleName:
-			errs = append(errs, fmt.Errorf("%s: spec.instanceProfile: %q is not the instance profile this stack creates (%q); the functions may pass only the node role",
-				where, c.InstanceProfile, cfg.NodeRoleName))
+		case c.InstanceProfile != "" && c.InstanceProfile != nwaws.InstanceProfileName(cfg.ClusterName, cfg.NodeRoleName):
+			errs = append(errs, fmt.Errorf("%s: spec.instanceProfile: %q is not the instance profile this stack creates (%q); the functions may pass only the node role: set spec.role to %q instead",
+				where, c.InstanceProfile, nwaws.InstanceProfileName(cfg.ClusterName, cfg.NodeRoleName), cfg.NodeRoleName))
 		}
 	}
 	return errors.Join(errs...)

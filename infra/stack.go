@@ -20,6 +20,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
@@ -291,10 +292,10 @@ func (b *builder) nodeRole() {
 		ManagedPolicies: &mps,
 		Description:     jsii.String("Nodes launched by nodewright for EKS cluster " + b.cfg.ClusterName),
 	})
-	// The stack owns the instance profile (same name as the role) so the
-	// functions never need iam:CreateInstanceProfile.
+	// The stack owns the instance profile, named as internal/aws expects for
+	// the role, so the functions never need iam:CreateInstanceProfile.
 	b.instanceProfile = awsiam.NewInstanceProfile(b.Stack.Stack, jsii.String("NodeInstanceProfile"), &awsiam.InstanceProfileProps{
-		InstanceProfileName: jsii.String(b.cfg.NodeRoleName),
+		InstanceProfileName: jsii.String(nwaws.InstanceProfileName(b.cfg.ClusterName, b.cfg.NodeRoleName)),
 		Role:                b.NodeRole,
 	})
 }

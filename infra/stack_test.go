@@ -676,7 +676,7 @@ func TestNodeRoleAndAccessEntries(t *testing.T) {
 	}
 	check(t, "instance profile", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::IAM::InstanceProfile"), map[string]interface{}{
-			"InstanceProfileName": DefaultNodeRoleName(testCluster),
+			"InstanceProfileName": "nodewright-example-nodewright-node-example",
 			"Roles":               []interface{}{map[string]interface{}{"Ref": nodeRole}},
 		})
 	})
@@ -743,8 +743,16 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			}
 			switch {
 			case s.cond("StringEquals", requested) == "owned":
-				if s.cond("StringEquals", "aws:RequestTag/eks:eks-cluster-name") != testCluster {
-					t.Errorf("%s: %s request-tag condition lacks eks:eks-cluster-name", s.Policy, a)
+				if s.cond("StringEquals", "aws:RequestTag/eks:eks-cluster-name") != testCluster && s.cond("StringEquals", "aws:RequestTag/karpenter.k8s.aws/cluster") != testCluster {
+					t.Errorf("%s: %s request-tag condition lacks the cluster name tag", s.Policy, a)
+				}
+				// What is created is attributable: instances to a NodePool,
+				// launch templates to an EC2NodeClass.
+				if s.cond("StringLike", "aws:RequestTag/karpenter.sh/nodepool") != "*" && s.cond("StringLike", "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass") != "*" {
+					t.Errorf("%s: %s without a nodepool or ec2nodeclass request tag", s.Policy, a)
+				}
+				if strings.Contains(res, "launch-template/") != (s.cond("StringLike", "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass") == "*") {
+					t.Errorf("%s: %s: launch templates must be tagged with their EC2NodeClass, instances with their NodePool", s.Policy, a)
 				}
 			case s.cond("StringEquals", owned) == "owned":
 				if a == "ec2:CreateLaunchTemplate" {
