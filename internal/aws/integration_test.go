@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
@@ -87,7 +88,8 @@ func newEnv(t testing.TB, fullCatalog bool) *env {
 	if fullCatalog {
 		dataDir = awsDataDir()
 	}
-	sim, err := awssim.New(awssim.Options{ClusterName: testCluster, KubernetesVersion: k8sVersion, Region: testRegion, AWSDataDir: dataDir, Seed: 7})
+	sim, err := awssim.New(awssim.Options{ClusterName: testCluster, KubernetesVersion: k8sVersion, Region: testRegion, AWSDataDir: dataDir, Seed: 7,
+		Delays: awssim.Delays{Pending: 200 * time.Millisecond, ShuttingDown: 200 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,9 +191,19 @@ func TestLaunchOverTheWire(t *testing.T) {
 	if inst.Type != "c5.large" || inst.CapacityType != "on-demand" || inst.Zone == "" || inst.ImageID == "" || !strings.HasPrefix(inst.LaunchTemplate, "nodewright/demo/") {
 		t.Fatalf("launched %+v", inst)
 	}
-	got, err := e.p.GetInstance(e.ctx, inst.ID)
-	if err != nil {
-		t.Fatal(err)
+	// The instance goes from pending to running.
+	var got nwaws.Instance
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if got, err = e.p.GetInstance(e.ctx, inst.ID); err != nil {
+			t.Fatal(err)
+		}
+		if got.State == "running" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got.State != "running" || got.PrivateIP == "" {
+		t.Fatalf("instance %s is %s (ip %q), want running", got.ID, got.State, got.PrivateIP)
 	}
 	for k, v := range map[string]string{
 		"kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": "demo", "karpenter.sh/nodepool": "default",
@@ -257,7 +269,11 @@ func TestLaunchOverTheWire(t *testing.T) {
 	}
 	if lt["LaunchTemplateName"] != inst.LaunchTemplate || lt["LaunchTemplateData.ImageId"] != inst.ImageID ||
 		lt["LaunchTemplateData.IamInstanceProfile.Name"] != "nodewright-demo-KarpenterNodeRole-demo" ||
-		lt["LaunchTemplateData.MetadataOptions.HttpTokens"] != "required" || lt["LaunchTemplateData.SecurityGroupId.1"] == "" {
+		lt["LaunchTemplateData.MetadataOptions.HttpTokens"] != "required" || lt["LaunchTemplateData.MetadataOptions.HttpPutResponseHopLimit"] != "2" ||
+		lt["LaunchTemplateData.SecurityGroupId.1"] == "" || lt["LaunchTemplateData.SecurityGroupId.2"] == "" ||
+		lt["LaunchTemplateData.BlockDeviceMapping.1.DeviceName"] != "/dev/xvda" || lt["LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeSize"] != "20" ||
+		lt["LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeType"] != "gp3" || lt["LaunchTemplateData.BlockDeviceMapping.1.Ebs.Encrypted"] != "true" ||
+		lt["LaunchTemplateData.Monitoring.Enabled"] != "false" || lt["TagSpecification.1.ResourceType"] != "launch-template" {
 		t.Errorf("launch template params %v", lt)
 	}
 	raw, err := base64.StdEncoding.DecodeString(lt["LaunchTemplateData.UserData"])
@@ -683,9 +699,20 @@ func TestLaunchTemplateGarbageCollection(t *testing.T) {
 	nc2 := nodeClass("al2023@latest")
 	nc2.Spec.Tags = map[string]string{"team": "search"}
 	nc2.Spec.DetailedMonitoring = sdkaws.Bool(true)
+	nc2.Spec.AssociatePublicIPAddress = sdkaws.Bool(false)
+	size := resource.MustParse("100Gi")
+	nc2.Spec.BlockDeviceMappings = []*apis.BlockDeviceMapping{{DeviceName: sdkaws.String("/dev/xvda"), RootVolume: true,
+		EBS: &apis.BlockDevice{VolumeSize: &size, VolumeType: sdkaws.String("io2"), IOPS: sdkaws.Int64(4000)}}}
 	b, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("gc-2"), NodeClass: nc2, InstanceTypes: e.types("c5.large")})
 	if err != nil {
 		t.Fatal(err)
+	}
+	created := e.sim.Calls("ec2", "CreateLaunchTemplate")
+	lt := created[len(created)-1].Params
+	if lt["LaunchTemplateData.Monitoring.Enabled"] != "true" || lt["LaunchTemplateData.NetworkInterface.1.AssociatePublicIpAddress"] != "false" ||
+		lt["LaunchTemplateData.NetworkInterface.1.SecurityGroupId.1"] == "" || lt["LaunchTemplateData.SecurityGroupId.1"] != "" ||
+		lt["LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeSize"] != "100" || lt["LaunchTemplateData.BlockDeviceMapping.1.Ebs.Iops"] != "4000" {
+		t.Errorf("EC2NodeClass settings not in the launch template: %v", lt)
 	}
 	if a.LaunchTemplate == b.LaunchTemplate {
 		t.Fatal("different EC2NodeClass specs share a launch template")
