@@ -1,6 +1,8 @@
 package apis
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -102,4 +104,78 @@ func (nc *NodeClaim) Condition(condType string) *metav1.Condition {
 // IsTrue reports whether the condition is present with status True.
 func (nc *NodeClaim) IsTrue(condType string) bool {
 	return meta.IsStatusConditionTrue(nc.Status.Conditions, condType)
+}
+
+// ConditionDisruptionReason records why a claim was marked for deletion
+// (Karpenter v1's DisruptionReason condition): Status True, Reason one of
+// the DeletionReason* values.
+const ConditionDisruptionReason = "DisruptionReason"
+
+// Reasons a NodeClaim is marked for deletion. The first three match
+// Karpenter's disruption reasons (and budgets' DisruptionReason values).
+const (
+	DeletionReasonEmpty         = string(DisruptionReasonEmpty)
+	DeletionReasonDrifted       = string(DisruptionReasonDrifted)
+	DeletionReasonUnderutilized = string(DisruptionReasonUnderutilized)
+	DeletionReasonExpired       = "Expired"
+	DeletionReasonInterrupted   = "Interrupted"
+	// DeletionReasonManual: a person asked (CLI).
+	DeletionReasonManual = "Manual"
+)
+
+// The deletion mark.
+//
+// A NodeClaim is marked for deletion by setting metadata.deletionTimestamp
+// (the time of the decision) and the DisruptionReason condition, in one
+// conditional write through store.MutateNodeClaim:
+//
+//	store.MutateNodeClaim(ctx, name, func(c *apis.NodeClaim) error {
+//		c.MarkForDeletion(apis.DeletionReasonExpired, "expireAfter 720h elapsed", metav1.NewTime(now))
+//		return nil
+//	})
+//
+// The mark is never removed. The lifecycle function then runs the
+// termination workflow (internal/termination) on the claim until it is
+// tombstoned. The termination grace period counts from the deletion
+// timestamp, so marking again must not move it: MarkForDeletion keeps the
+// first mark and its reason.
+
+// MarkForDeletion marks the claim for deletion with reason (a DeletionReason*
+// value) at now. It reports whether the claim was not marked before; an
+// existing mark (timestamp and reason) is kept.
+func (nc *NodeClaim) MarkForDeletion(reason, message string, now metav1.Time) bool {
+	if nc.DeletionTimestamp != nil {
+		return false
+	}
+	t := now
+	nc.DeletionTimestamp = &t
+	nc.SetCondition(ConditionDisruptionReason, metav1.ConditionTrue, reason, message, now)
+	return true
+}
+
+// Deleting reports whether the claim is marked for deletion.
+func (nc *NodeClaim) Deleting() bool { return nc.DeletionTimestamp != nil }
+
+// DeletionReason is the reason the claim was marked for deletion ("" when
+// it is not marked or the mark carries no reason).
+func (nc *NodeClaim) DeletionReason() string {
+	if nc.DeletionTimestamp == nil {
+		return ""
+	}
+	if c := nc.Condition(ConditionDisruptionReason); c != nil {
+		return c.Reason
+	}
+	return ""
+}
+
+// TerminationDeadline is when the termination workflow stops waiting for
+// evictions (pods are then deleted, do-not-disrupt and PDBs included):
+// the deletion timestamp plus spec.terminationGracePeriod. ok is false when
+// the claim is not marked or has no grace period (the drain then waits as
+// long as it takes).
+func (nc *NodeClaim) TerminationDeadline() (deadline time.Time, ok bool) {
+	if nc.DeletionTimestamp == nil || nc.Spec.TerminationGracePeriod == nil {
+		return time.Time{}, false
+	}
+	return nc.DeletionTimestamp.Add(nc.Spec.TerminationGracePeriod.Duration), true
 }
