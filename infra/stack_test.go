@@ -368,6 +368,18 @@ func TestNewStackRejectsBadInput(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+	t.Run("instance profile other than the stack's", func(t *testing.T) {
+		nc := goodNodeConfig()
+		nc.NodeClasses[0].Role, nc.NodeClasses[0].InstanceProfile = "", "KarpenterNodeInstanceProfile-example"
+		_, err := NewStack(nil, "x", StackInput{Config: baseConfig(t), Loader: (&fakeLoader{cfg: nc}).load, StagingDir: t.TempDir()})
+		if err == nil || !strings.Contains(err.Error(), "spec.instanceProfile") || !strings.Contains(err.Error(), "nodewright-example-nodewright-node-example") {
+			t.Fatalf("err = %v", err)
+		}
+		nc.NodeClasses[0].InstanceProfile = "nodewright-example-nodewright-node-example"
+		if err := checkNodeConfig(func() Config { c := baseConfig(t); _ = c.Validate(); return c }(), nc); err != nil {
+			t.Fatalf("the stack's own instance profile rejected: %v", err)
+		}
+	})
 	t.Run("no node pool", func(t *testing.T) {
 		nc := goodNodeConfig()
 		nc.NodePools = nil
