@@ -103,6 +103,9 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 			err := fmt.Errorf("%w: no available offering of %d instance types in zones %v", ErrInsufficientCapacity, len(req.InstanceTypes), zoneNames(zonal))
 			return Instance{}, &LaunchError{NodeClaim: name, Errors: lastErrs, Err: err}
 		}
+		if err := checkMinValues(claim.Spec.Requirements, opts); err != nil {
+			return Instance{}, &LaunchError{NodeClaim: name, Errors: lastErrs, Err: err}
+		}
 		in, images, err := p.fleetInput(ctx, claim, nc, cluster, groups, profile, zonal, capacityType, opts, attempt)
 		if err != nil {
 			return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
@@ -190,11 +193,30 @@ func (p *Provider) plan(claim *apis.NodeClaim, types []*catalog.InstanceType, zo
 			byCT[ct] = append(byCT[ct], option{it: it, offerings: offs, ami: ami})
 		}
 	}
+	for _, o := range byCT {
+		sortOptions(o)
+	}
 	ct := catalog.CapacityTypeOnDemand
 	if len(byCT[catalog.CapacityTypeSpot]) > 0 {
 		ct = catalog.CapacityTypeSpot
 	}
 	opts := byCT[ct]
+	if od := byCT[catalog.CapacityTypeOnDemand]; ct == catalog.CapacityTypeSpot && len(od) > 0 {
+		// As Karpenter does: when on-demand is allowed too, spot types dearer
+		// than the cheapest on-demand option are not worth their interruptions.
+		limit := od[0].offerings[0].Price
+		cheaper := slices.DeleteFunc(slices.Clone(opts), func(o option) bool { return o.offerings[0].Price > limit })
+		if len(cheaper) > 0 {
+			opts = cheaper
+		}
+	}
+	if len(opts) > p.opts.MaxInstanceTypes {
+		opts = opts[:p.opts.MaxInstanceTypes]
+	}
+	return ct, opts
+}
+
+func sortOptions(opts []option) {
 	sort.SliceStable(opts, func(i, j int) bool {
 		a, b := opts[i].offerings[0].Price, opts[j].offerings[0].Price
 		if a != b {
@@ -202,10 +224,32 @@ func (p *Provider) plan(claim *apis.NodeClaim, types []*catalog.InstanceType, zo
 		}
 		return opts[i].it.Name < opts[j].it.Name
 	})
-	if len(opts) > p.opts.MaxInstanceTypes {
-		opts = opts[:p.opts.MaxInstanceTypes]
+}
+
+// checkMinValues verifies the options still offer at least minValues
+// distinct values for every requirement that has one (after ICE filtering
+// and truncation to MaxInstanceTypes), as Karpenter refuses such launches.
+func checkMinValues(reqs []apis.NodeSelectorRequirementWithMinValues, opts []option) error {
+	for _, r := range reqs {
+		if r.MinValues == nil || *r.MinValues <= 0 {
+			continue
+		}
+		distinct := map[string]bool{}
+		for _, o := range opts {
+			v, ok := o.it.Labels[r.Key]
+			if r.Key == labelInstanceType {
+				v, ok = o.it.Name, true
+			}
+			if ok {
+				distinct[v] = true
+			}
+		}
+		if len(distinct) < *r.MinValues {
+			return fmt.Errorf("%w: requirement %s needs %d distinct values (minValues), the launchable options have %d",
+				ErrInsufficientCapacity, r.Key, *r.MinValues, len(distinct))
+		}
 	}
-	return ct, opts
+	return nil
 }
 
 // allows evaluates the claim's requirements on key for value. Keys the

@@ -378,3 +378,37 @@ func TestRecordLaunch(t *testing.T) {
 		t.Errorf("annotation/condition: %v %+v", c.Annotations, c.Status.Conditions)
 	}
 }
+
+func TestPlanDropsSpotDearerThanOnDemand(t *testing.T) {
+	p := newTestProvider(t, &fakeClock{t: time.Unix(1000, 0)})
+	types := []*catalog.InstanceType{
+		itype("p3.2xlarge", "amd64", map[string]float64{"us-west-2a/spot": 0.9}),
+		itype("m5.large", "amd64", map[string]float64{"us-west-2a/spot": 0.04, "us-west-2a/on-demand": 0.096}),
+		itype("c5.large", "amd64", map[string]float64{"us-west-2a/spot": 0.09}),
+	}
+	ct, opts := p.plan(claim(), types, zonalAB, amisBoth)
+	if ct != "spot" || strings.Join(optionNames(opts), ",") != "m5.large,c5.large" {
+		t.Errorf("plan %s %v", ct, optionNames(opts))
+	}
+	// Spot only: nothing to compare with, every spot type stays.
+	_, opts = p.plan(claim(req(labelCapacityType, corev1.NodeSelectorOpIn, "spot")), types, zonalAB, amisBoth)
+	if len(opts) != 3 {
+		t.Errorf("spot-only plan %v", optionNames(opts))
+	}
+}
+
+func TestMinValues(t *testing.T) {
+	two := 2
+	opts := []option{
+		{it: &catalog.InstanceType{Name: "m5.large", Labels: map[string]string{"karpenter.k8s.aws/instance-family": "m5"}}},
+		{it: &catalog.InstanceType{Name: "m5.xlarge", Labels: map[string]string{"karpenter.k8s.aws/instance-family": "m5"}}},
+	}
+	fam := apis.NodeSelectorRequirementWithMinValues{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpExists, MinValues: &two}
+	if err := checkMinValues([]apis.NodeSelectorRequirementWithMinValues{fam}, opts); !errors.Is(err, ErrInsufficientCapacity) || !strings.Contains(err.Error(), "instance-family") {
+		t.Errorf("one family for minValues 2: %v", err)
+	}
+	typ := apis.NodeSelectorRequirementWithMinValues{Key: labelInstanceType, Operator: corev1.NodeSelectorOpExists, MinValues: &two}
+	if err := checkMinValues([]apis.NodeSelectorRequirementWithMinValues{typ}, opts); err != nil {
+		t.Errorf("two types for minValues 2: %v", err)
+	}
+}
