@@ -28,8 +28,12 @@ type State struct {
 // ErrNotRunning means no `local up` is running.
 var ErrNotRunning = errors.New("no local cloud is running (start one with `nodewright local up`)")
 
-// StatePath is where the running local cloud's State is recorded.
+// StatePath is where the running local cloud's State is recorded:
+// $NODEWRIGHT_LOCAL_STATE, else local/state.json in the cache directory.
 func StatePath() (string, error) {
+	if p := os.Getenv("NODEWRIGHT_LOCAL_STATE"); p != "" {
+		return p, nil
+	}
 	dir, err := proc.CacheDir("local")
 	if err != nil {
 		return "", err
@@ -133,7 +137,4 @@ func (st *State) Stop(timeout time.Duration) error {
 	return nil
 }
 
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
+func processAlive(pid int) bool { return proc.Alive(pid) }

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodewright/nodewright/internal/localcloud/internal/proc"
 )
 
 // coldStartTimeout covers a first run that still has to build the control
@@ -112,7 +114,7 @@ func (c *Cloud) NewNamespace(t testing.TB) string {
 func alive(pids []int) []int {
 	var out []int
 	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		if proc.Alive(pid) {
 			out = append(out, pid)
 		}
 	}

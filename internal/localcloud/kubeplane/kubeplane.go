@@ -120,7 +120,21 @@ func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// Ports are picked free but only bound later by the children; another
+	// process can take one in between. Retry with fresh ports when a
+	// component reports exactly that (not possible with a caller's Dir,
+	// which already holds the failed attempt's etcd data).
+	for attempt := 1; ; attempt++ {
+		p, err := start(ctx, opts, bins, logger)
+		if err == nil || attempt == 3 || opts.Dir != "" || ctx.Err() != nil ||
+			!strings.Contains(err.Error(), "address already in use") {
+			return p, err
+		}
+		logger.WarnContext(ctx, "control plane port taken; retrying with fresh ports", "attempt", attempt, "err", err)
+	}
+}
 
+func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logger) (_ *Plane, err error) {
 	p := &Plane{Dir: opts.Dir, logger: logger}
 	if p.Dir == "" {
 		if p.Dir, err = os.MkdirTemp("", "nodewright-kube-"); err != nil {

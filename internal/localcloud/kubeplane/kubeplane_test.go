@@ -2,13 +2,11 @@ package kubeplane_test
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodewright/nodewright/internal/localcloud/internal/proc"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 )
 
@@ -49,8 +48,8 @@ func TestMain(m *testing.M) {
 	}
 	// Nothing may outlive the harness.
 	for _, pid := range pids {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			fmt.Fprintf(os.Stderr, "kubeplane tests: process %d still exists after Close (kill 0: %v)\n", pid, err)
+		if proc.Alive(pid) {
+			fmt.Fprintf(os.Stderr, "kubeplane tests: process %d still exists after Close\n", pid)
 			code = 1
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -244,4 +245,26 @@ func EnvWith(kv ...string) []string {
 		}
 	}
 	return append(out, kv...)
+}
+
+// Alive reports whether pid names a live process. Zombies count as dead: a
+// killed child whose parent also died waits for init to reap it, which can
+// take a moment.
+func Alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	// Format: pid (comm) state ...; comm may contain spaces and parentheses.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z' && s[i+2] != 'X'
+	}
+	return true
 }
