@@ -1,7 +1,3 @@
-// Package localcloud starts the project's local cloud: a real Kubernetes
-// control plane (kubeplane), a DynamoDB-compatible store (dynalite) and the
-// AWS wire-protocol simulator (awssim), wired together so the unmodified
-// aws-sdk-go-v2 and client-go code paths run against them on loopback.
 package localcloud
 
 import (
