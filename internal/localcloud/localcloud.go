@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -261,6 +263,34 @@ func (c *Cloud) Close() error {
 		c.closeErr = errors.Join(append(errs, planeErr, dynErr)...)
 	})
 	return c.closeErr
+}
+
+// SaveLogs copies every component's log into a new directory that Close
+// does not remove, and returns its path: for a failed test to point at.
+func (c *Cloud) SaveLogs() (string, error) {
+	var logs []string
+	if c.Plane != nil {
+		for _, n := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+			logs = append(logs, c.Plane.LogPath(n))
+		}
+	}
+	if c.Dynalite != nil && c.Dynalite.LogPath() != "" {
+		logs = append(logs, c.Dynalite.LogPath())
+	}
+	dir, err := os.MkdirTemp("", "nodewright-localcloud-logs-")
+	if err != nil {
+		return "", fmt.Errorf("save local cloud logs: %w", err)
+	}
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue // a component that never started has no log
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(l)), b, 0o644); err != nil {
+			return "", fmt.Errorf("save local cloud logs: %w", err)
+		}
+	}
+	return dir, nil
 }
 
 // PIDs lists every child process of the cloud (for leak checks and state

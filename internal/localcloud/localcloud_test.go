@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +90,25 @@ func TestEnvNamesEveryComponent(t *testing.T) {
 	}
 	if _, err := os.Stat(c.Kubeconfig); err != nil {
 		t.Errorf("kubeconfig: %v", err)
+	}
+}
+
+func TestSaveLogsKeepsEveryComponentLog(t *testing.T) {
+	c := shared.Get(t)
+	dir, err := c.SaveLogs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	for _, name := range []string{"etcd.log", "kube-apiserver.log", "kube-controller-manager.log", "kube-scheduler.log", "kwok.log", "dynalite.log"} {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("saved logs lack %s: %v", name, err)
+			continue
+		}
+		if name == "kube-apiserver.log" && st.Size() == 0 {
+			t.Errorf("%s is empty", name)
+		}
 	}
 }
 

@@ -33,6 +33,11 @@ func ForTest(t testing.TB, opts Options) *Cloud {
 		t.Fatalf("start local cloud: %v", err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			if dir, err := c.SaveLogs(); err == nil {
+				t.Logf("local cloud logs kept in %s", dir)
+			}
+		}
 		if err := c.Close(); err != nil {
 			t.Errorf("close local cloud: %v", err)
 		}
@@ -89,6 +94,11 @@ func Main(m *testing.M, opts Options, cloud **Cloud) int {
 	code := m.Run()
 	signal.Stop(sig)
 	close(sig)
+	if code != 0 {
+		if dir, err := c.SaveLogs(); err == nil {
+			fmt.Fprintln(os.Stderr, "local cloud logs kept in", dir)
+		}
+	}
 	if err := c.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "local cloud: close:", err)
 		code = 1
@@ -177,6 +187,11 @@ func (s *Shared) Main(m *testing.M) int {
 	code := m.Run()
 	signal.Stop(sig)
 	close(sig)
+	if code != 0 && s.cloud != nil {
+		if dir, err := s.cloud.SaveLogs(); err == nil {
+			fmt.Fprintln(os.Stderr, "local cloud logs kept in", dir)
+		}
+	}
 	if err := s.close(); err != nil {
 		fmt.Fprintln(os.Stderr, "local cloud: close:", err)
 		code = 1

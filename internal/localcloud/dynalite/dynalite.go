@@ -193,6 +193,14 @@ func waitReady(ctx context.Context, p *proc.Process, endpoint string) error {
 // Endpoint is the http URL of the DynamoDB API (for AWS_ENDPOINT_URL_DYNAMODB).
 func (s *Server) Endpoint() string { return s.endpoint }
 
+// LogPath is dynalite's log file ("" before it started).
+func (s *Server) LogPath() string {
+	if s.proc == nil {
+		return ""
+	}
+	return s.proc.LogPath
+}
+
 // PID of the node process, for state files and diagnostics.
 func (s *Server) PID() int {
 	if s.proc == nil {
