@@ -1,0 +1,50 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/queue"
+)
+
+// LifecycleHandler wires the lifecycle function: the store (claims, learned
+// allocatable, the emptiness lease), the cluster, the EC2 provider (instance
+// listing, termination, launch template GC), the configuration (NodePools'
+// disruption settings) and, when configured, the work queue its requeues go
+// through.
+func (a *App) LifecycleHandler() (*lifecycle.Handler, error) {
+	if a.Store == nil || a.Kube == nil || a.EC2 == nil || a.Config == nil {
+		return nil, fmt.Errorf("lifecycle: the app lacks its store, cluster, EC2 provider or configuration")
+	}
+	d := lifecycle.Deps{
+		Store:   a.Store,
+		Cluster: a.Kube,
+		Cloud:   a.EC2,
+		Config:  a.Config,
+		Metrics: a.Metrics,
+		Log:     a.Log,
+		Now:     a.Now,
+		Holder:  lifecycleHolder("lifecycle"),
+	}
+	if a.Work != nil {
+		d.Requeue = func(ctx context.Context, msg queue.Message, delay time.Duration) error {
+			return a.Work.Send(ctx, msg, delay)
+		}
+	} else {
+		a.Log.Warn("no work queue configured: lifecycle follow-ups wait for the schedule")
+	}
+	return lifecycle.NewHandler(d)
+}
+
+// lifecycleHolder identifies this process in leases (Lambda's log stream names
+// one execution environment).
+func lifecycleHolder(function string) string {
+	if s := os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"); s != "" {
+		return function + "/" + s
+	}
+	h, _ := os.Hostname()
+	return fmt.Sprintf("%s/%s/%d", function, h, os.Getpid())
+}

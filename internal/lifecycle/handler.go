@@ -1,0 +1,146 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/nodewright/nodewright/internal/queue"
+)
+
+// inlineLimit: follow-ups due sooner than this are run in the same
+// invocation (SQS delays have whole-second granularity), within
+// inlineBudget per message.
+const (
+	inlineLimit  = time.Second
+	inlineBudget = 10 * time.Second
+)
+
+// Handler is the lifecycle function's Lambda handler.
+type Handler struct {
+	C *Controller
+	// Sleep waits between inline steps (tests may replace it).
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// NewHandler returns the Lambda handler over a Controller.
+func NewHandler(d Deps) (*Handler, error) {
+	c, err := New(d)
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{C: c, Sleep: sleepCtx}, nil
+}
+
+// Handle accepts the two events the lifecycle function is invoked with:
+//   - SQS batches from the work queue, each record a queue.Message of kind
+//     "lifecycle" naming a NodeClaim. Each claim is reconciled; work still
+//     in progress is requeued with the delay the step asked for. Malformed
+//     records and failed reconciles are reported as batch item failures
+//     (events.SQSEventResponse), so SQS retries them and parks repeated
+//     failures in the DLQ.
+//   - EventBridge "Scheduled Event"s: a pass over every claim plus garbage
+//     collection (returns the PassResult).
+func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
+	defer func() {
+		if err := h.C.d.Metrics.Flush(); err != nil {
+			h.C.log.WarnContext(ctx, "flushing metrics", "error", err)
+		}
+	}()
+	var probe struct {
+		Records    json.RawMessage `json:"Records"`
+		DetailType string          `json:"detail-type"`
+		Source     string          `json:"source"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, fmt.Errorf("lifecycle: decode event: %w", err)
+	}
+	switch {
+	case len(probe.Records) > 0 && !bytes.Equal(bytes.TrimSpace(probe.Records), []byte("null")):
+		var ev events.SQSEvent
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			return nil, fmt.Errorf("lifecycle: decode SQS event: %w", err)
+		}
+		return h.handleSQS(ctx, ev), nil
+	case probe.DetailType == "Scheduled Event":
+		return h.C.ReconcileAll(ctx)
+	default:
+		return nil, fmt.Errorf("lifecycle: unrecognised event (neither SQS records nor a Scheduled Event; detail-type %q, source %q)", probe.DetailType, probe.Source)
+	}
+}
+
+func (h *Handler) handleSQS(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
+	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, rec := range ev.Records {
+		wg.Go(func() {
+			if err := h.handleRecord(ctx, rec); err != nil {
+				h.C.log.ErrorContext(ctx, "lifecycle work item failed", "messageId", rec.MessageId, "error", err)
+				mu.Lock()
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return resp
+}
+
+func (h *Handler) handleRecord(ctx context.Context, rec events.SQSMessage) error {
+	msg, err := queue.Parse(rec.Body)
+	if err != nil {
+		return err
+	}
+	if msg.Kind != queue.KindLifecycle {
+		return fmt.Errorf("message kind %q does not belong on the work queue", msg.Kind)
+	}
+	if msg.Subject == "" {
+		return fmt.Errorf("lifecycle message without a subject (nodeclaim name)")
+	}
+	now := h.C.d.Now()
+	if wait := msg.NotBefore.Sub(now); !msg.NotBefore.IsZero() && wait > 0 {
+		// Longer than SQS can delay: pass it on for the rest of the wait.
+		return h.C.requeue(ctx, msg.Subject, msg.Reason, wait)
+	}
+	start := time.Now()
+	for {
+		out, err := h.C.Reconcile(ctx, msg.Subject)
+		if err != nil {
+			return err
+		}
+		if out.Done || out.RequeueAfter <= 0 {
+			return nil
+		}
+		if out.RequeueAfter < inlineLimit && time.Since(start)+out.RequeueAfter < inlineBudget && h.hasTime(ctx, out.RequeueAfter) {
+			if err := h.Sleep(ctx, out.RequeueAfter); err != nil {
+				return err
+			}
+			continue
+		}
+		return h.C.requeue(ctx, msg.Subject, out.Action, out.RequeueAfter)
+	}
+}
+
+// hasTime reports whether the invocation can afford to wait d and step
+// again (a few seconds kept for the requeue).
+func (h *Handler) hasTime(ctx context.Context, d time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return !ok || time.Until(dl) > d+5*time.Second
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

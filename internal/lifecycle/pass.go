@@ -1,0 +1,307 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/queue"
+)
+
+// scheduleInterval is the schedule's period: a follow-up due sooner than
+// the next tick is worth a work message.
+const scheduleInterval = time.Minute
+
+// passConcurrency bounds claims reconciled at once in a pass.
+const passConcurrency = 8
+
+// PassResult summarises a scheduled pass.
+type PassResult struct {
+	Claims  int            `json:"claims"`
+	Nodes   int            `json:"nodes"`
+	Actions map[string]int `json:"actions,omitempty"`
+	// Garbage collection.
+	TerminatedInstances []string `json:"terminatedInstances,omitempty"`
+	DeletedNodes        []string `json:"deletedNodes,omitempty"`
+	DeletedTemplates    []string `json:"deletedLaunchTemplates,omitempty"`
+	Errors              []string `json:"errors,omitempty"`
+	Requeued            int      `json:"requeued"`
+}
+
+// TemplateGC is implemented by clouds that can delete unused launch
+// templates (*aws.Provider); optional.
+type TemplateGC interface {
+	DeleteUnusedLaunchTemplates(ctx context.Context, inUse func(name string) bool, minAge time.Duration) ([]string, error)
+}
+
+// launchTemplateMinAge keeps templates a launch in flight may be using.
+const launchTemplateMinAge = 30 * time.Minute
+
+// ReconcileAll is the scheduled pass: every claim is reconciled from one
+// cluster snapshot and one instance listing, then garbage is collected.
+// Claim errors are collected, not fatal: one bad claim must not stop the
+// others (the error is returned joined after the pass).
+func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
+	res := PassResult{Actions: map[string]int{}}
+	// Instances first: a claim created after this listing is younger than
+	// the GC grace, so it can never make its own instance look orphaned.
+	instances, err := c.d.Cloud.ListClusterInstances(ctx)
+	if err != nil {
+		return res, fmt.Errorf("lifecycle: list cluster instances: %w", err)
+	}
+	claims, err := c.d.Store.ListNodeClaims(ctx)
+	if err != nil {
+		return res, fmt.Errorf("lifecycle: list nodeclaims: %w", err)
+	}
+	snap, err := c.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartNodes | kube.PartBoundPods})
+	if err != nil {
+		return res, fmt.Errorf("lifecycle: snapshot: %w", err)
+	}
+	res.Claims, res.Nodes = len(claims), len(snap.Nodes)
+	v := newSnapView(c, snap, instances, claims)
+
+	var mu sync.Mutex
+	var errs []error
+	sem := make(chan struct{}, passConcurrency)
+	var wg sync.WaitGroup
+	for _, cl := range claims {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out, err := c.reconcile(ctx, cl, v)
+			requeued := false
+			if err == nil && c.scheduleRequeues(out) {
+				err = c.requeue(ctx, out.Claim, "schedule:"+out.Action, out.RequeueAfter)
+				requeued = err == nil
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if out.Action != "" {
+				res.Actions[out.Action]++
+			}
+			if requeued {
+				res.Requeued++
+			}
+			if err != nil {
+				errs = append(errs, err)
+				res.Errors = append(res.Errors, err.Error())
+			}
+		})
+	}
+	wg.Wait()
+
+	if err := c.collectInstances(ctx, instances, claims, &res); err != nil {
+		errs = append(errs, err)
+		res.Errors = append(res.Errors, err.Error())
+	}
+	if err := c.collectNodes(ctx, v, &res); err != nil {
+		errs = append(errs, err)
+		res.Errors = append(res.Errors, err.Error())
+	}
+	if gc, ok := c.d.Cloud.(TemplateGC); ok {
+		inUse := map[string]bool{}
+		for _, cl := range claims {
+			if n := cl.Annotations[nwaws.AnnotationLaunchTemplate]; n != "" {
+				inUse[n] = true
+			}
+		}
+		deleted, err := gc.DeleteUnusedLaunchTemplates(ctx, func(n string) bool { return inUse[n] }, launchTemplateMinAge)
+		res.DeletedTemplates = deleted
+		if err != nil {
+			c.log.WarnContext(ctx, "launch template garbage collection", "error", err)
+		}
+	}
+	sort.Strings(res.Errors)
+	c.log.InfoContext(ctx, "lifecycle pass", "claims", res.Claims, "nodes", res.Nodes, "actions", res.Actions,
+		"terminated-instances", len(res.TerminatedInstances), "deleted-nodes", len(res.DeletedNodes), "requeued", res.Requeued, "errors", len(res.Errors))
+	return res, errors.Join(errs...)
+}
+
+// scheduleRequeues decides whether a scheduled pass starts a work-message
+// chain for a claim: only for work it started itself and only when the
+// follow-up is due before the next tick. Chains started by work messages
+// carry themselves; the schedule re-sending for every claim in progress
+// each minute would pile up duplicate chains.
+func (c *Controller) scheduleRequeues(out Outcome) bool {
+	if out.Done || out.RequeueAfter <= 0 || out.RequeueAfter >= scheduleInterval {
+		return false
+	}
+	switch out.Action {
+	case ActionRegistered, ActionInitialized, ActionExpired, ActionEmpty, ActionLiveness, "":
+		// "" covers a freshly observed empty node whose consolidateAfter
+		// ends before the next tick.
+		return true
+	}
+	return false
+}
+
+func (c *Controller) requeue(ctx context.Context, claim, reason string, delay time.Duration) error {
+	if c.d.Requeue == nil {
+		return nil
+	}
+	msg := queue.Message{Kind: queue.KindLifecycle, Subject: claim, Reason: reason, SentAt: c.d.Now()}
+	if err := c.d.Requeue(ctx, msg, delay); err != nil {
+		return fmt.Errorf("lifecycle: requeue nodeclaim %s: %w", claim, err)
+	}
+	return nil
+}
+
+// collectInstances terminates this cluster's instances that no live claim
+// owns, once older than the GC grace (a launch records its instance on the
+// claim within that time).
+func (c *Controller) collectInstances(ctx context.Context, instances []nwaws.Instance, claims []*apis.NodeClaim, res *PassResult) error {
+	byName := map[string]bool{}
+	byID := map[string]bool{}
+	for _, cl := range claims {
+		byName[cl.Name] = true
+		if cl.Status.InstanceID != "" {
+			byID[cl.Status.InstanceID] = true
+		}
+	}
+	now := c.d.Now()
+	var orphans []string
+	for _, inst := range instances {
+		if byID[inst.ID] || (inst.NodeClaim != "" && byName[inst.NodeClaim]) || instanceGone(inst.State) {
+			continue
+		}
+		if inst.LaunchTime.IsZero() || now.Sub(inst.LaunchTime) < c.s.GCGrace {
+			continue
+		}
+		orphans = append(orphans, inst.ID)
+		c.log.InfoContext(ctx, "garbage collecting instance without a nodeclaim", "instance-id", inst.ID,
+			"nodeclaim", inst.NodeClaim, "nodepool", inst.NodePool, "launched", inst.LaunchTime.UTC().Format(time.RFC3339))
+	}
+	if len(orphans) == 0 {
+		return nil
+	}
+	if err := c.d.Cloud.Terminate(ctx, orphans...); err != nil {
+		c.d.Metrics.Add(metrics.CloudProviderErrors, 1, metrics.Dimensions{"method": "Terminate"})
+		return fmt.Errorf("lifecycle: terminate orphaned instances %s: %w", strings.Join(orphans, ","), err)
+	}
+	res.TerminatedInstances = orphans
+	return nil
+}
+
+// collectNodes deletes nodewright Nodes (karpenter.sh/nodepool label, an
+// AWS providerID) that no live claim owns and whose instance EC2 confirms
+// gone.
+func (c *Controller) collectNodes(ctx context.Context, v *snapView, res *PassResult) error {
+	var errs []error
+	for _, n := range v.snap.Nodes {
+		if n.Labels[apis.NodePoolLabelKey] == "" || !strings.HasPrefix(n.Spec.ProviderID, "aws://") || v.owned[n.Name] {
+			continue
+		}
+		_, id, err := nwaws.ParseProviderID(n.Spec.ProviderID)
+		if err != nil {
+			continue
+		}
+		if inst, ok := v.instances[id]; ok && !instanceGone(inst.State) {
+			continue
+		}
+		_, gone, err := v.instance(ctx, id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !gone {
+			continue
+		}
+		if err := c.d.Cluster.DeleteNode(ctx, n.Name, n.UID); err != nil {
+			errs = append(errs, fmt.Errorf("lifecycle: delete node %s of terminated instance %s: %w", n.Name, id, err))
+			continue
+		}
+		c.log.InfoContext(ctx, "deleted node of a terminated instance", "node", n.Name, "instance-id", id)
+		res.DeletedNodes = append(res.DeletedNodes, n.Name)
+	}
+	return errors.Join(errs...)
+}
+
+// snapView answers from one pass's snapshot and instance listing.
+type snapView struct {
+	c          *Controller
+	snap       *kube.Snapshot
+	instances  map[string]nwaws.Instance
+	byProvider map[string]*corev1.Node
+	byName     map[string]*corev1.Node
+	claims     []*apis.NodeClaim
+	// owned marks Nodes some live claim matches.
+	owned map[string]bool
+	lazy  *lazyView
+}
+
+func newSnapView(c *Controller, snap *kube.Snapshot, instances []nwaws.Instance, claims []*apis.NodeClaim) *snapView {
+	v := &snapView{c: c, snap: snap, instances: map[string]nwaws.Instance{}, byProvider: map[string]*corev1.Node{},
+		byName: map[string]*corev1.Node{}, claims: claims, owned: map[string]bool{}, lazy: &lazyView{c: c}}
+	for _, inst := range instances {
+		v.instances[inst.ID] = inst
+	}
+	for _, n := range snap.Nodes {
+		v.byName[n.Name] = n
+		if n.Spec.ProviderID != "" {
+			v.byProvider[n.Spec.ProviderID] = n
+		}
+	}
+	for _, cl := range claims {
+		if n := v.match(cl); n != nil {
+			v.owned[n.Name] = true
+		}
+	}
+	return v
+}
+
+func (v *snapView) match(cl *apis.NodeClaim) *corev1.Node {
+	if n := v.byName[cl.Status.NodeName]; n != nil && (cl.Status.ProviderID == "" || n.Spec.ProviderID == cl.Status.ProviderID) {
+		return n
+	}
+	if cl.Status.ProviderID != "" {
+		return v.byProvider[cl.Status.ProviderID]
+	}
+	return nil
+}
+
+func (v *snapView) node(ctx context.Context, cl *apis.NodeClaim) (*corev1.Node, error) {
+	if cl.IsTrue(apis.ConditionRegistered) && cl.Status.NodeName != "" && v.byName[cl.Status.NodeName] == nil {
+		// The snapshot predates the registration of this claim in this pass.
+		return v.lazy.node(ctx, cl)
+	}
+	if n := v.match(cl); n != nil {
+		if !cl.IsTrue(apis.ConditionRegistered) || n.Labels[apis.NodeRegisteredLabel] == "true" {
+			return n, nil
+		}
+		// Registered in this pass: the snapshot's copy is stale.
+		return v.lazy.node(ctx, cl)
+	}
+	return nil, nil
+}
+
+func (v *snapView) pods(_ context.Context, node string) ([]*corev1.Pod, error) {
+	return v.snap.PodsByNode[node], nil
+}
+
+func (v *snapView) instance(ctx context.Context, id string) (nwaws.Instance, bool, error) {
+	if inst, ok := v.instances[id]; ok {
+		return inst, instanceGone(inst.State), nil
+	}
+	// Not listed: confirm before acting (the listing may lag a launch).
+	return v.lazy.instance(ctx, id)
+}
+
+func (v *snapView) poolClaims(ctx context.Context, pool string) ([]*apis.NodeClaim, error) {
+	// Re-read: other claims of the pool may have been marked in this pass.
+	return v.lazy.poolClaims(ctx, pool)
+}
+
+func (v *snapView) nodeReady(_ context.Context, cl *apis.NodeClaim) bool {
+	n := v.match(cl)
+	return n != nil && ready(n)
+}
