@@ -25,8 +25,25 @@ kubelets, dynalite for DynamoDB and nodewright's AWS wire-protocol simulator,
 all on 127.0.0.1. The first start builds the control plane from the Go module
 proxy (several minutes); later starts take seconds.`,
 	}
-	cmd.AddCommand(newLocalUpCmd(), newLocalDownCmd(), newLocalEnvCmd())
+	cmd.AddCommand(newLocalUpCmd(), newLocalDownCmd(), newLocalEnvCmd(), newLocalPrepareCmd())
 	return cmd
+}
+
+func newLocalPrepareCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "prepare",
+		Short: "Build the control plane and install dynalite into the cache without starting anything",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			start := time.Now()
+			if err := localcloud.Prepare(cmd.Context(), logger); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "local cloud prepared in %s\n", time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
 }
 
 func newLocalUpCmd() *cobra.Command {

@@ -217,6 +217,18 @@ func minorVersion(v string) string {
 	return v
 }
 
+// Prepare builds the control plane binaries and installs dynalite into the
+// cache without starting anything (a CI warm-up step, or a first run with
+// visible progress). Both are no-ops when already cached.
+func Prepare(ctx context.Context, logger *slog.Logger) error {
+	var wg sync.WaitGroup
+	var dynErr error
+	wg.Go(func() { _, dynErr = dynalite.Install(ctx, logger) })
+	_, binErr := kubeplane.EnsureBinaries(ctx, logger)
+	wg.Wait()
+	return errors.Join(binErr, dynErr)
+}
+
 // Env is the environment a process needs to use this local cloud with the
 // unmodified AWS SDK and client-go: endpoint overrides, region, fake
 // credentials, KUBECONFIG and the cluster name.
