@@ -40,6 +40,7 @@ type shape struct {
 	firstUID       string
 	placedSoFar    int
 	relaxations    []string
+	opener         bool // each pod needs a node of its own
 	unplacedReason string
 
 	// Active variant, recomputed by activate() after each relaxation.
@@ -53,6 +54,7 @@ type shape struct {
 	reqs            Requirements
 	owned           []*topoGroup
 	masks           map[*poolState]bitset
+	ideals          map[*poolState]float64
 	cands           []int32
 	seen            int
 }

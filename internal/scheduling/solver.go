@@ -3,6 +3,7 @@ package scheduling
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -94,6 +95,7 @@ func SolveWithOptions(ctx context.Context, in *Input, opts Options) (*Plan, erro
 	st.zero = make(resVec, st.space.dim())
 	st.buildUniverse()
 	st.linkGroups()
+	st.orderShapes()
 	for i, s := range st.shapes {
 		if i&63 == 0 && ctx.Err() != nil {
 			return nil, fmt.Errorf("solve: %w", ctx.Err())
@@ -103,6 +105,7 @@ func SolveWithOptions(ctx context.Context, in *Input, opts Options) (*Plan, erro
 	if !opts.DisableRepack {
 		st.repack()
 	}
+
 	return st.plan(), nil
 }
 
@@ -162,8 +165,29 @@ func (st *state) buildShapes() error {
 		s.firstCreation = s.pods[0].CreationTimestamp
 		s.firstUID = string(s.pods[0].UID)
 	}
+	return nil
+}
+
+// orderShapes sorts shapes first-fit-decreasing (CPU, memory, creation,
+// UID) like Karpenter, with one deviation for cost: shapes whose pods each
+// need a node of their own (required hostname anti-affinity against their
+// own kind) go first. They fix the node count, and every pod placed after
+// them can fill the room those nodes leave instead of growing other nodes;
+// placed last (smallest first) they would open near-empty nodes nothing
+// smaller is left to fill.
+func (st *state) orderShapes() {
+	for _, s := range st.shapes {
+		for _, t := range s.antiAffinity {
+			if t.group.key == LabelHostname && t.group.selects(s.ns, s.labels, st.nsLabels) {
+				s.opener = true
+			}
+		}
+	}
 	sort.SliceStable(st.shapes, func(i, j int) bool {
 		a, b := st.shapes[i], st.shapes[j]
+		if a.opener != b.opener {
+			return a.opener
+		}
 		if a.req[resCPU] != b.req[resCPU] {
 			return a.req[resCPU] > b.req[resCPU]
 		}
@@ -172,7 +196,6 @@ func (st *state) buildShapes() error {
 		}
 		return podLess(a.pods[0], b.pods[0])
 	})
-	return nil
 }
 
 func podLess(a, b *corev1.Pod) bool {
@@ -291,7 +314,7 @@ func (st *state) activate(s *shape) {
 		s.owned = append(s.owned, t.group)
 	}
 	s.owned = dedupeGroups(s.owned)
-	s.masks = nil
+	s.masks, s.ideals = nil, nil
 	s.cands = s.cands[:0]
 	s.seen = 0
 }
@@ -579,7 +602,7 @@ func (st *state) placeShape(s *shape) {
 		n := len(s.pods) - s.placedSoFar
 		placed := st.pass(s, n, false)
 		if placed == 0 {
-			placed = st.pass(s, n, true)
+			placed = st.growPass(s, n)
 		}
 		if placed == 0 {
 			placed = st.openClaim(s, n)
@@ -595,7 +618,7 @@ func (st *state) placeShape(s *shape) {
 		break
 	}
 	// The shape is done: its per-variant caches are garbage now.
-	s.cands, s.masks = nil, nil
+	s.cands, s.masks, s.ideals = nil, nil, nil
 }
 
 func (st *state) fail(s *shape, reason string) {
@@ -640,6 +663,189 @@ func (st *state) pass(s *shape, n int, growth bool) int {
 	return placed
 }
 
+// growPass grows one claim by one step: among the claims that could take
+// the shape by moving up to a pricier type, it picks the one where the
+// step costs least per pod placed (so memory-heavy pods go where memory is
+// already paid for and CPU is the only thing missing, and so on), and
+// places as many pods as that step's type holds.
+// growPass grows one claim by one step: among the claims that could take
+// the shape by moving up to a pricier type, it picks the one where the
+// step costs least per pod placed (so memory-heavy pods go where memory is
+// already paid for and only CPU is missing, and so on), and places as many
+// pods as that step's type holds. The scan stops early at a claim whose
+// step costs no more per pod than the pod's share of the most
+// cost-efficient type: nothing can beat that by much.
+func (st *state) growPass(s *shape, n int) int {
+	type choice struct {
+		nd     *node
+		k      int
+		rate   float64
+		narrow []narrowing
+		mask   bitset
+	}
+	var best *choice
+	second := math.Inf(1)
+	var lastPool *poolState
+	var lastMask bitset
+	var lastIdeal float64
+	poolInfo := func(p *poolState) (bitset, float64) {
+		if p != lastPool {
+			lastPool, lastMask, lastIdeal = p, st.mask(s, p), st.idealRate(s, p)
+		}
+		return lastMask, lastIdeal
+	}
+	// stepOf sizes the next growth step of a claim; bound skips the
+	// topology check (the costly part) when even an unconstrained step
+	// could not beat that rate, reporting the optimistic rate instead.
+	stepOf := func(nd *node, limit int, bound float64) (int, float64, topoResult, bitset, bool) {
+		c := nd.claim
+		if len(s.ports) > 0 {
+			if portsConflict(nd.ports, s.ports) {
+				return 0, 0, topoResult{}, nil, true
+			}
+			limit = 1
+		}
+		if !s.req.fits(nd.used, c.maxAvail) {
+			return 0, 0, topoResult{}, nil, true
+		}
+		if (len(c.pool.taints) > 0 && untoleratedTaint(s.tolerations, c.pool.taints, !s.toleratePrefer) != nil) ||
+			(len(s.reqs) > 0 && c.reqs.Compatible(s.reqs) != nil) {
+			return 0, 0, topoResult{}, nil, true
+		}
+		mask, _ := poolInfo(c.pool)
+		step := -1
+		c.options.each(func(i int) bool {
+			if mask.has(i) && s.req.fits(nd.used, c.pool.avail[i]) {
+				step = i
+				return false
+			}
+			return true
+		})
+		if step < 0 {
+			return 0, 0, topoResult{}, nil, true
+		}
+		k := s.req.fitCount(nd.used, c.pool.avail[step], limit)
+		delta := c.pool.types[step].rankPrice - c.pool.types[c.cur].rankPrice
+		if optimistic := delta / float64(k); optimistic >= bound {
+			return 0, optimistic, topoResult{}, nil, false
+		}
+		tr := st.topology(s, nd, k)
+		if tr.allow == 0 {
+			return 0, 0, tr, nil, tr.permanent
+		}
+		return tr.allow, delta / float64(tr.allow), tr, mask, false
+	}
+	good := false // best is as good as it gets; stop scanning
+	eval := func(ni int32) bool {
+		nd := st.nodes[ni]
+		if nd.claim == nil {
+			return false
+		}
+		bound := math.Inf(1)
+		if best != nil {
+			bound = best.rate
+		}
+		k, rate, tr, mask, perm := stepOf(nd, n, bound)
+		if perm {
+			return true
+		}
+		if k == 0 {
+			if rate > 0 && rate < second {
+				second = rate
+			}
+			return false
+		}
+		if best == nil || rate < best.rate {
+			if best != nil {
+				second = best.rate
+			}
+			best = &choice{nd: nd, k: k, rate: rate, narrow: tr.narrow, mask: mask}
+			if _, ideal := poolInfo(nd.claim.pool); rate <= ideal {
+				good, second = true, ideal
+			}
+		} else if rate < second {
+			second = rate
+		}
+		return false
+	}
+	out := s.cands[:0]
+	for i, ni := range s.cands {
+		if good {
+			out = append(out, s.cands[i:]...)
+			break
+		}
+		if !eval(ni) {
+			out = append(out, ni)
+		}
+	}
+	s.cands = out
+	for ; !good && s.seen < len(st.nodes); s.seen++ {
+		if !eval(int32(s.seen)) {
+			s.cands = append(s.cands, int32(s.seen))
+		}
+	}
+	if best == nil {
+		return 0
+	}
+	// Keep growing the chosen claim while its next step is no dearer per
+	// pod than the runner-up's: nothing else changed, so this is what
+	// re-running the pass would pick, without re-evaluating every claim.
+	placed := 0
+	k, narrow, mask := best.k, best.narrow, best.mask
+	for {
+		done := 0
+		for kk := k; kk > 0; kk /= 2 {
+			if st.commitClaim(s, best.nd, kk, narrow, mask) {
+				done = kk
+				break
+			}
+		}
+		placed += done
+		if done == 0 || placed >= n {
+			return placed
+		}
+		var rate float64
+		var tr topoResult
+		var perm bool
+		k, rate, tr, mask, perm = stepOf(best.nd, n-placed, math.Inf(1))
+		if perm || k == 0 || rate > second {
+			return placed
+		}
+		narrow = tr.narrow
+	}
+}
+
+// idealRate is the shape's pod cost in the pool's most cost-efficient
+// compatible type: that type's price times the pod's largest fractional
+// share of any resource. Growth steps near it cannot be improved on much.
+func (st *state) idealRate(s *shape, p *poolState) float64 {
+	if v, ok := s.ideals[p]; ok {
+		return v
+	}
+	best := math.Inf(1)
+	st.mask(s, p).each(func(i int) bool {
+		share := 0.0
+		for d, x := range s.req {
+			if x <= 0 {
+				continue
+			}
+			a := p.avail[i][d]
+			if a <= 0 {
+				share = math.Inf(1)
+				break
+			}
+			share = max(share, float64(x)/float64(a))
+		}
+		best = min(best, p.types[i].rankPrice*share)
+		return true
+	})
+	if s.ideals == nil {
+		s.ideals = map[*poolState]float64{}
+	}
+	s.ideals[p] = best
+	return best
+}
+
 // try places up to limit pods of s on nd; perm reports that nd can never
 // take this shape variant (so it leaves the candidate list).
 func (st *state) try(s *shape, nd *node, limit int, growth bool) (int, bool) {
@@ -668,10 +874,14 @@ func (st *state) try(s *shape, nd *node, limit int, growth bool) (int, bool) {
 		st.commit(s, nd, tr.allow)
 		return tr.allow, false
 	}
+	if !growth && !s.req.fits(nd.used, c.pool.avail[c.cur]) {
+		return 0, false // no paid-for room; the growth pass decides the rest
+	}
 	if !s.req.fits(nd.used, c.maxAvail) {
 		return 0, true
 	}
-	if untoleratedTaint(s.tolerations, c.pool.taints, !s.toleratePrefer) != nil || c.reqs.Compatible(s.reqs) != nil {
+	if (len(c.pool.taints) > 0 && untoleratedTaint(s.tolerations, c.pool.taints, !s.toleratePrefer) != nil) ||
+		(len(s.reqs) > 0 && c.reqs.Compatible(s.reqs) != nil) {
 		return 0, true
 	}
 	mask := st.mask(s, c.pool)
