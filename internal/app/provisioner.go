@@ -6,51 +6,38 @@ import (
 	"time"
 
 	"github.com/nodewright/nodewright/internal/aws/awsstore"
-	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
-	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
-// ProvisionerHandler wires the provisioner: the store (lease, claims, last
-// run), the cluster, the EC2 launch path, the catalog with prices (the
-// embedded catalog when EC2 cannot be read), the shared ICE set and, when
-// configured, the lifecycle's work queue for post-launch checks.
+// ProvisionerHandler wires the provisioner function's handler.
 func (a *App) ProvisionerHandler() (*provisioning.Handler, error) {
-	if a.Store == nil || a.Kube == nil || a.EC2 == nil || a.Config == nil {
-		return nil, fmt.Errorf("provisioner: the app lacks its store, cluster, EC2 provider or configuration")
+	d, err := a.ProvisionerDeps()
+	if err != nil {
+		return nil, err
 	}
-	prices := awsstore.Prices{Store: a.Store}
-	region := a.AWSConfig.Region
+	return provisioning.NewHandler(d)
+}
+
+// ProvisionerDeps are the provisioner's adapters: the store (lease, claims,
+// last run), the cluster, the EC2 launch path, the catalog with prices (the
+// embedded catalog when EC2 cannot be read), the shared ICE set and, when
+// configured, the lifecycle's work queue for post-launch checks. Tests and
+// the demo may wrap some of them (fault injection) before building a handler.
+func (a *App) ProvisionerDeps() (provisioning.Deps, error) {
+	if a.Store == nil || a.Kube == nil || a.EC2 == nil || a.Config == nil {
+		return provisioning.Deps{}, fmt.Errorf("provisioner: the app lacks its store, cluster, EC2 provider or configuration")
+	}
 	d := provisioning.Deps{
-		Store:    a.Store,
-		Cluster:  a.Kube,
-		Launcher: a.EC2,
-		Catalog: func(ctx context.Context) (*catalog.Catalog, error) {
-			cat, err := a.EC2.Catalog(ctx, prices)
-			if err == nil {
-				return cat, nil
-			}
-			a.Log.WarnContext(ctx, "instance types from EC2 unavailable; planning with the embedded catalog", "error", err)
-			builtin, berr := catalog.Builtin(region)
-			if berr != nil {
-				return nil, fmt.Errorf("%w; embedded catalog: %w", err, berr)
-			}
-			return builtin, nil
-		},
-		Unavailable: func(ctx context.Context) (map[scheduling.OfferingKey]bool, error) {
-			ice := a.EC2.ICE()
-			err := ice.Sync(ctx, 0)
-			out := map[scheduling.OfferingKey]bool{}
-			for k := range ice.Snapshot() {
-				out[scheduling.OfferingKey{InstanceType: k.InstanceType, Zone: k.Zone, CapacityType: k.CapacityType}] = true
-			}
-			return out, err
-		},
-		Config:  a.Config,
-		Metrics: a.Metrics,
-		Log:     a.Log,
-		Now:     a.Now,
+		Store:       a.Store,
+		Cluster:     a.Kube,
+		Launcher:    a.EC2,
+		Catalog:     provisioning.ProviderCatalog(a.EC2, awsstore.Prices{Store: a.Store}, a.AWSConfig.Region, a.Log),
+		Unavailable: provisioning.ProviderICE(a.EC2),
+		Config:      a.Config,
+		Metrics:     a.Metrics,
+		Log:         a.Log,
+		Now:         a.Now,
 		Settings: provisioning.Settings{
 			BatchIdle: a.Settings.BatchIdle,
 			BatchMax:  a.Settings.BatchMax,
@@ -61,5 +48,5 @@ func (a *App) ProvisionerHandler() (*provisioning.Handler, error) {
 			return a.Work.Send(ctx, msg, delay)
 		}
 	}
-	return provisioning.NewHandler(d)
+	return d, nil
 }

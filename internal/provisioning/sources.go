@@ -1,0 +1,47 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// ProviderCatalog is a Deps.Catalog over the EC2 provider: the region's
+// instance types priced from the shared price cache, or the embedded
+// catalog of the region when EC2 cannot be read (planning with list prices
+// beats not planning; the launch itself still needs EC2).
+func ProviderCatalog(p *nwaws.Provider, prices nwaws.PriceStore, region string, log *slog.Logger) func(context.Context) (*catalog.Catalog, error) {
+	return func(ctx context.Context) (*catalog.Catalog, error) {
+		cat, err := p.Catalog(ctx, prices)
+		if err == nil {
+			return cat, nil
+		}
+		if log != nil {
+			log.WarnContext(ctx, "instance types from EC2 unavailable; planning with the embedded catalog", "error", err)
+		}
+		builtin, berr := catalog.Builtin(region)
+		if berr != nil {
+			return nil, fmt.Errorf("%w; embedded catalog: %w", err, berr)
+		}
+		return builtin, nil
+	}
+}
+
+// ProviderICE is a Deps.Unavailable over the provider's ICE set, synced
+// with the shared store first so offerings another function found short
+// are avoided too.
+func ProviderICE(p *nwaws.Provider) func(context.Context) (map[scheduling.OfferingKey]bool, error) {
+	return func(ctx context.Context) (map[scheduling.OfferingKey]bool, error) {
+		ice := p.ICE()
+		err := ice.Sync(ctx, 0)
+		out := map[scheduling.OfferingKey]bool{}
+		for k := range ice.Snapshot() {
+			out[scheduling.OfferingKey{InstanceType: k.InstanceType, Zone: k.Zone, CapacityType: k.CapacityType}] = true
+		}
+		return out, err
+	}
+}
