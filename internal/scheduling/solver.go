@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"strings"
 
@@ -713,14 +714,7 @@ func (st *state) growPass(s *shape, n int) int {
 			return 0, 0, topoResult{}, nil, true
 		}
 		mask, _ := poolInfo(c.pool)
-		step := -1
-		c.options.each(func(i int) bool {
-			if mask.has(i) && s.req.fits(nd.used, c.pool.avail[i]) {
-				step = i
-				return false
-			}
-			return true
-		})
+		step := firstFit(c.options, mask, s.req, nd.used, c.pool.avail)
 		if step < 0 {
 			return 0, 0, topoResult{}, nil, true
 		}
@@ -813,6 +807,23 @@ func (st *state) growPass(s *shape, n int) int {
 		}
 		narrow = tr.narrow
 	}
+}
+
+// firstFit returns the cheapest type in options∧mask that has room for
+// req on top of used, or -1.
+func firstFit(options, mask bitset, req, used resVec, avail []resVec) int {
+	for wi, w := range options {
+		w &= mask[wi]
+		for w != 0 {
+			t := bits.TrailingZeros64(w)
+			i := wi<<6 + t
+			if req.fits(used, avail[i]) {
+				return i
+			}
+			w &= w - 1
+		}
+	}
+	return -1
 }
 
 // idealRate is the shape's pod cost in the pool's most cost-efficient
