@@ -34,6 +34,9 @@ type listServer struct {
 	pageMu         sync.Mutex
 	pages          map[string][]byte
 	requests       sync.Map // path -> *int
+	// expireContinue, when > 0, answers that many continued list requests
+	// with 410 Gone (an expired continue token).
+	expireContinue int
 }
 
 func newListServer(tb testing.TB, nodes, podsPerNode, pending int) *listServer {
@@ -85,6 +88,18 @@ func page[T any](items []T, q url.Values) ([]T, string) {
 
 func (ls *listServer) serve(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	ls.pageMu.Lock()
+	expire := q.Get("continue") != "" && ls.expireContinue > 0
+	if expire {
+		ls.expireContinue--
+	}
+	ls.pageMu.Unlock()
+	if expire {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusGone)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410,"message":"The provided continue parameter is too old"}`))
+		return
+	}
 	lm := metav1.ListMeta{ResourceVersion: "1000"}
 	var obj runtime.Object
 	switch r.URL.Path {

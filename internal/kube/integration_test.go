@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/internal/kube"
-	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 )
@@ -75,7 +74,9 @@ func startCloud() (*localCloud, error) {
 
 func getCloud(t *testing.T) *localCloud {
 	t.Helper()
-	localcloud.SkipIfShort(t)
+	if testing.Short() {
+		t.Skip("integration test: needs the local control plane and AWS simulator (skipped in -short)")
+	}
 	cloudOnce.Do(func() { cloud, cloudErr = startCloud() })
 	if cloudErr != nil {
 		t.Fatalf("start local cloud: %v", cloudErr)

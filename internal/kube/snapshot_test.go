@@ -70,6 +70,28 @@ func TestSnapshotPaginatesFiltersAndStrips(t *testing.T) {
 	}
 }
 
+// An expired continue token (410) restarts the list instead of failing the
+// pass or returning a partial list.
+func TestSnapshotRestartsExpiredList(t *testing.T) {
+	ls := newListServer(t, 10, 3, 0)
+	ls.expireContinue = 1
+	c, err := NewClient(ls.restConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.Snapshot(context.Background(), SnapshotOptions{Parts: PartNodes, PageSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Nodes) != 10 {
+		t.Fatalf("%d nodes after a restarted list, want 10", len(snap.Nodes))
+	}
+	ls.expireContinue = 5
+	if _, err := c.Snapshot(context.Background(), SnapshotOptions{Parts: PartNodes, PageSize: 4}); err == nil {
+		t.Fatal("a list that keeps expiring must fail, not loop")
+	}
+}
+
 // BenchmarkSnapshot5kNodes50kPods lists a synthetic 5,000-node cluster with
 // 45,000 bound and 5,000 pending pods (2,500 unschedulable) over HTTP (JSON;
 // the real API server would send protobuf, cheaper to decode) and reports the
