@@ -199,6 +199,15 @@ func (st *state) orderShapes() {
 	})
 }
 
+func isStartupTaint(t corev1.Taint, startup []corev1.Taint) bool {
+	for _, st := range startup {
+		if st.Key == t.Key && st.Effect == t.Effect {
+			return true
+		}
+	}
+	return false
+}
+
 func podLess(a, b *corev1.Pod) bool {
 	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
 		return a.CreationTimestamp.Before(&b.CreationTimestamp)
@@ -426,8 +435,8 @@ func (st *state) buildExisting() error {
 			n.labels = map[string]string{}
 		}
 		for _, t := range en.Taints {
-			if !en.Initialized && IsEphemeralTaint(t) {
-				continue
+			if !en.Initialized && (IsEphemeralTaint(t) || isStartupTaint(t, en.StartupTaints)) {
+				continue // gone by the time the node is ready
 			}
 			n.taints = append(n.taints, t)
 		}

@@ -590,3 +590,38 @@ func TestDeterministicAndOptionsCapped(t *testing.T) {
 	}
 	checkPlan(t, in, a)
 }
+
+func TestExtendedResources(t *testing.T) {
+	gpu := mkType("g5.xlarge", 4, 16, 58, "amd64", 1.00)
+	gpu.Allocatable["nvidia.com/gpu"] = rl("x", "1")["x"]
+	gpu.Labels["karpenter.k8s.aws/instance-gpu-count"] = "1"
+	p := mkPod(podOpts{name: "train", cpu: "1"})
+	p.Spec.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "1")
+	in := input([]*corev1.Pod{p})
+	in.DefaultInstanceTypes = append(testTypes(), gpu)
+	plan := mustSolve(t, in)
+	expect(t, plan, "g5.xlarge/zone-a/on-demand:default/train")
+	if q := plan.NodeClaims[0].Allocatable["nvidia.com/gpu"]; q.String() != "1" {
+		t.Errorf("allocatable must list the GPU: %v", plan.NodeClaims[0].Allocatable)
+	}
+	// Two GPUs fit nowhere; the reason says what is short.
+	p2 := mkPod(podOpts{name: "big", cpu: "1"})
+	p2.Spec.Containers[0].Resources.Limits = rl("nvidia.com/gpu", "2")
+	in.Pods = []*corev1.Pod{p2}
+	plan = mustSolve(t, in)
+	expect(t, plan, "unschedulable default/big")
+	if r := reasonOf(plan, "big"); !strings.Contains(r, "nvidia.com/gpu") {
+		t.Errorf("reason %q", r)
+	}
+}
+
+func TestStartupTaintsOnUninitializedNodes(t *testing.T) {
+	n := existing("n1", "zone-a", "4")
+	cilium := corev1.Taint{Key: "node.cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoSchedule}
+	n.Taints, n.StartupTaints, n.Initialized = []corev1.Taint{cilium}, []corev1.Taint{cilium}, false
+	in := input(pods(1, podOpts{cpu: "1"}))
+	in.Nodes = []*scheduling.ExistingNode{n}
+	expect(t, mustSolve(t, in), "node n1:default/p0")
+	n.Initialized = true
+	expect(t, mustSolve(t, in), "g.large/zone-a/on-demand:default/p0")
+}

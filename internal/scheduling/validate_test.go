@@ -198,6 +198,13 @@ func planErrors(in *scheduling.Input, plan *scheduling.Plan) []string {
 			if !en.Initialized && scheduling.IsEphemeralTaint(tt) {
 				continue
 			}
+			startup := false
+			for _, st := range en.StartupTaints {
+				startup = startup || (st.Key == tt.Key && st.Effect == tt.Effect)
+			}
+			if !en.Initialized && startup {
+				continue
+			}
 			n.taints = append(n.taints, tt)
 		}
 		n.pods = append(n.pods, en.Pods...)
