@@ -13,7 +13,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all test test-short build lint vet fmt-check fuzz demo synth clean help
+.PHONY: all prepare test test-short build lint vet fmt-check fuzz demo synth clean help
 
 all: build
 
@@ -26,7 +26,12 @@ help:
 	@echo "make synth       cdk synth into cdk.out with no AWS credentials and no network"
 	@echo "make fuzz        fuzz the NodePool/EC2NodeClass loader for FUZZTIME (default 60s)"
 
-test: vet
+# Builds the local control plane (cold: ~8 min on 2 cores) and installs
+# dynalite once, before the test packages that share them start.
+prepare:
+	$(GO) run ./cmd/nodewright local prepare
+
+test: vet prepare
 	$(GO) test -timeout $(TEST_TIMEOUT) ./...
 
 test-short:

@@ -6,7 +6,7 @@ ignore (
 	./cdk.out
 	./dist
 	./infra/node_modules
-	./internal/localcloud/node_modules
+	./internal/localcloud/dynalite/node_modules
 )
 
 require (
@@ -31,6 +31,7 @@ require (
 	github.com/aws/smithy-go v1.24.0
 	github.com/cdklabs/cdk-nag-go/cdknag/v2 v2.38.2
 	github.com/spf13/cobra v1.10.1
+	golang.org/x/sync v0.22.0
 	gopkg.in/yaml.v3 v3.0.1
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -83,7 +84,6 @@ require (
 	golang.org/x/mod v0.39.0 // indirect
 	golang.org/x/net v0.58.0 // indirect
 	golang.org/x/oauth2 v0.34.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/telemetry v0.0.0-20260811182544-a038080d80e5 // indirect
 	golang.org/x/term v0.45.0 // indirect
