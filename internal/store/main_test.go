@@ -76,7 +76,7 @@ type env struct {
 	clock *fakeClock
 }
 
-func (e *env) store(t *testing.T, opts ...store.Option) *store.Store {
+func (e *env) store(t testing.TB, opts ...store.Option) *store.Store {
 	t.Helper()
 	s, err := store.New(e.api, e.table, append([]store.Option{store.WithClock(e.clock.Now)}, opts...)...)
 	if err != nil {
@@ -87,7 +87,9 @@ func (e *env) store(t *testing.T, opts ...store.Option) *store.Store {
 
 var nonName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newBenchEnv(t) }
+
+func newBenchEnv(t testing.TB) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs dynalite (skipped in -short)")
