@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodewright/nodewright/internal/demo"
+)
+
+// newDemoCmd is `nodewright demo` (`make demo`): the provisioning demo on
+// the local cloud through the real function handlers.
+func newDemoCmd() *cobra.Command {
+	var o demo.Options
+	var logPath string
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Scale a Deployment from 0 to N and back on the local cloud through nodewright's real functions",
+		Long: `Start the local cloud (a real kube-apiserver with KWOK nodes, dynalite and
+nodewright's AWS simulator; the first run builds them, later runs take
+seconds), create the stack's table, queues and rules, load the seeds'
+default NodePool and EC2NodeClass, register the admission webhook with the
+API server and run the provisioner and lifecycle handlers on the events AWS
+would deliver while the seeds' inflate Deployment scales to --replicas and
+back to 0. Prints a timeline and ends with one line:
+
+  DEMO OK pods=<n> running=<n> nodes=<n> cost_per_hour=<$> time_to_running_s=<s> scale_down_s=<s>
+
+or says what failed and exits 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			o.Out = out
+			o.Progress = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
+			if logPath != "" {
+				f, err := os.Create(logPath)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				o.Logs = f
+			} else {
+				o.Logs = io.Discard
+			}
+			res, err := demo.Run(cmd.Context(), o)
+			if err != nil {
+				fmt.Fprintf(out, "DEMO FAILED: %v\n", err)
+				return &exitError{code: 1, err: err}
+			}
+			fmt.Fprintln(out, res.Line())
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&o.Replicas, "replicas", 10, "how far the inflate Deployment scales")
+	cmd.Flags().DurationVar(&o.Tick, "tick", 5*time.Second, "period of the functions' schedule (one minute in AWS)")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "limit for each phase (scale-up to Running, scale-down to no nodes)")
+	cmd.Flags().StringVar(&logPath, "logs", "", "write the functions' JSON logs and EMF metrics to this file")
+	return cmd
+}

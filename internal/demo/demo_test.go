@@ -1,0 +1,148 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/localcloud"
+)
+
+// lineWriter sends whole lines to t.Log so the timeline shows with -v.
+type lineWriter struct {
+	t   testing.TB
+	mu  sync.Mutex
+	buf bytes.Buffer
+	all bytes.Buffer
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.all.Write(p)
+	w.buf.Write(p)
+	for {
+		line, err := w.buf.ReadString('\n')
+		if err != nil {
+			w.buf.WriteString(line)
+			break
+		}
+		w.t.Log(strings.TrimRight(line, "\n"))
+	}
+	return len(p), nil
+}
+
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.all.String()
+}
+
+var demoLine = regexp.MustCompile(`^DEMO OK pods=10 running=10 nodes=([1-9][0-9]*) cost_per_hour=([0-9]+\.[0-9]{4}) time_to_running_s=([0-9.]+) scale_down_s=([0-9.]+)$`)
+
+// The demo end to end on its own local cloud, as `make demo` runs it.
+func TestDemo(t *testing.T) {
+	localcloud.SkipIfShort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // a cold control-plane build
+	defer cancel()
+	out := &lineWriter{t: t}
+	logs, err := os.Create(filepath.Join(t.TempDir(), "functions.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	res, err := Run(ctx, Options{Out: out, Logs: logs, Timeout: 3 * time.Minute})
+	if err != nil {
+		dumpLogs(t, logs.Name())
+		t.Fatalf("demo failed: %v", err)
+	}
+	line := res.Line()
+	t.Log(line)
+	if !demoLine.MatchString(line) {
+		t.Fatalf("final line %q does not match %s", line, demoLine)
+	}
+	if res.WebhookCalls == 0 || res.WebhookToFleet <= 0 {
+		t.Errorf("the API server's webhook calls did not drive provisioning: %d calls, webhook->CreateFleet %s", res.WebhookCalls, res.WebhookToFleet)
+	}
+	if res.CostPerHour <= 0 || res.NodeClaims < res.Nodes {
+		t.Errorf("cost %v, %d claims for %d nodes", res.CostPerHour, res.NodeClaims, res.Nodes)
+	}
+	timeline := out.String()
+	for _, want := range []string{"NodeClaim ", "planned:", "CreateFleet launched", "initialized (Ready)", "empty for consolidateAfter 5s", "TerminateInstances", "terminated"} {
+		if !strings.Contains(timeline, want) {
+			t.Errorf("timeline lacks %q", want)
+		}
+	}
+}
+
+func dumpLogs(t *testing.T, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	lines := strings.Split(string(b), "\n")
+	if len(lines) > 200 {
+		lines = lines[len(lines)-200:]
+	}
+	t.Logf("last function log lines:\n%s", strings.Join(lines, "\n"))
+}
+
+// BenchmarkBurst measures, for a burst of pods on a shared local cloud,
+// the latency from the API server's first Unschedulable webhook call to
+// the provisioner's first CreateFleet request (target <= 1.5 s with the
+// default 1 s idle window) and from the scale-up to every pod Running.
+// `go test -run '^$' -bench Burst -benchtime 1x ./internal/demo`; PODS sets
+// the burst (default 100).
+func BenchmarkBurst(b *testing.B) {
+	localcloud.SkipIfShort(b)
+	pods := 100
+	if v := os.Getenv("PODS"); v != "" {
+		if _, err := fmt.Sscan(v, &pods); err != nil {
+			b.Fatalf("PODS=%q: %v", v, err)
+		}
+	}
+	cloud := localcloud.ForTest(b, CloudOptions(nil))
+	var fleet, running, down time.Duration
+	var nodes int
+	var cost float64
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		ns := fmt.Sprintf("burst-%d-%d", time.Now().Unix(), i)
+		if err := createNamespace(ctx, cloud, ns); err != nil {
+			b.Fatal(err)
+		}
+		res, err := Run(ctx, Options{Replicas: pods, Cloud: cloud, Namespace: ns, Out: io.Discard, Timeout: 5 * time.Minute})
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		fleet += res.WebhookToFleet
+		running += res.TimeToRunning
+		down += res.ScaleDown
+		nodes += res.Nodes
+		cost += res.CostPerHour
+	}
+	n := float64(b.N)
+	b.ReportMetric(fleet.Seconds()/n, "webhook-to-fleet-s")
+	b.ReportMetric(running.Seconds()/n, "pending-to-running-s")
+	b.ReportMetric(down.Seconds()/n, "scale-down-s")
+	b.ReportMetric(float64(nodes)/n, "nodes")
+	b.ReportMetric(cost/n, "$/h")
+	b.ReportMetric(0, "ns/op")
+}
+
+func createNamespace(ctx context.Context, cloud *localcloud.Cloud, name string) error {
+	_, err := cloud.KubeClient.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	return err
+}

@@ -1,0 +1,200 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
+	"github.com/nodewright/nodewright/internal/settings"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+// queueSet is the stack's queues: URL and ARN of each, by role.
+type queueSet struct {
+	ProvisionURL, ProvisionARN       string
+	WorkURL, WorkARN                 string
+	InterruptionURL, InterruptionARN string
+}
+
+// createTable creates the functions' DynamoDB table from store.Schema (the
+// layout the CDK app deploys) and waits until it is ACTIVE.
+func createTable(ctx context.Context, db *dynamodb.Client, table string) error {
+	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
+		return fmt.Errorf("create table %s: %w", table, err)
+	}
+	w := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 100 * time.Millisecond
+		o.MaxDelay = time.Second
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
+		return fmt.Errorf("table %s never became active: %w", table, err)
+	}
+	return nil
+}
+
+// createQueues creates the provision, work and interruption queues with
+// their dead-letter queues, as the CDK stack does.
+func createQueues(ctx context.Context, client *sqs.Client, prefix string) (queueSet, error) {
+	mk := func(name string, attrs map[string]string) (string, string, error) {
+		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(name), Attributes: attrs})
+		if err != nil {
+			return "", "", fmt.Errorf("create queue %s: %w", name, err)
+		}
+		a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+		if err != nil {
+			return "", "", fmt.Errorf("queue %s attributes: %w", name, err)
+		}
+		return sdkaws.ToString(out.QueueUrl), a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
+	}
+	withDLQ := func(name string, visibility time.Duration) (string, string, error) {
+		_, dlqARN, err := mk(name+"-dlq", map[string]string{"MessageRetentionPeriod": "1209600"})
+		if err != nil {
+			return "", "", err
+		}
+		redrive, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlqARN, "maxReceiveCount": 5})
+		return mk(name, map[string]string{
+			"VisibilityTimeout": fmt.Sprint(int(visibility.Seconds())),
+			"RedrivePolicy":     string(redrive),
+		})
+	}
+	var qs queueSet
+	var err error
+	// Visibility timeouts are the consuming function's timeout, as Lambda
+	// requires of an event source.
+	if qs.ProvisionURL, qs.ProvisionARN, err = withDLQ(prefix+"-provision", 300*time.Second); err != nil {
+		return qs, err
+	}
+	if qs.WorkURL, qs.WorkARN, err = withDLQ(prefix+"-work", 120*time.Second); err != nil {
+		return qs, err
+	}
+	if qs.InterruptionURL, qs.InterruptionARN, err = withDLQ(prefix+"-interruption", 40*time.Second); err != nil {
+		return qs, err
+	}
+	return qs, nil
+}
+
+// createRules routes the cloud's own events to the interruption queue with
+// the stack's four rules (spot interruption, rebalance, state change, AWS
+// Health), on the simulator's event bus.
+func createRules(cloud *localcloud.Cloud, interruptionARN string) error {
+	bus := cloud.AWS.Events()
+	for _, r := range []struct{ name, source, detailType string }{
+		{"SpotInterruptionRule", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
+		{"RebalanceRule", "aws.ec2", "EC2 Instance Rebalance Recommendation"},
+		{"InstanceStateChangeRule", "aws.ec2", "EC2 Instance State-change Notification"},
+		{"ScheduledChangeRule", "aws.health", "AWS Health Event"},
+	} {
+		pattern, _ := json.Marshal(map[string]any{"source": []string{r.source}, "detail-type": []string{r.detailType}})
+		if _, err := bus.PutRule(r.name, string(pattern)); err != nil {
+			return fmt.Errorf("EventBridge rule %s: %w", r.name, err)
+		}
+		if err := bus.PutTargets(r.name, eventsim.Target{Id: "interruption-queue", Arn: interruptionARN}); err != nil {
+			return fmt.Errorf("EventBridge rule %s target: %w", r.name, err)
+		}
+	}
+	return nil
+}
+
+// writeConfig writes the demo NodePool/EC2NodeClass for cluster into dir
+// (the functions' NODEWRIGHT_CONFIG_DIR, as the CDK app bundles it).
+func writeConfig(dir, cluster string) error {
+	src, err := testdata.ReadFile("testdata/default.yaml")
+	if err != nil {
+		return err
+	}
+	out := bytes.ReplaceAll(src, []byte("CLUSTER_NAME"), []byte(cluster))
+	return os.WriteFile(filepath.Join(dir, "default.yaml"), out, 0o644)
+}
+
+// inflateDeployment is the seeds' inflate Deployment.
+func inflateDeployment() (*appsv1.Deployment, error) {
+	src, err := testdata.ReadFile("testdata/inflate.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var d appsv1.Deployment
+	if err := yaml.UnmarshalStrict(src, &d); err != nil {
+		return nil, fmt.Errorf("inflate.yaml: %w", err)
+	}
+	return &d, nil
+}
+
+func randomSecret() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// functionEnv is the environment the CDK stack gives every function, plus
+// the local cloud's endpoints and credentials.
+func functionEnv(cloud *localcloud.Cloud, table string, qs queueSet, configDir, secret string, batchIdle time.Duration) map[string]string {
+	env := map[string]string{}
+	for _, kv := range cloud.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	// The functions find the cluster through EKS DescribeCluster and an STS
+	// token, never a kubeconfig.
+	delete(env, "KUBECONFIG")
+	env["AWS_EC2_METADATA_DISABLED"] = "true"
+	env["AWS_CONFIG_FILE"] = os.DevNull
+	env["AWS_SHARED_CREDENTIALS_FILE"] = os.DevNull
+	env["AWS_PROFILE"] = ""
+	env[settings.EnvClusterName] = cloud.ClusterName
+	env[settings.EnvTableName] = table
+	env[settings.EnvWorkQueueURL] = qs.WorkURL
+	env[settings.EnvProvisionQueueURL] = qs.ProvisionURL
+	env[settings.EnvInterruptionQueue] = qs.InterruptionURL
+	env[settings.EnvWebhookSecret] = secret
+	env[settings.EnvConfigDir] = configDir
+	env[settings.EnvBatchIdle] = batchIdle.String()
+	env[settings.EnvLogLevel] = "INFO"
+	return env
+}
+
+// setEnv applies env to the process (the AWS SDK's default configuration
+// reads it, as in Lambda) and returns a function restoring the previous
+// values.
+func setEnv(env map[string]string) func() {
+	type prev struct {
+		v  string
+		ok bool
+	}
+	saved := map[string]prev{}
+	for k, v := range env {
+		old, ok := os.LookupEnv(k)
+		saved[k] = prev{old, ok}
+		_ = os.Setenv(k, v)
+	}
+	// KUBECONFIG is dropped on purpose (see functionEnv).
+	if old, ok := os.LookupEnv("KUBECONFIG"); ok {
+		saved["KUBECONFIG"] = prev{old, ok}
+		_ = os.Unsetenv("KUBECONFIG")
+	}
+	return func() {
+		for k, p := range saved {
+			if p.ok {
+				_ = os.Setenv(k, p.v)
+			} else {
+				_ = os.Unsetenv(k)
+			}
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package demo
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// timeline prints what a person watching the demo wants to follow, each
+// line stamped with the seconds since the demo started.
+type timeline struct {
+	mu    sync.Mutex
+	out   io.Writer
+	start time.Time
+}
+
+func (t *timeline) printf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.out, "[%6.1fs] %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// logTap receives a function's JSON log and EMF lines (what CloudWatch Logs
+// would get), forwards them to the raw log writer and turns the records a
+// person cares about into timeline lines. The timeline therefore shows what
+// the real handlers did, not what the demo guesses they did.
+type logTap struct {
+	fn  string
+	tl  *timeline
+	raw io.Writer
+	// onRecord sees every decoded record (for measurements).
+	onRecord func(rec map[string]any)
+
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (l *logTap) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.raw != nil {
+		_, _ = l.raw.Write(p)
+	}
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := l.buf[:i]
+		var rec map[string]any
+		if json.Unmarshal(line, &rec) == nil {
+			if l.onRecord != nil {
+				l.onRecord(rec)
+			}
+			if s := l.render(rec); s != "" {
+				l.tl.printf("%-12s %s", l.fn, s)
+			}
+		}
+		l.buf = l.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+func str(rec map[string]any, k string) string {
+	switch v := rec[k].(type) {
+	case string:
+		return v
+	case float64:
+		return fmt.Sprint(v)
+	case bool:
+		return fmt.Sprint(v)
+	case nil:
+		return ""
+	default:
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+}
+
+func num(rec map[string]any, k string) float64 {
+	f, _ := rec[k].(float64)
+	return f
+}
+
+// render picks and formats the records worth a timeline line.
+func (l *logTap) render(rec map[string]any) string {
+	msg := str(rec, "msg")
+	claim := str(rec, "nodeclaim")
+	switch msg {
+	case "nudged provisioner":
+		s := fmt.Sprintf("AdmissionReview pods/status UPDATE for %s (%s) -> nudge on the provision queue", str(rec, "pod"), str(rec, "reason"))
+		if n := num(rec, "coalesced"); n > 0 {
+			s += fmt.Sprintf(" (%d earlier calls coalesced)", int(n))
+		}
+		return s
+	case "nodeclaim planned":
+		return fmt.Sprintf("NodeClaim %s planned: %s %s %s $%.4f/h for %d pods (%d instance types allowed)",
+			claim, str(rec, "instance-type"), str(rec, "zone"), str(rec, "capacity-type"), num(rec, "price"), int(num(rec, "pods")), int(num(rec, "options")))
+	case "launched nodeclaim":
+		return fmt.Sprintf("CreateFleet launched %s (%s %s %s) for NodeClaim %s", str(rec, "instance-id"), str(rec, "instance-type"),
+			str(rec, "zone"), str(rec, "capacity-type"), claim)
+	case "provisioner run":
+		if num(rec, "pending") == 0 && num(rec, "created") == 0 && num(rec, "resumed") == 0 {
+			return "" // an idle schedule tick
+		}
+		return fmt.Sprintf("run %s (%s): %d pending, batch %s, %d claims created, %d launched, %d pods nominated, %d unschedulable, solve %s, took %s",
+			str(rec, "run"), str(rec, "trigger"), int(num(rec, "pending")), str(rec, "batch"), int(num(rec, "created")), int(num(rec, "launched")),
+			int(num(rec, "nominated")), int(num(rec, "unschedulable")), str(rec, "solveTime"), str(rec, "duration"))
+	case "provisioner run skipped: nudges predate the last completed run":
+		return "" // expected: the nudge's pods were handled by the run that just ended
+	case "node registered":
+		return fmt.Sprintf("node %s registered for NodeClaim %s (%s after launch)", str(rec, "node"), claim, str(rec, "after-launch"))
+	case "node initialized":
+		return fmt.Sprintf("node %s initialized (Ready) for NodeClaim %s (%s after launch)", str(rec, "node"), claim, str(rec, "after-launch"))
+	case "empty node: deleting":
+		return fmt.Sprintf("node %s empty for consolidateAfter %s: NodeClaim %s marked for deletion", str(rec, "node"), str(rec, "consolidateAfter"), claim)
+	case "node tainted for termination":
+		return fmt.Sprintf("node %s tainted %s, draining", str(rec, "node"), str(rec, "taint"))
+	case "pod evicted":
+		return fmt.Sprintf("evicted %s from %s", str(rec, "pod"), str(rec, "node"))
+	case "instance terminating":
+		return fmt.Sprintf("TerminateInstances %s (NodeClaim %s)", str(rec, "instance-id"), claim)
+	case "node deleted":
+		return fmt.Sprintf("node %s deleted", str(rec, "node"))
+	case "nodeclaim terminated":
+		return fmt.Sprintf("NodeClaim %s terminated (%s after the deletion mark)", claim, str(rec, "since-mark"))
+	case "pods unschedulable":
+		return fmt.Sprintf("%d pods unschedulable: %s (e.g. %s)", int(num(rec, "count")), str(rec, "reason"), str(rec, "pod"))
+	}
+	if lvl := str(rec, "level"); lvl == "ERROR" || lvl == "WARN" {
+		if msg == "" {
+			return ""
+		}
+		s := lvl + " " + msg
+		if e := str(rec, "error"); e != "" {
+			s += ": " + e
+		}
+		if claim != "" {
+			s += " (nodeclaim " + claim + ")"
+		}
+		return s
+	}
+	return ""
+}
+
+// podCounts summarises the demo's pods.
+type podCounts struct {
+	Total, Unschedulable, Waiting, Running, Terminating int
+}
+
+func countPods(pods []corev1.Pod) podCounts {
+	var c podCounts
+	for i := range pods {
+		p := &pods[i]
+		c.Total++
+		switch {
+		case p.DeletionTimestamp != nil:
+			c.Terminating++
+		case p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "":
+			c.Running++
+		case p.Spec.NodeName == "" && unschedulable(p):
+			c.Unschedulable++
+		default:
+			c.Waiting++
+		}
+	}
+	return c
+}
+
+func unschedulable(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+func (c podCounts) String() string {
+	parts := []string{fmt.Sprintf("%d pods", c.Total)}
+	if c.Unschedulable > 0 {
+		parts = append(parts, fmt.Sprintf("%d pending (Unschedulable)", c.Unschedulable))
+	}
+	if c.Waiting > 0 {
+		parts = append(parts, fmt.Sprintf("%d scheduled/starting", c.Waiting))
+	}
+	parts = append(parts, fmt.Sprintf("%d Running", c.Running))
+	if c.Terminating > 0 {
+		parts = append(parts, fmt.Sprintf("%d terminating", c.Terminating))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// nodeReady reports the Ready condition of a Node.
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,208 @@
+package demo
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodewright/nodewright/internal/admission"
+	"github.com/nodewright/nodewright/internal/queue"
+)
+
+// The match conditions the CDK stack's webhook registrar installs
+// (functions/webhookregistrar): only the scheduler's Unschedulable verdict
+// on an unbound pod reaches the webhook.
+const (
+	unschedulableCondition = `has(object.status) && has(object.status.conditions) && ` +
+		`object.status.conditions.exists(c, c.type == 'PodScheduled' && c.status == 'False' && ` +
+		`has(c.reason) && c.reason == 'Unschedulable')`
+	notBoundCondition = `!has(object.spec.nodeName) || object.spec.nodeName == ''`
+	webhookName       = "nodewright-demo"
+)
+
+// webhookServer is the local stand-in for the webhook function URL: an
+// HTTPS server on 127.0.0.1 with a certificate from a CA generated for this
+// run, serving internal/admission's handler with the secret as the last
+// path segment, as the registrar configures it in AWS.
+type webhookServer struct {
+	srv    *http.Server
+	ln     net.Listener
+	url    string // including the secret
+	caPEM  []byte
+	mu     sync.Mutex
+	calls  int
+	first  time.Time
+	onCall func(n int)
+}
+
+func startWebhook(h http.Handler, secret string, onCall func(n int)) (*webhookServer, error) {
+	caPEM, cert, err := selfSignedServing()
+	if err != nil {
+		return nil, fmt.Errorf("webhook certificate: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("webhook listener: %w", err)
+	}
+	w := &webhookServer{ln: ln, caPEM: caPEM, onCall: onCall,
+		url: fmt.Sprintf("https://%s/admit/%s", ln.Addr(), url.PathEscape(secret))}
+	w.srv = &http.Server{
+		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+			w.mu.Lock()
+			w.calls++
+			n := w.calls
+			if n == 1 {
+				w.first = time.Now()
+			}
+			w.mu.Unlock()
+			h.ServeHTTP(rw, r)
+			if w.onCall != nil {
+				w.onCall(n)
+			}
+		}),
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+	go func() { _ = w.srv.ServeTLS(ln, "", "") }()
+	return w, nil
+}
+
+// stats returns the number of AdmissionReviews served and when the first
+// arrived.
+func (w *webhookServer) stats() (int, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.calls, w.first
+}
+
+func (w *webhookServer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return w.srv.Shutdown(ctx)
+}
+
+// selfSignedServing makes a throwaway CA and a serving certificate for
+// 127.0.0.1 signed by it; the CA goes into the webhook configuration's
+// caBundle.
+func selfSignedServing() ([]byte, tls.Certificate, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "nodewright demo webhook CA"},
+		NotBefore:             now.Add(-time.Minute),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    now.Add(-time.Minute),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	return caPEM, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: nil}, nil
+}
+
+// registerWebhook installs the ValidatingWebhookConfiguration the CDK
+// stack's registrar installs in a real cluster, pointing at the local
+// endpoint.
+func registerWebhook(ctx context.Context, cs kubernetes.Interface, endpoint string, caPEM []byte) error {
+	failurePolicy := admissionv1.Ignore
+	sideEffects := admissionv1.SideEffectClassNoneOnDryRun
+	matchPolicy := admissionv1.Equivalent
+	scope := admissionv1.NamespacedScope
+	timeout := int32(2)
+	cfg := &admissionv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: webhookName, Labels: map[string]string{"app.kubernetes.io/managed-by": "nodewright-demo"}},
+		Webhooks: []admissionv1.ValidatingWebhook{{
+			Name:                    "pending-pods.nodewright.io",
+			ClientConfig:            admissionv1.WebhookClientConfig{URL: &endpoint, CABundle: caPEM},
+			AdmissionReviewVersions: []string{"v1"},
+			SideEffects:             &sideEffects,
+			FailurePolicy:           &failurePolicy,
+			MatchPolicy:             &matchPolicy,
+			TimeoutSeconds:          &timeout,
+			Rules: []admissionv1.RuleWithOperations{{
+				Operations: []admissionv1.OperationType{admissionv1.Update},
+				Rule: admissionv1.Rule{
+					APIGroups: []string{""}, APIVersions: []string{"v1"},
+					Resources: []string{"pods/status"}, Scope: &scope,
+				},
+			}},
+			MatchConditions: []admissionv1.MatchCondition{
+				{Name: "unschedulable", Expression: unschedulableCondition},
+				{Name: "not-bound", Expression: notBoundCondition},
+			},
+		}},
+	}
+	api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	_, err := api.Create(ctx, cfg, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		var cur *admissionv1.ValidatingWebhookConfiguration
+		if cur, err = api.Get(ctx, webhookName, metav1.GetOptions{}); err == nil {
+			cfg.ResourceVersion = cur.ResourceVersion
+			_, err = api.Update(ctx, cfg, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("register ValidatingWebhookConfiguration %s: %w", webhookName, err)
+	}
+	return nil
+}
+
+// queueNudger sends the webhook's nudges to the provision queue, as the
+// webhook function does.
+type queueNudger struct {
+	q      *queue.Queue
+	onSend func(admission.Hint)
+}
+
+func (n queueNudger) Nudge(ctx context.Context, hint admission.Hint, delay time.Duration) error {
+	err := n.q.Send(ctx, queue.Message{Kind: queue.KindProvision, Subject: hint.Namespace + "/" + hint.Name, Reason: hint.Reason}, delay)
+	if err == nil && n.onSend != nil {
+		n.onSend(hint)
+	}
+	return err
+}
