@@ -105,7 +105,7 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 	}
 	var ts []Transition
 	for _, inst := range launched {
-		ts = append(ts, Transition{Instance: inst.Instance, From: "", To: types.InstanceStateNamePending, CapacityType: inst.capacityType, UserData: inst.userData})
+		ts = append(ts, Transition{Instance: inst.snapshot(), From: "", To: types.InstanceStateNamePending, CapacityType: inst.capacityType, UserData: inst.userData})
 	}
 	c.mu.Unlock()
 	c.notify(ts...)

@@ -43,7 +43,7 @@ func (c *Cloud) setState(in *instance, to types.InstanceStateName, reason string
 			s.releaseIP(aws.ToString(in.PrivateIpAddress))
 		}
 	}
-	return Transition{Instance: in.Instance, From: from, To: to, CapacityType: in.capacityType, UserData: in.userData}
+	return Transition{Instance: in.snapshot(), From: from, To: to, CapacityType: in.capacityType, UserData: in.userData}
 }
 
 func (c *Cloud) notify(ts ...Transition) {
@@ -82,7 +82,7 @@ func (c *Cloud) Instances() []types.Instance {
 	defer c.mu.Unlock()
 	out := make([]types.Instance, 0, len(c.order))
 	for _, id := range c.order {
-		out = append(out, c.instances[id].Instance)
+		out = append(out, c.instances[id].snapshot())
 	}
 	return out
 }
@@ -95,7 +95,15 @@ func (c *Cloud) Instance(id string) (types.Instance, string, bool) {
 	if in == nil {
 		return types.Instance{}, "", false
 	}
-	return in.Instance, in.capacityType, true
+	return in.snapshot(), in.capacityType, true
+}
+
+// snapshot copies what CreateTags changes in place, so callers can read
+// the result after the lock is released. Caller holds mu.
+func (in *instance) snapshot() types.Instance {
+	cp := in.Instance
+	cp.Tags = append([]types.Tag(nil), in.Tags...)
+	return cp
 }
 
 // Terminate is a cloud-initiated termination (e.g. spot reclaim): the
@@ -194,7 +202,7 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 	for _, inst := range sel[start:end] {
 		out.Reservations = append(out.Reservations, types.Reservation{
 			ReservationId: aws.String(inst.reservation), OwnerId: aws.String(c.cfg.Account),
-			Instances: []types.Instance{inst.Instance},
+			Instances: []types.Instance{inst.snapshot()},
 		})
 	}
 	return out, nil

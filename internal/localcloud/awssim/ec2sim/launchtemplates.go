@@ -94,7 +94,9 @@ func (c *Cloud) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunc
 			return nil, err
 		}
 		if ok {
-			out = append(out, lt.meta)
+			meta := lt.meta
+			meta.Tags = append([]types.Tag(nil), lt.meta.Tags...)
+			out = append(out, meta)
 		}
 	}
 	start, end, next, err := page(len(out), in.MaxResults, in.NextToken, 1, 200)
