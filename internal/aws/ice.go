@@ -37,6 +37,7 @@ type ICECache struct {
 	ttl   time.Duration
 	now   func() time.Time
 
+	syncMu   sync.Mutex // serializes store reads
 	mu       sync.Mutex
 	entries  map[OfferingKey]time.Time
 	lastSync time.Time
@@ -103,6 +104,10 @@ func (c *ICECache) Sync(ctx context.Context, maxAge time.Duration) error {
 	if c.store == nil {
 		return nil
 	}
+	// Concurrent launches share one read: the first reads, the rest wait
+	// and then find the set fresh.
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
 	c.mu.Lock()
 	fresh := maxAge > 0 && c.now().Sub(c.lastSync) < maxAge
 	c.mu.Unlock()

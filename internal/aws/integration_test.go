@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -787,5 +788,39 @@ func TestDrift(t *testing.T) {
 	broken.Spec.SubnetSelectorTerms = []apis.SubnetSelectorTerm{{Tags: map[string]string{"nope": "nope"}}}
 	if _, err := e.p.Drift(e.ctx, broken, inst); !errors.Is(err, nwaws.ErrNodeClassNotReady) {
 		t.Errorf("unresolvable class: %v", err)
+	}
+}
+
+// TestConcurrentLaunches: the provisioner launches a pass's claims at once;
+// they must share discovery and launch templates and each get one instance.
+func TestConcurrentLaunches(t *testing.T) {
+	e := newEnv(t, false)
+	nc := nodeClass("al2023@latest")
+	types := e.types("c5.large", "m5.large")
+	const n = 12
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			inst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim(fmt.Sprintf("burst-%d", i), in("karpenter.sh/capacity-type", "on-demand")), NodeClass: nc, InstanceTypes: types})
+			ids[i], errs[i] = inst.ID, err
+		}()
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i := range n {
+		if errs[i] != nil || ids[i] == "" || seen[ids[i]] {
+			t.Fatalf("launch %d: %q %v", i, ids[i], errs[i])
+		}
+		seen[ids[i]] = true
+	}
+	if got := len(e.sim.Calls("ec2", "CreateFleet")); got != n {
+		t.Errorf("%d CreateFleet calls for %d claims", got, n)
+	}
+	if lts, err := e.p.LaunchTemplates(e.ctx); err != nil || len(lts) != 1 {
+		t.Errorf("launch templates after a burst: %v %+v", err, lts)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -410,5 +412,35 @@ func TestMinValues(t *testing.T) {
 	typ := apis.NodeSelectorRequirementWithMinValues{Key: labelInstanceType, Operator: corev1.NodeSelectorOpExists, MinValues: &two}
 	if err := checkMinValues([]apis.NodeSelectorRequirementWithMinValues{typ}, opts); err != nil {
 		t.Errorf("two types for minValues 2: %v", err)
+	}
+}
+
+type countingICEStore struct {
+	memICEStore
+	lists atomic.Int32
+}
+
+func (s *countingICEStore) ListUnavailable(ctx context.Context) (map[OfferingKey]time.Time, error) {
+	s.lists.Add(1)
+	time.Sleep(10 * time.Millisecond)
+	return s.memICEStore.ListUnavailable(ctx)
+}
+
+func TestICESyncIsSharedByConcurrentLaunches(t *testing.T) {
+	st := &countingICEStore{memICEStore: memICEStore{m: map[OfferingKey]time.Time{}}}
+	c := NewICECache(st, 3*time.Minute, time.Now)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Sync(context.Background(), 5*time.Second); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := st.lists.Load(); n != 1 {
+		t.Errorf("%d store reads for 20 concurrent syncs, want 1", n)
 	}
 }
