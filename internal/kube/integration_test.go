@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -89,7 +91,18 @@ func setup(t *testing.T) (context.Context, *kube.Client, kubernetes.Interface, s
 	lc := getCloud(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	c, err := kube.NewClient(lc.plane.RESTConfig(), nil)
+	// The client under test connects the way a function does: EKS
+	// DescribeCluster, an STS token, protobuf. Fixtures use the admin client.
+	awsCfg, err := config.LoadDefaultConfig(ctx,
+		config.WithRegion("us-west-2"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(awssim.DefaultAccessKeyID, awssim.DefaultSecretAccessKey, "")),
+		config.WithBaseEndpoint(lc.sim.URL()),
+		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kube.ForEKS(ctx, awsCfg, eks.NewFromConfig(awsCfg), clusterName, kube.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
