@@ -124,6 +124,15 @@ func (rp *repacker) refreshOptions(nd *node) bool {
 	if len(nd.placed) == 0 {
 		return true
 	}
+	// Domains the claim was counted in only because its options allowed
+	// nothing else must stay put when cheaper options come back: pin them.
+	for _, key := range rp.st.topoKeys {
+		if doms, decided := rp.st.domainsOf(nd, key, nil); decided {
+			if r, ok := c.reqs.Get(key); !ok || !r.Finite() || len(r.Values()) != 1 {
+				c.reqs = c.reqs.Add(Requirement{Key: key, values: []string{doms[0]}})
+			}
+		}
+	}
 	opts := newBitset(len(c.pool.types))
 	var maxAvail resVec
 	for i, t := range c.pool.types {

@@ -63,6 +63,7 @@ type state struct {
 	daemons  []*daemon
 	zero     resVec
 	rankBuf  []rankedOption
+	topoKeys []string // topology keys other than hostname, sorted
 }
 
 // Options tune a solve.
@@ -517,11 +518,16 @@ func (st *state) buildUniverse() {
 		set := map[string]bool{}
 		for _, p := range st.pools {
 			r, constrained := p.reqs.Get(key)
+			zr, _ := p.reqs.Get(LabelZone)
+			cr, _ := p.reqs.Get(LabelCapacityType)
+			ir, _ := p.reqs.Get(LabelZoneID)
 			for _, t := range p.types {
 				switch key {
 				case LabelZone, LabelCapacityType, LabelZoneID:
 					for _, o := range t.offerings {
-						if !o.Available {
+						// Only offerings this pool could launch make a domain.
+						if !o.Available || (zr != nil && !zr.Has(o.Zone)) || (cr != nil && !cr.Has(o.CapacityType)) ||
+							(ir != nil && !ir.Matches(o.ZoneID, o.ZoneID != "")) {
 							continue
 						}
 						v := o.Zone
@@ -557,7 +563,9 @@ func (st *state) buildUniverse() {
 		}
 		sort.Strings(vals)
 		st.universe[key] = vals
+		st.topoKeys = append(st.topoKeys, key)
 	}
+	sort.Strings(st.topoKeys)
 }
 
 // linkGroups finds, for each shape, the groups whose selector matches its

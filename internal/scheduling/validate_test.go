@@ -458,10 +458,24 @@ func spreadErrors(in *scheduling.Input, nodes []*vnode, podNode map[*corev1.Pod]
 		if !ok {
 			its = in.DefaultInstanceTypes
 		}
-		zr, constrained := pool.Requirements.Get(corev1.LabelTopologyZone)
 		for _, it := range its {
+			lbls := map[string]string{}
+			for k, v := range it.Labels {
+				lbls[k] = v
+			}
 			for _, o := range it.Offerings {
-				if o.Available && (!constrained || zr.Has(o.Zone)) {
+				if !o.Available || in.Unavailable[scheduling.OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}] {
+					continue
+				}
+				lbls[corev1.LabelTopologyZone], lbls["karpenter.sh/capacity-type"] = o.Zone, o.CapacityType
+				ok := true
+				for i := range pool.Requirements {
+					r := pool.Requirements[i].NodeSelectorRequirement()
+					if _, has := lbls[r.Key]; has && !matchExpr(r, lbls) {
+						ok = false
+					}
+				}
+				if ok {
 					universe[o.Zone] = true
 				}
 			}
