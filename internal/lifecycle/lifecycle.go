@@ -330,8 +330,9 @@ func (c *Controller) markAndTerminate(ctx context.Context, cl *apis.NodeClaim, r
 	if err != nil {
 		return Outcome{Claim: cl.Name}, fmt.Errorf("lifecycle: mark nodeclaim %s for deletion (%s): %w", cl.Name, reason, err)
 	}
+	// The outcome names why the claim went (Done says whether it is gone).
 	out, err := c.terminate(ctx, marked, Outcome{Claim: cl.Name})
-	if out.Action == ActionTerminating {
+	if err == nil {
 		out.Action = action
 	}
 	return out, err
