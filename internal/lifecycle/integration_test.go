@@ -760,7 +760,7 @@ func (e *env) rawInstance(claimTag string) string {
 	if _, err := e.ec2.CreateLaunchTemplate(e.ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: &lt,
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: param.Parameter.Value,
-			UserData: sdkaws.String(base64.StdEncoding.EncodeToString([]byte("#!/bin/bash\n/etc/eks/bootstrap.sh "+e.cloud.ClusterName+" --kubelet-extra-args '--node-labels=broken'\n")))},
+			UserData: sdkaws.String(base64.StdEncoding.EncodeToString([]byte("#!/bin/bash\n/etc/eks/bootstrap.sh " + e.cloud.ClusterName + " --kubelet-extra-args '--node-labels=broken'\n")))},
 	}); err != nil {
 		e.t.Fatal(err)
 	}
