@@ -248,7 +248,7 @@ func TestLaunchOverTheWire(t *testing.T) {
 		}
 	}
 	slices.Sort(resources)
-	if strings.Join(resources, ",") != "instance,network-interface,volume" {
+	if strings.Join(resources, ",") != "fleet,instance,network-interface,volume" {
 		t.Errorf("tag specifications for %v", resources)
 	}
 	types, zones := fleetOverrides(fleets[0])

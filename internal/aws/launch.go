@@ -444,7 +444,10 @@ func (p *Provider) fleetInput(ctx context.Context, claim *apis.NodeClaim, nc *ap
 			TotalTargetCapacity:       sdkaws.Int32(1),
 			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
 		},
+		// The fleet is tagged too: IAM policies scope CreateFleet by request tags
+		// on every resource it creates (the CDK app's do).
 		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: tags},
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags},
