@@ -104,7 +104,16 @@ func randomInput(r *rand.Rand) *scheduling.Input {
 		if r.Intn(3) == 0 {
 			o.tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "special", Effect: corev1.TaintEffectNoSchedule}}
 		}
-		switch r.Intn(7) {
+		var volume string
+		switch r.Intn(9) {
+		case 6:
+			o.affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{
+					{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: scheduling.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-x"}}}},
+					{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: scheduling.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zones[r.Intn(3)]}}}},
+				}}}}
+		case 7:
+			volume = zones[r.Intn(3)]
 		case 0:
 			o.spread = []corev1.TopologySpreadConstraint{spreadC(scheduling.LabelZone, int32(1+r.Intn(2)), l, corev1.DoNotSchedule)}
 			o.nodeSelector = nil
@@ -123,7 +132,17 @@ func randomInput(r *rand.Rand) *scheduling.Input {
 			o.name = fmt.Sprintf("%s-%d", app, i)
 			o.seq = seq
 			seq++
-			inp.Pods = append(inp.Pods, mkPod(o))
+			p := mkPod(o)
+			if volume != "" {
+				pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + o.name}, Spec: corev1.PersistentVolumeSpec{
+					NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+						MatchExpressions: []corev1.NodeSelectorRequirement{{Key: scheduling.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{volume}}}}}}}}}
+				pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-" + o.name, Namespace: "default"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pv.Name}}
+				inp.PersistentVolumes = append(inp.PersistentVolumes, pv)
+				inp.PersistentVolumeClaims = append(inp.PersistentVolumeClaims, pvc)
+				p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}}
+			}
+			inp.Pods = append(inp.Pods, p)
 		}
 	}
 	return inp

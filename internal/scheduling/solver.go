@@ -1060,6 +1060,9 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 	if len(s.ports) > 0 && portsConflict(p.daemons, s.ports) {
 		return 0, name + ": host ports conflict with its DaemonSets"
 	}
+	if len(p.types) == 0 {
+		return 0, name + " has no launchable instance types (its requirements exclude every offering, or all are unavailable)"
+	}
 	mask := st.mask(s, p)
 	if mask.empty() {
 		return 0, name + ": no instance type matches"

@@ -376,6 +376,22 @@ func planErrors(in *scheduling.Input, plan *scheduling.Plan) []string {
 			if err := nodeAffinityOK(p, n); err != nil {
 				bad("pod %s on %s: %v", p.Name, n.name, err)
 			}
+			for _, v := range p.Spec.Volumes {
+				if v.PersistentVolumeClaim == nil {
+					continue
+				}
+				for _, pvc := range in.PersistentVolumeClaims {
+					if pvc.Namespace != p.Namespace || pvc.Name != v.PersistentVolumeClaim.ClaimName || pvc.Spec.VolumeName == "" {
+						continue
+					}
+					for _, pv := range in.PersistentVolumes {
+						if pv.Name == pvc.Spec.VolumeName && pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil &&
+							!termMatches(pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0], n.labels, n.name) {
+							bad("pod %s on %s: volume %s's node affinity not met", p.Name, n.name, pv.Name)
+						}
+					}
+				}
+			}
 			for _, tt := range n.taints {
 				if (tt.Effect == corev1.TaintEffectNoSchedule || tt.Effect == corev1.TaintEffectNoExecute) && !tolerated(p, tt) {
 					bad("pod %s on %s does not tolerate %v", p.Name, n.name, tt)

@@ -1,0 +1,51 @@
+// How the solver works (the why behind the code):
+//
+// Shapes. Pending pods that the solver cannot tell apart (namespace,
+// requests, node selector and affinity, tolerations, topology terms, host
+// ports, volume topology, and the labels any selector in the input reads)
+// form one shape. Shapes are placed in bulk: a claim takes as many pods of
+// a shape as its resources and topology allow in one step, so ten thousand
+// replicas cost about as much as one.
+//
+// Order. Shapes go largest first (CPU, memory, creation time, UID) like
+// Karpenter's first-fit-decreasing, except that shapes whose pods each need
+// a node of their own (required hostname anti-affinity against their own
+// kind) go first: they fix the node count and everything after them fills
+// the room they leave.
+//
+// Placement. For each shape: (1) a pass over existing and in-flight nodes
+// (initialized first) and the claims planned so far, using only room that
+// is already paid for (a claim's current cheapest type); (2) if nothing
+// fit, grow the claim whose next type step costs least per pod placed;
+// (3) otherwise open a claim from the first NodePool (by weight, then
+// name) that can take the shape; (4) if none can, relax the next
+// preference in Karpenter's order (extra required node affinity term,
+// preferred pod affinity, preferred pod anti-affinity, preferred node
+// affinity heaviest first, ScheduleAnyway spreads, tolerate
+// PreferNoSchedule) and retry; finally report the pods with a reason
+// assembled per NodePool.
+//
+// Caches. Each shape keeps a candidate list of node indices from which
+// nodes that can never take it (requirements, taints, host ports,
+// resources, decided hostname topology) are dropped as they are found, and
+// a per-NodePool bitset of compatible instance types. Claims keep their
+// options as a bitset over the pool's types ordered cheapest first, so a
+// claim's type is the lowest set bit.
+//
+// Topology. Groups (spread, affinity, anti-affinity) are deduplicated
+// across shapes and hold per-domain counts updated on every placement; an
+// anti-affinity group also counts the domains its owners occupy, so pods it
+// selects keep away (symmetry, including existing pods' terms). A claim
+// whose zone (or any key) is still open is narrowed to one domain when a
+// pod's topology needs it; pods placed before that are then counted.
+//
+// Repack. After placement, claims whose pods can all move into room other
+// claims already pay for are dropped, and claims that can shed pods into
+// such room until a cheaper type fits are downsized; moves keep every
+// constraint. Nothing here raises the plan's cost.
+//
+// Resolution. Each claim launches, as CreateFleet would, in the preferred
+// capacity type it allows and some option offers (reserved, spot,
+// on-demand), at the cheapest available offering; its options are the
+// fitting types with that capacity type, cheapest first, at most 60.
+package scheduling
