@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -1103,5 +1104,88 @@ func TestHandlerRejectsBadInput(t *testing.T) {
 	}
 	if _, err := h.Handle(e.ctx, json.RawMessage(`{"detail-type":"Something Else","source":"x"}`)); err == nil {
 		t.Error("unknown event accepted")
+	}
+}
+
+// A do-not-disrupt pod holds the drain until the claim's
+// terminationGracePeriod runs out, then it is deleted; a VolumeAttachment
+// holds the instance's termination until it is gone.
+func TestDoNotDisruptAndVolumesHoldTermination(t *testing.T) {
+	e := newEnv(t)
+	c, err := lifecycle.New(e.deps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := e.launchClaim("hold-dnd")
+	b := e.launchClaim("hold-volume")
+	a, nodeA := e.initialized(c, a.Name)
+	b, nodeB := e.initialized(c, b.Name)
+
+	e.runningPod("web-1", nodeA.Name, nil)
+	e.runningPod("guarded", nodeA.Name, func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "guarded"}
+		p.Annotations = map[string]string{apis.DoNotDisruptAnnotKey: "true"}
+	})
+	pvName := "pv-" + e.ns
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "ebs.csi.aws.com", VolumeHandle: "vol-0123"}},
+		},
+	}
+	if _, err := e.cs.CoreV1().PersistentVolumes().Create(e.ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.cs.CoreV1().PersistentVolumes().Delete(context.Background(), pvName, metav1.DeleteOptions{}) })
+	va := &storagev1.VolumeAttachment{
+		ObjectMeta: metav1.ObjectMeta{Name: "va-" + e.ns},
+		Spec: storagev1.VolumeAttachmentSpec{Attacher: "ebs.csi.aws.com", NodeName: nodeB.Name,
+			Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
+	}
+	if _, err := e.cs.StorageV1().VolumeAttachments().Create(e.ctx, va, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.mark(a.Name, apis.DeletionReasonDrifted)
+	e.mark(b.Name, apis.DeletionReasonDrifted)
+	e.reconcileUntil(c, a.Name, "drained of its ordinary pod", func(o lifecycle.Outcome, _ *apis.NodeClaim) bool {
+		_, err := e.cs.CoreV1().Pods(e.ns).Get(e.ctx, "web-1", metav1.GetOptions{})
+		return err != nil && o.Action == lifecycle.ActionTerminating
+	})
+	if p, err := e.cs.CoreV1().Pods(e.ns).Get(e.ctx, "guarded", metav1.GetOptions{}); err != nil || p.DeletionTimestamp != nil {
+		t.Fatalf("do-not-disrupt pod evicted before the grace period (err %v)", err)
+	}
+	for range 3 {
+		if out, err := c.Reconcile(e.ctx, b.Name); err != nil || out.Done {
+			t.Fatalf("claim with an attached volume: %+v %v", out, err)
+		}
+	}
+	cur, _ := e.st.GetNodeClaim(e.ctx, b.Name)
+	if cond := cur.Condition(termination.ConditionVolumesDetached); cond == nil || cond.Status != metav1.ConditionFalse || !cur.IsTrue(termination.ConditionDrained) {
+		t.Errorf("volume-held claim conditions: %+v", cur.Status.Conditions)
+	}
+	if e.terminateCalls(b.Status.InstanceID) != 0 || e.terminateCalls(a.Status.InstanceID) != 0 {
+		t.Fatal("an instance was terminated while its drain was held")
+	}
+
+	// The volume detaches: b finishes.
+	if err := e.cs.StorageV1().VolumeAttachments().Delete(e.ctx, va.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcileUntil(c, b.Name, "terminated", func(_ lifecycle.Outcome, cl *apis.NodeClaim) bool { return cl == nil })
+	if e.terminateCalls(b.Status.InstanceID) != 1 || e.nodeExists(nodeB.Name) {
+		t.Error("volume-held claim did not finish")
+	}
+
+	// The grace period (1h) runs out: the guarded pod is deleted and a goes.
+	e.clock.Advance(time.Hour + time.Second)
+	e.reconcileUntil(c, a.Name, "terminated", func(_ lifecycle.Outcome, cl *apis.NodeClaim) bool { return cl == nil })
+	if p, err := e.cs.CoreV1().Pods(e.ns).Get(e.ctx, "guarded", metav1.GetOptions{}); err == nil && p.DeletionTimestamp == nil {
+		t.Error("do-not-disrupt pod survived the grace period")
+	}
+	if e.terminateCalls(a.Status.InstanceID) != 1 || e.nodeExists(nodeA.Name) {
+		t.Error("grace-period claim did not finish")
 	}
 }
