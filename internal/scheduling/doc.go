@@ -1,3 +1,9 @@
+// Package scheduling is nodewright's pure solver: the requirements algebra,
+// pod constraints (requests, tolerations, affinity, topology spread, host
+// ports, volume topology) and the bin-packing solver that turns pending pods
+// into a plan of NodeClaims. It never calls AWS or Kubernetes; inputs in,
+// plan out.
+//
 // How the solver works (the why behind the code):
 //
 // Shapes. Pending pods that the solver cannot tell apart (namespace,

@@ -1,8 +1,3 @@
-// Package scheduling is nodewright's pure solver: the requirements algebra,
-// pod constraints (requests, tolerations, affinity, topology spread, host
-// ports, volume topology) and the bin-packing solver that turns pending pods
-// into a plan of NodeClaims. It never calls AWS or Kubernetes; inputs in,
-// plan out.
 package scheduling
 
 import (
