@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/userdata"
 )
@@ -136,10 +137,21 @@ func (e *Emulator) register(inst ec2types.Instance, userData string) {
 		fail(fmt.Errorf("register node %s: %w", node.Name, err))
 		return
 	}
-	// Status is a subresource: kubelet posts it separately.
-	created.Status.Capacity, created.Status.Allocatable = status.Capacity, status.Allocatable
-	created.Status.Addresses, created.Status.NodeInfo = status.Addresses, status.NodeInfo
-	if _, err := e.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// Status is a subresource: kubelet posts it separately, racing KWOK's
+	// own status updates, hence the retry on conflict.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if created == nil {
+			if created, err = e.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
+				return err
+			}
+		}
+		created.Status.Capacity, created.Status.Allocatable = status.Capacity, status.Allocatable
+		created.Status.Addresses, created.Status.NodeInfo = status.Addresses, status.NodeInfo
+		_, err := e.cfg.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		created = nil
+		return err
+	})
+	if err != nil {
 		fail(fmt.Errorf("post status of node %s: %w", node.Name, err))
 		return
 	}

@@ -1,0 +1,130 @@
+package awssim_test
+
+import (
+	"context"
+	"encoding/base64"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
+)
+
+const nodeUserData = `MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="//"
+
+--//
+Content-Type: application/node.eks.aws
+
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  cluster:
+    name: it
+  kubelet:
+    config:
+      maxPods: 29
+    flags:
+    - --node-labels=karpenter.sh/nodepool=default
+
+--//--
+`
+
+// A CreateFleet instance becomes a Ready KWOK node that runs pods, and its
+// Node goes away when the instance terminates, on a real kube-apiserver.
+func TestInstanceBecomesReadyKWOKNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs the local control plane (skipped in -short)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // a cold control-plane build
+	defer cancel()
+	sim, err := awssim.New(awssim.Options{ClusterName: "it", KubernetesVersion: "1.36", Seed: 1, TimeScale: 10,
+		Delays: awssim.Delays{Pending: 5 * time.Second, NodeRegistration: 5 * time.Second, ShuttingDown: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	plane, err := kubeplane.Start(ctx, kubeplane.Options{TokenWebhookURL: sim.TokenReviewURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plane.Close()
+	sim.SetEKSCluster(plane.Endpoint, plane.CAData, "1.36")
+	if err := sim.SetKube(plane.RESTConfig()); err != nil {
+		t.Fatal(err)
+	}
+	kc := plane.Client()
+
+	c := ec2.NewFromConfig(aws.Config{Region: "us-west-2", BaseEndpoint: aws.String(sim.URL()),
+		Credentials: credentials.NewStaticCredentialsProvider(awssim.DefaultAccessKeyID, awssim.DefaultSecretAccessKey, "")})
+	ami, _ := sim.EC2().SSMParameter("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id")
+	if _, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("it-nodes"),
+		LaunchTemplateData: &types.RequestLaunchTemplateData{ImageId: aws.String(ami), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(nodeUserData)))}}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.CreateFleet(ctx, &ec2.CreateFleetInput{Type: types.FleetTypeInstant,
+		LaunchTemplateConfigs: []types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: &types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String("it-nodes"), Version: aws.String("$Latest")},
+			Overrides:                   []types.FleetLaunchTemplateOverridesRequest{{InstanceType: "m5.large", AvailabilityZone: aws.String("us-west-2a")}}}},
+		TargetCapacitySpecification: &types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: types.DefaultTargetCapacityTypeOnDemand}})
+	if err != nil || len(out.Instances) != 1 {
+		t.Fatalf("fleet %+v %v", out, err)
+	}
+	inst, _, _ := sim.EC2().Instance(out.Instances[0].InstanceIds[0])
+	name := *inst.PrivateDnsName
+
+	waitFor(t, "Ready node", func() bool {
+		n, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				pods := n.Status.Allocatable[corev1.ResourcePods]
+				return n.Labels["karpenter.sh/nodepool"] == "default" && pods.Value() == 29
+			}
+		}
+		return false
+	})
+	ns := plane.NewNamespace(t)
+	if _, err := kc.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pod running on the node", func() bool {
+		p, err := kc.CoreV1().Pods(ns).Get(ctx, "p", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == corev1.PodRunning
+	})
+	if _, err := c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{*inst.InstanceId}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "node deleted", func() bool {
+		_, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	for _, ev := range sim.KubeletEvents() {
+		if ev.Err != nil {
+			t.Errorf("kubelet emulation: %s %s: %v", ev.Action, ev.NodeName, ev.Err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
