@@ -133,6 +133,11 @@ func TestFaultsAndCallLog(t *testing.T) {
 			t.Fatalf("call %d: %v, want %q", i+1, err, want)
 		}
 	}
+	s.InjectFault(Fault{Service: "ec2", Operation: "DescribeAvailabilityZones", Latency: 200 * time.Millisecond, Times: 1})
+	start := time.Now()
+	if _, err := c.DescribeAvailabilityZones(ctx(t), &ec2.DescribeAvailabilityZonesInput{}); err != nil || time.Since(start) < 200*time.Millisecond {
+		t.Fatalf("latency fault: %v after %s", err, time.Since(start))
+	}
 	calls := s.Calls("ec2", "DescribeImages")
 	if len(calls) != 3 || calls[1].ErrorCode != "InternalError" || calls[0].Params["Owner.1"] != "amazon" {
 		t.Fatalf("call log %+v", calls)

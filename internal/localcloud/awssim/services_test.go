@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -300,6 +301,23 @@ func TestTokenReview(t *testing.T) {
 				t.Fatalf("user %+v", st.User)
 			}
 		})
+	}
+	// The presigned URL itself is a valid STS request when the header is sent.
+	raw, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(good, EKSTokenPrefix))
+	req, _ := http.NewRequest(http.MethodGet, string(raw), nil)
+	req.Header.Set("x-k8s-aws-id", "test")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "<Arn>arn:aws:iam::111122223333:role/nodewright</Arn>") {
+		t.Fatalf("presigned GetCallerIdentity: %d %s", resp.StatusCode, body)
+	}
+	req.Header.Set("x-k8s-aws-id", "other")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("presigned with another cluster id: %v %v", resp, err)
 	}
 	// Expired: the same token 16 minutes later.
 	late, lcfg := newTestServer(t, func(o *Options) { o.Now = func() time.Time { return time.Now().Add(16 * time.Minute) } })
