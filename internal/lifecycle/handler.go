@@ -74,17 +74,45 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 	}
 }
 
+// handleSQS reconciles each claim named in the batch once (duplicates of
+// one claim share the outcome) and concurrently across claims.
 func (h *Handler) handleSQS(ctx context.Context, ev events.SQSEvent) events.SQSEventResponse {
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
+	fail := func(id string, err error) {
+		h.C.log.ErrorContext(ctx, "lifecycle work item failed", "messageId", id, "error", err)
+		mu.Lock()
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
+		mu.Unlock()
+	}
+	bySubject := map[string][]string{}
+	var subjects []string
+	now := h.C.d.Now()
 	for _, rec := range ev.Records {
+		msg, err := parseWork(rec.Body)
+		if err != nil {
+			fail(rec.MessageId, err)
+			continue
+		}
+		if wait := msg.NotBefore.Sub(now); !msg.NotBefore.IsZero() && wait > 0 {
+			// Longer than SQS can delay: pass it on for the rest of the wait.
+			if err := h.C.requeue(ctx, msg.Subject, msg.Reason, wait); err != nil {
+				fail(rec.MessageId, err)
+			}
+			continue
+		}
+		if _, seen := bySubject[msg.Subject]; !seen {
+			subjects = append(subjects, msg.Subject)
+		}
+		bySubject[msg.Subject] = append(bySubject[msg.Subject], rec.MessageId)
+	}
+	var wg sync.WaitGroup
+	for _, subject := range subjects {
 		wg.Go(func() {
-			if err := h.handleRecord(ctx, rec); err != nil {
-				h.C.log.ErrorContext(ctx, "lifecycle work item failed", "messageId", rec.MessageId, "error", err)
-				mu.Lock()
-				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
-				mu.Unlock()
+			if err := h.work(ctx, subject); err != nil {
+				for _, id := range bySubject[subject] {
+					fail(id, fmt.Errorf("nodeclaim %s: %w", subject, err))
+				}
 			}
 		})
 	}
@@ -92,25 +120,26 @@ func (h *Handler) handleSQS(ctx context.Context, ev events.SQSEvent) events.SQSE
 	return resp
 }
 
-func (h *Handler) handleRecord(ctx context.Context, rec events.SQSMessage) error {
-	msg, err := queue.Parse(rec.Body)
+func parseWork(body string) (queue.Message, error) {
+	msg, err := queue.Parse(body)
 	if err != nil {
-		return err
+		return msg, err
 	}
 	if msg.Kind != queue.KindLifecycle {
-		return fmt.Errorf("message kind %q does not belong on the work queue", msg.Kind)
+		return msg, fmt.Errorf("message kind %q does not belong on the work queue", msg.Kind)
 	}
 	if msg.Subject == "" {
-		return fmt.Errorf("lifecycle message without a subject (nodeclaim name)")
+		return msg, fmt.Errorf("lifecycle message without a subject (nodeclaim name)")
 	}
-	now := h.C.d.Now()
-	if wait := msg.NotBefore.Sub(now); !msg.NotBefore.IsZero() && wait > 0 {
-		// Longer than SQS can delay: pass it on for the rest of the wait.
-		return h.C.requeue(ctx, msg.Subject, msg.Reason, wait)
-	}
+	return msg, nil
+}
+
+// work reconciles one claim, stepping again in place while the next step is
+// due within a second, and requeues what is left.
+func (h *Handler) work(ctx context.Context, subject string) error {
 	start := time.Now()
 	for {
-		out, err := h.C.Reconcile(ctx, msg.Subject)
+		out, err := h.C.Reconcile(ctx, subject)
 		if err != nil {
 			return err
 		}
@@ -123,7 +152,7 @@ func (h *Handler) handleRecord(ctx context.Context, rec events.SQSMessage) error
 			}
 			continue
 		}
-		return h.C.requeue(ctx, msg.Subject, out.Action, out.RequeueAfter)
+		return h.C.requeue(ctx, subject, out.Action, out.RequeueAfter)
 	}
 }
 

@@ -218,11 +218,31 @@ func (c *Controller) reconcile(ctx context.Context, cl *apis.NodeClaim, v view) 
 	now := c.d.Now()
 	log := c.log.With("nodeclaim", cl.Name, "nodepool", cl.NodePoolName(), "instance-id", cl.Status.InstanceID)
 
+	// An instance that is gone takes its pods with it: nothing to drain,
+	// whether or not the claim was marked (an interruption's
+	// state-change, a person in the console). Claims whose termination
+	// already terminated the instance finish through their Step instead.
+	launched := cl.IsTrue(apis.ConditionLaunched)
+	var launchedAt time.Time
+	if launched {
+		launchedAt = cl.Condition(apis.ConditionLaunched).LastTransitionTime.Time
+	}
+	if id := cl.Status.InstanceID; launched && id != "" && now.Sub(launchedAt) >= c.s.GCGrace &&
+		!cl.IsTrue(termination.ConditionInstanceTerminating) {
+		_, gone, err := v.instance(ctx, id)
+		if err != nil {
+			return out, fmt.Errorf("lifecycle: nodeclaim %s: %w", cl.Name, err)
+		}
+		if gone {
+			return c.removeVanished(ctx, log, cl, v, out)
+		}
+	}
+
 	if cl.Deleting() {
 		return c.terminate(ctx, cl, out)
 	}
 
-	if !cl.IsTrue(apis.ConditionLaunched) {
+	if !launched {
 		age := now.Sub(cl.CreationTimestamp.Time)
 		if age >= c.s.LaunchTimeout {
 			log.WarnContext(ctx, "nodeclaim not launched in time; deleting it", "age", age.Round(time.Second).String())
@@ -232,14 +252,13 @@ func (c *Controller) reconcile(ctx context.Context, cl *apis.NodeClaim, v view) 
 		return out, nil
 	}
 
-	launchedAt := cl.Condition(apis.ConditionLaunched).LastTransitionTime.Time
-	if id := cl.Status.InstanceID; id != "" && now.Sub(launchedAt) >= c.s.GCGrace {
-		_, gone, err := v.instance(ctx, id)
-		if err != nil {
-			return out, fmt.Errorf("lifecycle: nodeclaim %s: %w", cl.Name, err)
-		}
-		if gone {
-			return c.removeVanished(ctx, log, cl, v, out)
+	// Expiration is forceful (Karpenter v1): no budget, no do-not-disrupt,
+	// registered or not.
+	if exp, ok := cl.Spec.ExpireAfter.Get(); ok && exp > 0 {
+		if expiry := cl.CreationTimestamp.Add(exp); !now.Before(expiry) {
+			log.InfoContext(ctx, "nodeclaim expired", "expireAfter", exp.String())
+			c.d.Metrics.Add(metrics.NodeClaimsDisrupted, 1, metrics.Dimensions{"reason": apis.DeletionReasonExpired, "nodepool": cl.NodePoolName()})
+			return c.markAndTerminate(ctx, cl, apis.DeletionReasonExpired, fmt.Sprintf("expireAfter %s elapsed", exp), ActionExpired)
 		}
 	}
 
@@ -295,14 +314,6 @@ func (c *Controller) reconcile(ctx context.Context, cl *apis.NodeClaim, v view) 
 			return out, err
 		}
 		out.Action = ActionInitialized
-	}
-
-	if exp, ok := cl.Spec.ExpireAfter.Get(); ok && exp > 0 {
-		if expiry := cl.CreationTimestamp.Add(exp); !now.Before(expiry) {
-			log.InfoContext(ctx, "nodeclaim expired", "expireAfter", exp.String())
-			c.d.Metrics.Add(metrics.NodeClaimsDisrupted, 1, metrics.Dimensions{"reason": apis.DeletionReasonExpired, "nodepool": cl.NodePoolName()})
-			return c.markAndTerminate(ctx, cl, apis.DeletionReasonExpired, fmt.Sprintf("expireAfter %s elapsed", exp), ActionExpired)
-		}
 	}
 
 	return c.emptiness(ctx, log, cl, node, v, out)
