@@ -10,14 +10,24 @@ import (
 	"github.com/nodewright/nodewright/internal/queue"
 )
 
-// LifecycleHandler wires the lifecycle function: the store (claims, learned
-// allocatable, the emptiness lease), the cluster, the EC2 provider (instance
-// listing, termination, launch template GC), the configuration (NodePools'
-// disruption settings) and, when configured, the work queue its requeues go
-// through.
+// LifecycleHandler wires the lifecycle function's handler.
 func (a *App) LifecycleHandler() (*lifecycle.Handler, error) {
+	d, err := a.LifecycleDeps()
+	if err != nil {
+		return nil, err
+	}
+	return lifecycle.NewHandler(d)
+}
+
+// LifecycleDeps are the lifecycle's adapters: the store (claims, learned
+// allocatable, the emptiness lease), the cluster, the EC2 provider
+// (instance listing, termination, launch template GC), the configuration
+// (NodePools' disruption settings) and, when configured, the work queue its
+// requeues go through. Tests and the demo may wrap some of them (fault
+// injection) or tune Settings before building a handler.
+func (a *App) LifecycleDeps() (lifecycle.Deps, error) {
 	if a.Store == nil || a.Kube == nil || a.EC2 == nil || a.Config == nil {
-		return nil, fmt.Errorf("lifecycle: the app lacks its store, cluster, EC2 provider or configuration")
+		return lifecycle.Deps{}, fmt.Errorf("lifecycle: the app lacks its store, cluster, EC2 provider or configuration")
 	}
 	d := lifecycle.Deps{
 		Store:   a.Store,
@@ -27,7 +37,7 @@ func (a *App) LifecycleHandler() (*lifecycle.Handler, error) {
 		Metrics: a.Metrics,
 		Log:     a.Log,
 		Now:     a.Now,
-		Holder:  lifecycleHolder("lifecycle"),
+		Holder:  lifecycleHolder(),
 	}
 	if a.Work != nil {
 		d.Requeue = func(ctx context.Context, msg queue.Message, delay time.Duration) error {
@@ -36,15 +46,15 @@ func (a *App) LifecycleHandler() (*lifecycle.Handler, error) {
 	} else {
 		a.Log.Warn("no work queue configured: lifecycle follow-ups wait for the schedule")
 	}
-	return lifecycle.NewHandler(d)
+	return d, nil
 }
 
-// lifecycleHolder identifies this process in leases (Lambda's log stream names
-// one execution environment).
-func lifecycleHolder(function string) string {
+// lifecycleHolder identifies this execution environment in leases (Lambda's
+// log stream names one).
+func lifecycleHolder() string {
 	if s := os.Getenv("AWS_LAMBDA_LOG_STREAM_NAME"); s != "" {
-		return function + "/" + s
+		return "lifecycle/" + s
 	}
 	h, _ := os.Hostname()
-	return fmt.Sprintf("%s/%s/%d", function, h, os.Getpid())
+	return fmt.Sprintf("lifecycle/%s/%d", h, os.Getpid())
 }
