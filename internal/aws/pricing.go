@@ -150,6 +150,8 @@ func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error
 			filter("tenancy", "Shared"),
 			filter("preInstalledSw", "NA"),
 			filter("capacitystatus", "Used"),
+			filter("productFamily", "Compute Instance"),
+			filter("marketoption", "OnDemand"),
 		},
 	}
 	var docs []string
@@ -173,13 +175,13 @@ func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error
 
 // fetchSpot reads the current spot price of every type in every zone: with
 // StartTime now, DescribeSpotPriceHistory returns the price in force per
-// (type, zone), paged.
+// (type, zone), paged. One call covers all zones, as Karpenter's does; the
+// results are kept per zone.
 func (p *Provider) fetchSpot(ctx context.Context) (map[string]map[string]float64, error) {
 	now := p.opts.Now()
 	in := &ec2.DescribeSpotPriceHistoryInput{
 		ProductDescriptions: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"},
 		StartTime:           &now,
-		EndTime:             &now,
 	}
 	var hist []ec2types.SpotPrice
 	pager := ec2.NewDescribeSpotPriceHistoryPaginator(p.clients.EC2, in)
