@@ -60,3 +60,15 @@ func (b bitset) first() int {
 	}
 	return -1
 }
+
+// growBits is a bitset over node indices that grows on demand.
+type growBits []uint64
+
+func (b *growBits) set(i int) {
+	for i>>6 >= len(*b) {
+		*b = append(*b, 0)
+	}
+	(*b)[i>>6] |= 1 << (uint(i) & 63)
+}
+
+func (b growBits) has(i int) bool { return i>>6 < len(b) && b[i>>6]&(1<<(uint(i)&63)) != 0 }

@@ -56,6 +56,7 @@ type shape struct {
 	masks           map[*poolState]bitset
 	ideals          map[*poolState]float64
 	cands           []int32
+	excl            growBits // nodes this variant can never use
 	seen            int
 }
 

@@ -24,6 +24,8 @@ type node struct {
 	placed []podRange
 	claim  *claimState
 	src    *ExistingNode
+	// inRoomy marks membership of state.roomy.
+	inRoomy bool
 }
 
 type podRange struct {
@@ -64,6 +66,8 @@ type state struct {
 	zero     resVec
 	rankBuf  []rankedOption
 	topoKeys []string // topology keys other than hostname, sorted
+	roomy    []int32  // nodes with room for the smallest pod (zero-cost pass)
+	minReq   resVec   // per-resource minimum request over all shapes
 }
 
 // Options tune a solve.
@@ -166,6 +170,15 @@ func (st *state) buildShapes() error {
 		sort.SliceStable(s.pods, func(i, j int) bool { return podLess(s.pods[i], s.pods[j]) })
 		s.firstCreation = s.pods[0].CreationTimestamp
 		s.firstUID = string(s.pods[0].UID)
+		if st.minReq == nil {
+			st.minReq = s.req.clone()
+		}
+		for d, x := range s.req {
+			st.minReq[d] = min(st.minReq[d], x)
+		}
+	}
+	if st.minReq == nil {
+		st.minReq = make(resVec, st.space.dim())
 	}
 	return nil
 }
@@ -326,6 +339,7 @@ func (st *state) activate(s *shape) {
 	}
 	s.owned = dedupeGroups(s.owned)
 	s.masks, s.ideals = nil, nil
+	s.excl = s.excl[:0]
 	s.cands = s.cands[:0]
 	s.seen = 0
 }
@@ -481,6 +495,7 @@ func (st *state) buildExisting() error {
 			p.chargeExisting(c)
 		}
 		st.nodes = append(st.nodes, n)
+		st.addRoomy(n)
 	}
 	// Existing pods' anti-affinity terms keep matching pending pods away.
 	for _, n := range st.nodes {
@@ -616,9 +631,17 @@ func (st *state) placeShape(s *shape) {
 		st.fail(s, s.invalid)
 		return
 	}
+	// Without topology terms, nothing this shape does can give another node
+	// room for it: once a pass over paid-for room comes back empty, later
+	// ones would too (growth and new claims are sized to be full).
+	noRoom := false
 	for s.placedSoFar < len(s.pods) {
 		n := len(s.pods) - s.placedSoFar
-		placed := st.pass(s, n, false)
+		placed := 0
+		if !noRoom {
+			placed = st.pass(s, n)
+			noRoom = placed == 0 && len(s.owned) == 0 && len(s.inverseAnti) == 0
+		}
 		if placed == 0 {
 			placed = st.growPass(s, n)
 		}
@@ -630,13 +653,14 @@ func (st *state) placeShape(s *shape) {
 		}
 		reason := s.unplacedReason
 		if st.relax(s) != "" {
+			noRoom = false
 			continue
 		}
 		st.fail(s, reason)
 		break
 	}
 	// The shape is done: its per-variant caches are garbage now.
-	s.cands, s.masks, s.ideals = nil, nil, nil
+	s.cands, s.masks, s.ideals, s.excl = nil, nil, nil, nil
 }
 
 func (st *state) fail(s *shape, reason string) {
@@ -649,43 +673,54 @@ func (st *state) fail(s *shape, reason string) {
 	s.placedSoFar = len(s.pods)
 }
 
-// pass walks the shape's candidate nodes once, placing as many pods as fit.
-// growth=false only uses room already paid for (existing nodes, and claims'
-// current cheapest type); growth=true lets claims move up to a bigger type.
-func (st *state) pass(s *shape, n int, growth bool) int {
+// pass walks the nodes that still have room for the smallest pod of any
+// shape, placing as many pods of s as fit in room already paid for
+// (existing nodes, and claims' current cheapest type). Full nodes leave the
+// list, so later passes only look where something could still fit.
+func (st *state) pass(s *shape, n int) int {
 	placed := 0
-	out := s.cands[:0]
-	for i, ni := range s.cands {
+	out := st.roomy[:0]
+	for i, ni := range st.roomy {
 		if placed == n {
-			out = append(out, s.cands[i:]...)
+			out = append(out, st.roomy[i:]...)
 			break
 		}
-		k, perm := st.try(s, st.nodes[ni], n-placed, growth)
-		if perm {
+		nd := st.nodes[ni]
+		if !st.hasRoom(nd) {
+			nd.inRoomy = false
 			continue
 		}
 		out = append(out, ni)
-		placed += k
-	}
-	s.cands = out
-	// Nodes created since this shape last looked are visited without
-	// materializing the ones it can never use.
-	for ; s.seen < len(st.nodes) && placed < n; s.seen++ {
-		k, perm := st.try(s, st.nodes[s.seen], n-placed, growth)
-		if perm {
+		if s.excl.has(int(ni)) {
 			continue
 		}
-		s.cands = append(s.cands, int32(s.seen))
+		k, perm := st.try(s, nd, n-placed, false)
+		if perm {
+			s.excl.set(int(ni))
+			continue
+		}
 		placed += k
 	}
+	st.roomy = out
 	return placed
 }
 
-// growPass grows one claim by one step: among the claims that could take
-// the shape by moving up to a pricier type, it picks the one where the
-// step costs least per pod placed (so memory-heavy pods go where memory is
-// already paid for and CPU is the only thing missing, and so on), and
-// places as many pods as that step's type holds.
+// hasRoom reports whether nd could take the smallest pod of any shape
+// without growing.
+func (st *state) hasRoom(nd *node) bool {
+	if nd.claim == nil {
+		return st.minReq.fits(nd.used, nd.alloc)
+	}
+	return st.minReq.fits(nd.used, nd.claim.pool.avail[nd.claim.cur])
+}
+
+func (st *state) addRoomy(nd *node) {
+	if !nd.inRoomy && st.hasRoom(nd) {
+		nd.inRoomy = true
+		st.roomy = append(st.roomy, nd.idx)
+	}
+}
+
 // growPass grows one claim by one step: among the claims that could take
 // the shape by moving up to a pricier type, it picks the one where the
 // step costs least per pod placed (so memory-heavy pods go where memory is
@@ -787,12 +822,16 @@ func (st *state) growPass(s *shape, n int) int {
 		}
 		if !eval(ni) {
 			out = append(out, ni)
+		} else {
+			s.excl.set(int(ni))
 		}
 	}
 	s.cands = out
 	for ; !good && s.seen < len(st.nodes); s.seen++ {
 		if !eval(int32(s.seen)) {
 			s.cands = append(s.cands, int32(s.seen))
+		} else {
+			s.excl.set(s.seen)
 		}
 	}
 	if best == nil {
@@ -1013,6 +1052,9 @@ func (st *state) commitClaim(s *shape, nd *node, k int, narrow []narrowing, mask
 		}
 	}
 	st.commit(s, nd, k)
+	if int(nd.idx) < len(st.nodes) && st.nodes[nd.idx] == nd {
+		st.addRoomy(nd) // a bigger type may leave room again
+	}
 	return true
 }
 
@@ -1132,6 +1174,7 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 		return 0, name + ": no instance type is offered where the topology constraints lead"
 	}
 	st.nodes = append(st.nodes, nd)
+	st.addRoomy(nd)
 	p.charge(c.options)
 	return k, ""
 }
