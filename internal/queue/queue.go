@@ -95,3 +95,13 @@ func Parse(body string) (Message, error) {
 	}
 	return m, nil
 }
+
+// Remaining is how much longer the message should wait before its work is
+// done; receivers re-send it with that delay when it is positive (SQS holds
+// a message back for at most 15 minutes).
+func (m Message) Remaining(now time.Time) time.Duration {
+	if m.NotBefore.IsZero() || !m.NotBefore.After(now) {
+		return 0
+	}
+	return m.NotBefore.Sub(now)
+}
