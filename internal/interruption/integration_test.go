@@ -787,7 +787,9 @@ func TestMalformedToDLQAndUnownedUntouched(t *testing.T) {
 	if _, err := h.cloud.KubeClient.CoreV1().Nodes().Create(h.ctx, foreign, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.cloud.KubeClient.CoreV1().Nodes().Delete(context.Background(), foreign.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = h.cloud.KubeClient.CoreV1().Nodes().Delete(context.Background(), foreign.Name, metav1.DeleteOptions{})
+	})
 	start := time.Now()
 	malformedID, err := h.sim.SQS().Send(h.qName, `{"detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","detail":{}}`, 0)
 	if err != nil {
