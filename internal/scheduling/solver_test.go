@@ -625,3 +625,22 @@ func TestStartupTaintsOnUninitializedNodes(t *testing.T) {
 	n.Initialized = true
 	expect(t, mustSolve(t, in), "g.large/zone-a/on-demand:default/p0")
 }
+
+func TestInFlightNodeReservesDaemonOverhead(t *testing.T) {
+	// An in-flight 2-cpu claim whose 1-cpu daemon has not started yet: only
+	// 1 cpu is free for pending pods, so the second 1-cpu pod needs a new node.
+	ds := mkPod(podOpts{name: "ds", cpu: "1"})
+	n := existing("inflight-1", "zone-a", "2")
+	n.Initialized, n.InFlight = false, true
+	in := input(pods(2, podOpts{cpu: "1"}))
+	in.Nodes = []*scheduling.ExistingNode{n}
+	in.DaemonSets = []*appsv1.DaemonSet{{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system", UID: "ds-uid"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: ds.Spec}}}}
+	in.DefaultInstanceTypes = []*scheduling.InstanceType{mkType("c.xlarge", 4, 8, 40, "amd64", 0.20)}
+	expect(t, mustSolve(t, in), "node inflight-1:default/p0", "c.xlarge/zone-a/on-demand:default/p1")
+	// Once the daemon pod is there it is counted as a pod, not reserved twice.
+	running := mkPod(podOpts{name: "agent-x", cpu: "1"})
+	running.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", UID: "ds-uid"}}
+	n.Pods = []*corev1.Pod{running}
+	expect(t, mustSolve(t, in), "node inflight-1:default/p0", "c.xlarge/zone-a/on-demand:default/p1")
+}
