@@ -102,11 +102,30 @@ func SolveWithOptions(ctx context.Context, in *Input, opts Options) (*Plan, erro
 	st.buildUniverse()
 	st.linkGroups()
 	st.orderShapes()
-	for i, s := range st.shapes {
-		if i&63 == 0 && ctx.Err() != nil {
-			return nil, fmt.Errorf("solve: %w", ctx.Err())
+	// Like Karpenter, pods that fail are retried after the others, round
+	// after round, until a round places nothing: a pod with affinity to a
+	// smaller pod sorts before it and only fits once that pod is placed.
+	queue := st.shapes
+	for round := 0; len(queue) > 0; round++ {
+		var retry []*shape
+		progress := 0
+		for i, s := range queue {
+			if i&63 == 0 && ctx.Err() != nil {
+				return nil, fmt.Errorf("solve: %w", ctx.Err())
+			}
+			before := s.placedSoFar
+			if !st.placeShape(s) {
+				retry = append(retry, s)
+			}
+			progress += s.placedSoFar - before
 		}
-		st.placeShape(s)
+		if progress == 0 {
+			for _, s := range retry {
+				st.fail(s, s.unplacedReason)
+			}
+			break
+		}
+		queue = retry
 	}
 	if !opts.DisableRepack {
 		st.repack()
@@ -626,10 +645,10 @@ func (st *state) mask(s *shape, p *poolState) bitset {
 // placeShape places every pod of s: existing nodes and claims with room
 // first, then claims that can grow into a bigger type, then new claims;
 // relaxing preferences when nothing more fits.
-func (st *state) placeShape(s *shape) {
+func (st *state) placeShape(s *shape) bool {
 	if s.invalid != "" {
 		st.fail(s, s.invalid)
-		return
+		return true
 	}
 	// Without topology terms, nothing this shape does can give another node
 	// room for it: once a pass over paid-for room comes back empty, later
@@ -651,16 +670,16 @@ func (st *state) placeShape(s *shape) {
 		if placed > 0 {
 			continue
 		}
-		reason := s.unplacedReason
 		if st.relax(s) != "" {
 			noRoom = false
 			continue
 		}
-		st.fail(s, reason)
 		break
 	}
-	// The shape is done: its per-variant caches are garbage now.
-	s.cands, s.masks, s.ideals, s.excl = nil, nil, nil, nil
+	// The shape is done for this round: its caches are garbage now (a
+	// retry rebuilds them, since other shapes change the nodes meanwhile).
+	s.cands, s.masks, s.ideals, s.excl, s.seen = nil, nil, nil, nil, 0
+	return s.placedSoFar == len(s.pods)
 }
 
 func (st *state) fail(s *shape, reason string) {

@@ -398,6 +398,13 @@ func TestPodAffinity(t *testing.T) {
 	if len(zones) != 1 || len(plan.Unschedulable) != 0 {
 		t.Errorf("self-affinity spread over %v: %v", zones, summary(plan))
 	}
+	// The follower sorts first (bigger) but is retried after the db pod it
+	// follows has been placed, like Karpenter's retry queue.
+	plan = mustSolve(t, input([]*corev1.Pod{
+		mkPod(podOpts{name: "web", cpu: "1500m", affinity: podAff("affinity", scheduling.LabelHostname, db)}),
+		mkPod(podOpts{name: "db", cpu: "100m", labels: db, seq: 1}),
+	}))
+	expect(t, plan, "g.large/zone-a/on-demand:default/db,default/web")
 	// Preferred affinity that cannot be met is relaxed.
 	plan = mustSolve(t, input([]*corev1.Pod{mkPod(podOpts{name: "web", cpu: "100m", affinity: podAff("prefer-affinity", scheduling.LabelZone, db)})}))
 	expect(t, plan, "g.large/zone-a/on-demand:default/web")
