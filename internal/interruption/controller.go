@@ -355,6 +355,13 @@ func (c *Controller) resolve(ctx context.Context, it Item, out *Outcome) (*work,
 	}
 	out.Owned, out.Claim = true, cl.Name
 	log = log.With("nodeclaim", cl.Name, "nodepool", cl.NodePoolName())
+	if cl.IsTrue(termination.ConditionInstanceTerminating) {
+		// nodewright itself is terminating the instance (drained already):
+		// its state changes are the echo of that, nothing to replace.
+		log.InfoContext(ctx, "instance already being terminated by nodewright; acknowledged")
+		out.Action = ActionNone
+		return nil, nil
+	}
 	w := &work{item: it, out: out, claim: cl, log: log}
 	node, err := c.node(ctx, cl)
 	if err != nil {
