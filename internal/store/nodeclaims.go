@@ -1,27 +1,36 @@
 package store
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"io"
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
 )
 
-// NodeClaim items: pk "nodeclaim", sk = name, so listing every claim is one
-// partition Query. The whole claim is kept as JSON in "body"; the attributes
-// beside it exist only for conditions and indexes.
+// NodeClaim items: pk "nodeclaim#<shard>", sk = name. The shard (a hash of
+// the name, claimShards of them) spreads a launch burst's writes over several
+// partitions, and listing every claim is claimShards Queries run in parallel.
+// The whole claim is kept as gzipped JSON in "body" (DynamoDB bills writes per
+// KB, and a claim's requirements list dozens of instance types); the
+// attributes beside it exist only for conditions and indexes.
 //
 // The version lives in the "version" attribute and is surfaced to callers as
 // metadata.resourceVersion, as a Kubernetes client would expect.
@@ -36,7 +45,15 @@ type claimItem struct {
 	Deleted   bool   `dynamodbav:"deleted"`
 	DeletedAt int64  `dynamodbav:"deletedAt,omitempty"`
 	ExpiresAt int64  `dynamodbav:"expiresAt,omitempty"`
-	Body      string `dynamodbav:"body"`
+	Body      []byte `dynamodbav:"body"`
+}
+
+const claimShards = 8
+
+func claimPK(name string) string {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("%s#%d", pkNodeClaim, h.Sum32()%claimShards)
 }
 
 // Tombstone is a deleted NodeClaim kept for auditing until ExpiresAt.
@@ -70,7 +87,11 @@ func (s *Store) claimToItem(nc *apis.NodeClaim, version int64) (map[string]types
 	if err != nil {
 		return nil, fmt.Errorf("encode nodeclaim %s: %w", nc.Name, err)
 	}
-	it := claimItem{PK: pkNodeClaim, SK: nc.Name, Version: version, Body: string(body)}
+	zbody, err := gzipBytes(body)
+	if err != nil {
+		return nil, fmt.Errorf("encode nodeclaim %s: %w", nc.Name, err)
+	}
+	it := claimItem{PK: claimPK(nc.Name), SK: nc.Name, Version: version, Body: zbody}
 	if id := nc.Status.InstanceID; id != "" {
 		it.GSI1PK, it.GSI1SK = instanceKey(id), claimSortKey(nc.Name)
 	}
@@ -89,8 +110,12 @@ func decodeClaim(av map[string]types.AttributeValue) (*apis.NodeClaim, claimItem
 	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
 		return nil, it, fmt.Errorf("decode nodeclaim item: %w", err)
 	}
+	body, err := gunzipBytes(it.Body)
+	if err != nil {
+		return nil, it, fmt.Errorf("decode nodeclaim %s body: %w", it.SK, err)
+	}
 	nc := &apis.NodeClaim{}
-	if err := json.Unmarshal([]byte(it.Body), nc); err != nil {
+	if err := json.Unmarshal(body, nc); err != nil {
 		return nil, it, fmt.Errorf("decode nodeclaim %s body: %w", it.SK, err)
 	}
 	nc.ResourceVersion = strconv.FormatInt(it.Version, 10)
@@ -157,7 +182,7 @@ func (s *Store) GetTombstone(ctx context.Context, name string) (*Tombstone, erro
 
 func (s *Store) getClaimItem(ctx context.Context, name string) (*apis.NodeClaim, claimItem, error) {
 	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.table), Key: key(pkNodeClaim, name), ConsistentRead: aws.Bool(true),
+		TableName: aws.String(s.table), Key: key(claimPK(name), name), ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
 		return nil, claimItem{}, fmt.Errorf("get nodeclaim %s: %w", name, err)
@@ -304,27 +329,37 @@ func (s *Store) ListTombstones(ctx context.Context) ([]Tombstone, error) {
 }
 
 func (s *Store) listClaims(ctx context.Context) ([]*apis.NodeClaim, []Tombstone, error) {
+	var mu sync.Mutex
 	var live []*apis.NodeClaim
 	var dead []Tombstone
-	err := s.queryPartition(ctx, pkNodeClaim, true, func(items []map[string]types.AttributeValue) error {
-		for _, av := range items {
-			nc, it, err := decodeClaim(av)
-			if err != nil {
-				return err
-			}
-			switch {
-			case s.expired(it.ExpiresAt):
-			case it.Deleted:
-				dead = append(dead, Tombstone{Claim: nc, DeletedAt: time.Unix(it.DeletedAt, 0), ExpiresAt: time.Unix(it.ExpiresAt, 0)})
-			default:
-				live = append(live, nc)
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	g, gctx := errgroup.WithContext(ctx)
+	for shard := range claimShards {
+		g.Go(func() error {
+			return s.queryPartition(gctx, fmt.Sprintf("%s#%d", pkNodeClaim, shard), true, func(items []map[string]types.AttributeValue) error {
+				for _, av := range items {
+					nc, it, err := decodeClaim(av)
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					switch {
+					case s.expired(it.ExpiresAt):
+					case it.Deleted:
+						dead = append(dead, Tombstone{Claim: nc, DeletedAt: time.Unix(it.DeletedAt, 0), ExpiresAt: time.Unix(it.ExpiresAt, 0)})
+					default:
+						live = append(live, nc)
+					}
+					mu.Unlock()
+				}
+				return nil
+			})
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, nil, fmt.Errorf("list nodeclaims: %w", err)
 	}
+	sort.Slice(live, func(i, j int) bool { return live[i].Name < live[j].Name })
+	sort.Slice(dead, func(i, j int) bool { return dead[i].Claim.Name < dead[j].Claim.Name })
 	return live, dead, nil
 }
 
@@ -386,4 +421,40 @@ func (s *Store) queryClaimIndex(ctx context.Context, index, attr, value string) 
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, err
+}
+
+func gzipBytes(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&buf)
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Listing thousands of claims decodes thousands of bodies; reusing readers
+// and writers avoids allocating their window state every time.
+var (
+	gzipReaders sync.Pool
+	gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+)
+
+func gunzipBytes(b []byte) ([]byte, error) {
+	zr, _ := gzipReaders.Get().(*gzip.Reader)
+	var err error
+	if zr == nil {
+		zr, err = gzip.NewReader(bytes.NewReader(b))
+	} else {
+		err = zr.Reset(bytes.NewReader(b))
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer gzipReaders.Put(zr)
+	return io.ReadAll(zr)
 }

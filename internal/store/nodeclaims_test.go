@@ -1,10 +1,11 @@
 package store_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -241,13 +242,20 @@ func TestMutateNodeClaimRetriesConflicts(t *testing.T) {
 	}
 }
 
-// More than 1 MB of claims: DynamoDB (and dynalite) cut a Query at 1 MB, so
-// the list must follow LastEvaluatedKey.
+// More than 1 MB of claims per shard: DynamoDB (and dynalite) cut a Query at
+// 1 MB, so the list must follow LastEvaluatedKey in every shard.
 func TestListPaginatesOverOneMegabyte(t *testing.T) {
 	e := newEnv(t)
 	s := e.store(t)
 	const n = 400
-	pad := strings.Repeat("x", 4000) // ~4 KB per claim -> ~1.6 MB in total
+	// Random (incompressible) padding: bodies are gzipped, and 8 shards each
+	// need more than 1 MB -> ~30 KB per claim, ~12 MB in total.
+	rnd := make([]byte, 30<<10)
+	r := rand.New(rand.NewPCG(5, 6))
+	for i := range rnd {
+		rnd[i] = byte(r.Uint32())
+	}
+	pad := base64.StdEncoding.EncodeToString(rnd)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	errs := make(chan error, n)
@@ -262,7 +270,7 @@ func TestListPaginatesOverOneMegabyte(t *testing.T) {
 				pool = "b"
 			}
 			nc := claim(fmt.Sprintf("nc-%04d", i), pool, fmt.Sprintf("i-%04d", i))
-			nc.Annotations = map[string]string{"pad": pad}
+			nc.Annotations = map[string]string{"pad": pad[i%64:]} // distinct per claim
 			errs <- s.CreateNodeClaim(e.ctx, nc)
 		}()
 	}
@@ -283,12 +291,12 @@ func TestListPaginatesOverOneMegabyte(t *testing.T) {
 		t.Fatalf("listed %d claims, want %d", len(all), n)
 	}
 	for i, nc := range all {
-		if nc.Name != fmt.Sprintf("nc-%04d", i) || nc.Annotations["pad"] != pad {
+		if nc.Name != fmt.Sprintf("nc-%04d", i) || nc.Annotations["pad"] != pad[i%64:] {
 			t.Fatalf("claim %d: %s (pad %d bytes)", i, nc.Name, len(nc.Annotations["pad"]))
 		}
 	}
-	if pages < 2 {
-		t.Fatalf("listing ~1.6 MB took %d Query page(s); pagination not exercised", pages)
+	if pages <= 8 {
+		t.Fatalf("listing ~12 MB over 8 shards took %d Query page(s); pagination not exercised", pages)
 	}
 	// Index reads paginate too.
 	small := e.store(t, store.WithPageSize(17))
@@ -299,5 +307,5 @@ func TestListPaginatesOverOneMegabyte(t *testing.T) {
 	if len(b) != n/2 {
 		t.Fatalf("nodepool b: %d claims, want %d", len(b), n/2)
 	}
-	t.Logf("list of %d claims (~%d KB) took %d pages", n, n*4, pages)
+	t.Logf("list of %d claims (~%d KB) took %d pages", n, n*len(pad)*3/4>>10, pages)
 }
