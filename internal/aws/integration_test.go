@@ -824,3 +824,54 @@ func TestConcurrentLaunches(t *testing.T) {
 		t.Errorf("launch templates after a burst: %v %+v", err, lts)
 	}
 }
+
+// lossyEC2 performs CreateFleet but loses the response, as a Lambda killed
+// (or a connection reset) right after the call would.
+type lossyEC2 struct {
+	nwaws.EC2API
+	lose int
+}
+
+func (l *lossyEC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, o ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+	out, err := l.EC2API.CreateFleet(ctx, in, o...)
+	if err == nil && l.lose > 0 {
+		l.lose--
+		return nil, errors.New("read tcp: connection reset by peer")
+	}
+	return out, err
+}
+
+func TestRelaunchAfterLostResponseLaunchesOnce(t *testing.T) {
+	e := newEnv(t, false)
+	clients := e.clients
+	clients.EC2 = &lossyEC2{EC2API: e.clients.EC2, lose: 1}
+	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion}, clients, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := nwaws.LaunchRequest{NodeClaim: newClaim("lossy-1"), NodeClass: nodeClass("bottlerocket@latest"), InstanceTypes: e.types("c5.large", "m5.large")}
+	if _, err := p.Launch(e.ctx, req); err == nil {
+		t.Fatal("lost response not reported")
+	}
+	inst, err := p.Launch(e.ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.sim.EC2().Instances()); n != 1 {
+		t.Fatalf("%d instances after a lost response and a re-launch, want 1", n)
+	}
+	if inst.ID != *e.sim.EC2().Instances()[0].InstanceId {
+		t.Errorf("re-launch returned %s, not the instance launched first", inst.ID)
+	}
+	// The Bottlerocket user data went over the wire as TOML with the cluster settings.
+	lt := e.sim.Calls("ec2", "CreateLaunchTemplate")[0].Params
+	raw, _ := base64.StdEncoding.DecodeString(lt["LaunchTemplateData.UserData"])
+	for _, want := range []string{"[settings.kubernetes]", `cluster-name = "demo"`, `"karpenter.sh/unregistered" = [":NoExecute"]`, "max-pods = 29"} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("Bottlerocket user data lacks %q:\n%s", want, raw)
+		}
+	}
+	if want, _ := e.sim.EC2().SSMParameter("/aws/service/bottlerocket/aws-k8s-1.33/x86_64/latest/image_id"); inst.ImageID != want {
+		t.Errorf("image %s, want the Bottlerocket x86_64 image %s", inst.ImageID, want)
+	}
+}
