@@ -11,14 +11,6 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 func (b bitset) set(i int)      { b[i>>6] |= 1 << (uint(i) & 63) }
 func (b bitset) has(i int) bool { return i >= 0 && i>>6 < len(b) && b[i>>6]&(1<<(uint(i)&63)) != 0 }
 
-func (b bitset) count() int {
-	n := 0
-	for _, w := range b {
-		n += bits.OnesCount64(w)
-	}
-	return n
-}
-
 func (b bitset) empty() bool {
 	for _, w := range b {
 		if w != 0 {
@@ -27,16 +19,6 @@ func (b bitset) empty() bool {
 	}
 	return true
 }
-
-func (b bitset) and(o bitset) bitset {
-	out := make(bitset, len(b))
-	for i := range b {
-		out[i] = b[i] & o[i]
-	}
-	return out
-}
-
-func (b bitset) clone() bitset { return append(bitset(nil), b...) }
 
 // each calls f for every set bit in ascending order until f returns false.
 func (b bitset) each(f func(int) bool) {

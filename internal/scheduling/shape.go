@@ -36,10 +36,7 @@ type shape struct {
 	invalid        string // set when the pod's spec cannot be interpreted
 	countedBy      []*topoGroup
 	inverseAnti    []*topoGroup // anti-affinity groups whose selector matches this shape
-	firstCreation  metav1.Time
-	firstUID       string
 	placedSoFar    int
-	relaxations    []string
 	opener         bool // each pod needs a node of its own
 	unplacedReason string
 
@@ -66,9 +63,8 @@ type weightedReqs struct {
 }
 
 type spreadTerm struct {
-	group    *topoGroup
-	anyway   bool
-	selfSels bool
+	group  *topoGroup
+	anyway bool
 }
 
 type affinityTerm struct {
@@ -430,14 +426,6 @@ func termRequirements(t corev1.NodeSelectorTerm) (Requirements, error) {
 		rs = rs.Add(r)
 	}
 	return rs, nil
-}
-
-// describeShape names a shape's pods for messages ("default/web-0 and 9 more").
-func (s *shape) describe() string {
-	if len(s.pods) == 1 {
-		return podKey(s.pods[0])
-	}
-	return fmt.Sprintf("%s and %d more", podKey(s.pods[0]), len(s.pods)-1)
 }
 
 func joinReasons(rs []string) string { return strings.Join(rs, "; ") }

@@ -187,8 +187,6 @@ func (st *state) buildShapes() error {
 			s.req = append(s.req, make(resVec, st.space.dim()-len(s.req))...)
 		}
 		sort.SliceStable(s.pods, func(i, j int) bool { return podLess(s.pods[i], s.pods[j]) })
-		s.firstCreation = s.pods[0].CreationTimestamp
-		s.firstUID = string(s.pods[0].UID)
 		if st.minReq == nil {
 			st.minReq = s.req.clone()
 		}
@@ -412,7 +410,6 @@ func (st *state) relax(s *shape) string {
 	default:
 		return ""
 	}
-	s.relaxations = append(s.relaxations, what)
 	st.activate(s)
 	return what
 }

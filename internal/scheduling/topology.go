@@ -3,7 +3,6 @@ package scheduling
 import (
 	"fmt"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -606,12 +605,4 @@ func (st *state) recordDecided(n *node, key string) {
 			}
 		}
 	}
-}
-
-func describeGroups(gs []*topoGroup) string {
-	parts := make([]string, len(gs))
-	for i, g := range gs {
-		parts[i] = g.desc
-	}
-	return strings.Join(parts, ", ")
 }
