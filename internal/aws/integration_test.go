@@ -830,6 +830,16 @@ func TestConcurrentLaunches(t *testing.T) {
 type lossyEC2 struct {
 	nwaws.EC2API
 	lose int
+	// blind hides every instance from DescribeInstances, as EC2's eventual
+	// consistency can right after a launch.
+	blind bool
+}
+
+func (l *lossyEC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, o ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	if l.blind {
+		return &ec2.DescribeInstancesOutput{}, nil
+	}
+	return l.EC2API.DescribeInstances(ctx, in, o...)
 }
 
 func (l *lossyEC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, o ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
@@ -873,5 +883,33 @@ func TestRelaunchAfterLostResponseLaunchesOnce(t *testing.T) {
 	}
 	if want, _ := e.sim.EC2().SSMParameter("/aws/service/bottlerocket/aws-k8s-1.33/x86_64/latest/image_id"); inst.ImageID != want {
 		t.Errorf("image %s, want the Bottlerocket x86_64 image %s", inst.ImageID, want)
+	}
+}
+
+// TestRelaunchBeforeInstanceIsVisible: the adoption check cannot see the
+// instance yet, so the CreateFleet ClientToken must return the same one.
+func TestRelaunchBeforeInstanceIsVisible(t *testing.T) {
+	e := newEnv(t, false)
+	clients := e.clients
+	lossy := &lossyEC2{EC2API: e.clients.EC2, lose: 1, blind: true}
+	clients.EC2 = lossy
+	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion}, clients, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := nwaws.LaunchRequest{NodeClaim: newClaim("blind-1"), NodeClass: nodeClass("al2023@latest"), InstanceTypes: e.types("c5.large")}
+	if _, err := p.Launch(e.ctx, req); err == nil {
+		t.Fatal("lost response not reported")
+	}
+	inst, err := p.Launch(e.ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleets := e.sim.Calls("ec2", "CreateFleet")
+	if n := len(e.sim.EC2().Instances()); n != 1 || len(fleets) != 2 || fleets[0].Params["ClientToken"] != fleets[1].Params["ClientToken"] {
+		t.Fatalf("%d instances from %d CreateFleet calls, want 1 instance from one token", n, len(fleets))
+	}
+	if inst.ID != *e.sim.EC2().Instances()[0].InstanceId {
+		t.Errorf("re-launch returned %s, not the instance launched first", inst.ID)
 	}
 }
