@@ -318,13 +318,14 @@ func (p *poolState) withinLimits(i int) bool {
 }
 
 // charge reserves the largest capacity among a new claim's options, as
-// Karpenter does: the launch may resolve to any of them.
-func (p *poolState) charge(options bitset) {
+// Karpenter does: the launch may resolve to any of them. It returns what
+// was reserved, the ceiling for any later change of the claim's options.
+func (p *poolState) charge(options bitset) []int64 {
 	if p.nodesLimit > 0 {
 		p.nodesLimit--
 	}
 	if len(p.limitNames) == 0 {
-		return
+		return nil
 	}
 	maxUse := make([]int64, len(p.limitNames))
 	options.each(func(i int) bool {
@@ -336,6 +337,17 @@ func (p *poolState) charge(options bitset) {
 	for j := range maxUse {
 		p.limitRemain[j] -= maxUse[j]
 	}
+	return maxUse
+}
+
+// withinCharge reports whether type i stays inside what a claim reserved.
+func (p *poolState) withinCharge(i int, charged []int64) bool {
+	for j := range charged {
+		if p.limitUse[i][j] > charged[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // mask returns the types of this pool compatible with the pool and reqs.

@@ -136,7 +136,7 @@ func (rp *repacker) refreshOptions(nd *node) bool {
 	opts := newBitset(len(c.pool.types))
 	var maxAvail resVec
 	for i, t := range c.pool.types {
-		if !vecLE(nd.used, c.pool.avail[i]) || !typeCompatible(t, c.reqs) {
+		if !vecLE(nd.used, c.pool.avail[i]) || !c.pool.withinCharge(i, c.charged) || !typeCompatible(t, c.reqs) {
 			continue
 		}
 		opts.set(i)

@@ -44,7 +44,8 @@ type claimState struct {
 	maxAvail resVec // per-resource max over options, for quick rejection
 	version  int    // bumps whenever reqs or options change
 	viable   map[string]viableCache
-	merged   []int // shape variants already intersected into reqs
+	merged   []int   // shape variants already intersected into reqs
+	charged  []int64 // NodePool limit reserved at creation (limit order)
 }
 
 // state is one solve's working set.
@@ -1191,7 +1192,7 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 	}
 	st.nodes = append(st.nodes, nd)
 	st.addRoomy(nd)
-	p.charge(c.options)
+	c.charged = p.charge(c.options)
 	return k, ""
 }
 

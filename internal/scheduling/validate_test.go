@@ -317,6 +317,53 @@ func planErrors(in *scheduling.Input, plan *scheduling.Plan) []string {
 		nodes = append(nodes, n)
 		byName[n.name] = n
 	}
+	// NodePool limits: existing capacity plus every launched type's.
+	for _, pool := range in.NodePools {
+		if len(pool.Limits) == 0 {
+			continue
+		}
+		sum := corev1.ResourceList{}
+		nodes := int64(0)
+		add := func(l corev1.ResourceList) {
+			for name, q := range l {
+				cur := sum[name]
+				cur.Add(q)
+				sum[name] = cur
+			}
+		}
+		for _, en := range in.Nodes {
+			if en.Labels["karpenter.sh/nodepool"] == pool.Name {
+				nodes++
+				if en.Capacity != nil {
+					add(en.Capacity)
+				} else {
+					add(en.Allocatable)
+				}
+			}
+		}
+		for _, c := range plan.NodeClaims {
+			if c.NodePool != pool.Name {
+				continue
+			}
+			nodes++
+			for _, it := range types(pool.Name) {
+				if it.Name == c.InstanceType {
+					add(it.Capacity)
+				}
+			}
+		}
+		for name, lim := range pool.Limits {
+			if name == "nodes" {
+				if nodes > lim.Value() {
+					bad("pool %s: %d nodes > limit %s", pool.Name, nodes, lim.String())
+				}
+				continue
+			}
+			if q := sum[name]; q.Cmp(lim) > 0 {
+				bad("pool %s: %s %s > limit %s", pool.Name, name, q.String(), lim.String())
+			}
+		}
+	}
 	if d := cost - plan.CostPerHour; d > 1e-6 || d < -1e-6 {
 		bad("costPerHour %v but claims sum to %v", plan.CostPerHour, cost)
 	}
