@@ -651,3 +651,27 @@ func TestInFlightNodeReservesDaemonOverhead(t *testing.T) {
 	n.Pods = []*corev1.Pod{running}
 	expect(t, mustSolve(t, in), "node inflight-1:default/p0", "c.xlarge/zone-a/on-demand:default/p1")
 }
+
+func TestSpreadOverCapacityTypeAndCustomKeys(t *testing.T) {
+	l := map[string]string{"app": "web"}
+	// Capacity type: one spot, one on-demand.
+	plan := mustSolve(t, input(pods(2, podOpts{cpu: "100m", labels: l, spread: []corev1.TopologySpreadConstraint{spreadC(scheduling.LabelCapacityType, 1, l, corev1.DoNotSchedule)}}),
+		&scheduling.NodePool{Name: "default"}))
+	cts := map[string]int{}
+	for _, c := range plan.NodeClaims {
+		cts[c.CapacityType] += len(c.Pods)
+	}
+	if !reflect.DeepEqual(cts, map[string]int{"spot": 1, "on-demand": 1}) {
+		t.Errorf("capacity-type spread: %v", summary(plan))
+	}
+	// A custom key the NodePool defines: racks r1 and r2 take two pods each.
+	racks := odOnly(&scheduling.NodePool{Name: "racks", Requirements: scheduling.NewRequirements(req("example.com/rack", in, "r1", "r2"))})
+	plan = mustSolve(t, input(pods(4, podOpts{cpu: "100m", labels: l, spread: []corev1.TopologySpreadConstraint{spreadC("example.com/rack", 1, l, corev1.DoNotSchedule)}}), racks))
+	byRack := map[string]int{}
+	for _, c := range plan.NodeClaims {
+		byRack[c.Labels["example.com/rack"]] += len(c.Pods)
+	}
+	if !reflect.DeepEqual(byRack, map[string]int{"r1": 2, "r2": 2}) {
+		t.Errorf("custom-key spread: %v %v", byRack, summary(plan))
+	}
+}
