@@ -158,7 +158,8 @@ func AliasParameters(alias, k8sVersion string) ([]AliasParameter, error) {
 	return out, nil
 }
 
-// AMIs resolves spec.amiSelectorTerms, newest image first. Deprecated
+// AMIs resolves spec.amiSelectorTerms, newest image first, keeping only the
+// newest image per architecture and variant set. Deprecated
 // images are dropped unless nothing else matches (then they are used, as
 // Karpenter does, so pinned AMIs keep working past their deprecation date).
 func (p *Provider) AMIs(ctx context.Context, nc *apis.EC2NodeClass) ([]AMI, error) {
@@ -200,8 +201,30 @@ func (p *Provider) AMIs(ctx context.Context, nc *apis.EC2NodeClass) ([]AMI, erro
 			}
 			return found[i].ID < found[j].ID
 		})
-		return found, nil
+		return newestPerKind(found), nil
 	})
+}
+
+// newestPerKind keeps, of images serving the same architecture and
+// variants, only the newest (amis are newest first): Karpenter launches the
+// newest matching image, and nodes on an older one are drifted.
+func newestPerKind(amis []AMI) []AMI {
+	seen := map[string]bool{}
+	out := amis[:0:0]
+	for _, a := range amis {
+		v := slices.Clone(a.Variants)
+		slices.Sort(v)
+		key := a.Architecture + "|" + strings.Join(v, ",")
+		if a.Variants == nil {
+			key += "|any"
+		}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, a)
+	}
+	return out
 }
 
 func dedupAMIs(in []AMI) []AMI {
@@ -321,6 +344,9 @@ func (p *Provider) selectorAMIs(ctx context.Context, term apis.AMISelectorTerm) 
 // match; deprecation is judged against the provider clock.
 func (p *Provider) describeImages(ctx context.Context, in *ec2.DescribeImagesInput) ([]AMI, error) {
 	var out []AMI
+	// Deprecated images are listed and judged here, so that they are used
+	// when nothing newer matches rather than making the class unresolvable.
+	in.IncludeDeprecated = sdkaws.Bool(true)
 	pager := ec2.NewDescribeImagesPaginator(p.clients.EC2, in)
 	now := p.opts.Now()
 	for pager.HasMorePages() {

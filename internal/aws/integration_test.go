@@ -516,12 +516,23 @@ func TestAMIAliasResolution(t *testing.T) {
 	nc := nodeClass("")
 	nc.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{Name: "golden-node-*", Owner: "self"}}
 	got, err := e.p.AMIs(e.ctx, nc)
-	if err != nil || len(got) != 2 || got[0].ID != *newer.ImageId || got[1].ID != *older.ImageId {
-		t.Errorf("name selector: %v %+v", err, got)
+	if err != nil || len(got) != 1 || got[0].ID != *newer.ImageId {
+		t.Errorf("name selector: want only the newest non-deprecated image %s: %v %+v", *newer.ImageId, err, got)
 	}
 	nc.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{Tags: map[string]string{"golden": "*"}}}
-	if got, err := e.p.AMIs(e.ctx, nc); err != nil || len(got) != 2 {
+	if got, err := e.p.AMIs(e.ctx, nc); err != nil || len(got) != 1 || got[0].ID != *newer.ImageId {
 		t.Errorf("tag selector: %v %+v", err, got)
+	}
+	// All matching images deprecated: the newest deprecated one is still used.
+	if err := ec2c.DeprecateImage(*newer.ImageId, time.Now().Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := ec2c.DeprecateImage(*older.ImageId, time.Now().Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	e.p.InvalidateDiscovery()
+	if got, err := e.p.AMIs(e.ctx, nc); err != nil || len(got) != 1 || got[0].ID != *newest.ImageId || !got[0].Deprecated {
+		t.Errorf("all deprecated: %v %+v", err, got)
 	}
 	nc.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{ID: *older.ImageId}}
 	if got, err := e.p.AMIs(e.ctx, nc); err != nil || len(got) != 1 || got[0].ID != *older.ImageId {

@@ -444,3 +444,19 @@ func TestICESyncIsSharedByConcurrentLaunches(t *testing.T) {
 		t.Errorf("%d store reads for 20 concurrent syncs, want 1", n)
 	}
 }
+
+func TestNewestPerKind(t *testing.T) {
+	in := []AMI{
+		{ID: "new-x86", Architecture: "amd64"}, {ID: "new-arm", Architecture: "arm64"},
+		{ID: "old-x86", Architecture: "amd64"},
+		{ID: "gpu", Architecture: "amd64", Variants: []string{VariantNvidia}},
+		{ID: "old-gpu", Architecture: "amd64", Variants: []string{VariantNvidia}},
+	}
+	var ids []string
+	for _, a := range newestPerKind(in) {
+		ids = append(ids, a.ID)
+	}
+	if strings.Join(ids, ",") != "new-x86,new-arm,gpu" {
+		t.Errorf("kept %v", ids)
+	}
+}
