@@ -579,7 +579,9 @@ func (c *Controller) emptiness(ctx context.Context, log *slog.Logger, cl *apis.N
 			// The first look establishes the baseline; the initialization
 			// time already stands for "last pod event" until then.
 			if !first {
-				x.Status.LastPodEventTime = metav1.NewTime(now)
+				// Stored with second precision: round up, so the clock
+				// never starts before the change was seen.
+				x.Status.LastPodEventTime = metav1.NewTime(ceilSecond(now))
 			}
 			return nil
 		})
@@ -603,6 +605,13 @@ func (c *Controller) emptiness(ctx context.Context, log *slog.Logger, cl *apis.N
 		return out, nil
 	}
 	return c.deleteEmpty(ctx, log, cl, np, node, v, out)
+}
+
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 // deleteEmpty marks an empty node's claim for deletion if the pool's

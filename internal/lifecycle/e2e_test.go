@@ -1,0 +1,237 @@
+package lifecycle_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/provisioning"
+	"github.com/nodewright/nodewright/internal/queue"
+)
+
+const e2eYAML = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: e2e
+spec:
+  template:
+    spec:
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: default
+      requirements:
+      - key: karpenter.sh/capacity-type
+        operator: In
+        values: ["on-demand"]
+      - key: node.kubernetes.io/instance-type
+        operator: In
+        values: ["m5.large", "m5.xlarge", "m5.2xlarge"]
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 5s
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: KarpenterNodeRole-%[1]s
+  amiSelectorTerms:
+  - alias: al2023@latest
+  subnetSelectorTerms:
+  - tags:
+      karpenter.sh/discovery: %[1]s
+  securityGroupSelectorTerms:
+  - tags:
+      karpenter.sh/discovery: %[1]s
+`
+
+// The whole loop through the real handlers: pending pods -> provisioner
+// run -> lifecycle work items register and initialize the nodes -> the
+// scheduler runs the pods; scaled to zero -> the schedule notices the
+// empty nodes -> after consolidateAfter they are drained, terminated,
+// their Nodes deleted and their claims tombstoned.
+func TestEndToEndScaleUpAndDown(t *testing.T) {
+	e := newEnv(t, withConfig(e2eYAML))
+	d := e.deps()
+	h := e.handler(d)
+	wq := queue.New(e.sqs, e.work)
+	prov, err := provisioning.New(provisioning.Deps{
+		Store: e.st, Cluster: e.kc, Launcher: e.p, Config: e.cfg, Now: e.clock.Now,
+		Catalog:     provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil),
+		Unavailable: provisioning.ProviderICE(e.p),
+		Requeue:     func(ctx context.Context, m queue.Message, delay time.Duration) error { return wq.Send(ctx, m, delay) },
+		Settings:    provisioning.Settings{BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second, RegistrationCheck: time.Second},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	const replicas = 4
+	n := int32(replicas)
+	no := false
+	grace := int64(0)
+	dep := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: e.ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &n,
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "inflate"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "inflate"}},
+				Spec: corev1.PodSpec{
+					NodeSelector:                  map[string]string{apis.NodePoolLabelKey: "e2e"},
+					AutomountServiceAccountToken:  &no,
+					TerminationGracePeriodSeconds: &grace,
+					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+				},
+			},
+		},
+	}
+	if _, err := e.cs.AppsV1().Deployments(e.ns).Create(e.ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pods := func() (total, pending, running int) {
+		list, err := e.cs.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range list.Items {
+			total++
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+					pending++
+				}
+			}
+		}
+		return
+	}
+	start := time.Now()
+	for {
+		if _, pending, _ := pods(); pending == replicas {
+			break
+		}
+		if time.Since(start) > 60*time.Second {
+			t.Fatal("pods never became Unschedulable")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t0 := time.Now()
+	res, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
+	if err != nil {
+		t.Fatalf("provisioner run: %v", err)
+	}
+	if len(res.Launched) == 0 {
+		t.Fatalf("provisioner launched nothing: %+v", res)
+	}
+	t.Logf("provisioner: %d claims launched (%v)", len(res.Launched), res.Launched)
+
+	lastTick := time.Now()
+	for {
+		if _, _, running := pods(); running == replicas {
+			break
+		}
+		if time.Since(t0) > 90*time.Second {
+			_, pending, running := pods()
+			t.Fatalf("pods not Running after 90 s: pending %d running %d", pending, running)
+		}
+		e.pumpOnce(h)
+		if time.Since(lastTick) > 10*time.Second {
+			e.tick(h)
+			lastTick = time.Now()
+		}
+	}
+	toRunning := time.Since(t0)
+	// Work items in flight (the claims' post-initialization looks) are
+	// consumed while the pods run, as Lambda's event source would.
+	for settle := time.Now(); time.Since(settle) < 7*time.Second; {
+		e.pumpOnce(h)
+	}
+	claims, err := e.st.ListNodeClaims(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, cl := range claims {
+		if !cl.IsTrue(apis.ConditionInitialized) {
+			t.Errorf("claim %s runs pods but is not initialized", cl.Name)
+		}
+		nodes = append(nodes, cl.Status.NodeName)
+	}
+
+	// Scale to zero.
+	patch := []byte(`{"spec":{"replicas":0}}`)
+	if _, err := e.cs.AppsV1().Deployments(e.ns).Patch(e.ctx, "inflate", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if total, _, _ := pods(); total == 0 {
+			break
+		}
+		if time.Since(t0) > 3*time.Minute {
+			t.Fatal("pods not gone after scale to 0")
+		}
+		// The work queue keeps being consumed, as Lambda's event source does.
+		e.pumpOnce(h)
+	}
+	t1 := time.Now()
+	// The schedule notices the emptied nodes; the work queue carries them
+	// through consolidateAfter and the termination.
+	e.tick(h)
+	lastTick = time.Now()
+	for {
+		left, err := e.st.ListNodeClaims(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Since(t1) > 90*time.Second {
+			t.Fatalf("%d claims left 90 s after scale to 0", len(left))
+		}
+		e.pumpOnce(h)
+		if time.Since(lastTick) > 10*time.Second {
+			e.tick(h)
+			lastTick = time.Now()
+		}
+	}
+	scaleDown := time.Since(t1)
+	for _, cl := range claims {
+		if e.terminateCalls(cl.Status.InstanceID) != 1 {
+			t.Errorf("instance %s of %s not terminated exactly once", cl.Status.InstanceID, cl.Name)
+		}
+		ts, err := e.st.GetTombstone(e.ctx, cl.Name)
+		if err != nil || ts.Claim.DeletionReason() != apis.DeletionReasonEmpty {
+			t.Errorf("claim %s tombstone: %+v %v", cl.Name, ts, err)
+			continue
+		}
+		// Never sooner than consolidateAfter after the last pod left.
+		emptyFor := ts.Claim.DeletionTimestamp.Sub(lifecycle.LastPodEvent(ts.Claim))
+		t.Logf("claim %s: last pod event %s, marked %s (empty for %v)", cl.Name, lifecycle.LastPodEvent(ts.Claim).Format("15:04:05.000"),
+			ts.Claim.DeletionTimestamp.Format("15:04:05.000"), emptyFor.Round(time.Millisecond))
+		if emptyFor < 5*time.Second || lifecycle.LastPodEvent(ts.Claim).Before(t1.Add(-time.Second)) {
+			t.Errorf("claim %s deleted %v after its last pod event (consolidateAfter 5s; pods left at %s)", cl.Name, emptyFor, t1.Format("15:04:05.000"))
+		}
+	}
+	for _, n := range nodes {
+		if e.nodeExists(n) {
+			t.Errorf("node %s left behind", n)
+		}
+	}
+	t.Logf("e2e: %d pods on %d nodes; time to running %v (provisioner run %v); scale down %v (consolidateAfter 5s)",
+		replicas, len(claims), toRunning.Round(time.Millisecond), res.Duration.Round(time.Millisecond), scaleDown.Round(time.Millisecond))
+}
