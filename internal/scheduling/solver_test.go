@@ -675,3 +675,44 @@ func TestSpreadOverCapacityTypeAndCustomKeys(t *testing.T) {
 		t.Errorf("custom-key spread: %v %v", byRack, summary(plan))
 	}
 }
+
+func TestDegenerateInputs(t *testing.T) {
+	// No pods: an empty plan, not nil slices.
+	plan := mustSolve(t, input(nil))
+	if plan.NodeClaims == nil || plan.Unschedulable == nil || plan.ExistingNodes == nil || plan.CostPerHour != 0 {
+		t.Errorf("empty plan %+v", plan)
+	}
+	// No NodePools.
+	noPools := input(pods(1, podOpts{cpu: "1"}))
+	noPools.NodePools = nil
+	plan = mustSolve(t, noPools)
+	if r := reasonOf(plan, "p0"); r != "no NodePools" {
+		t.Errorf("reason %q", r)
+	}
+	// A pool whose requirements exclude every offering.
+	nowhere := &scheduling.NodePool{Name: "nowhere", Requirements: scheduling.NewRequirements(req(scheduling.LabelZone, in, "zone-x"))}
+	plan = mustSolve(t, input(pods(1, podOpts{cpu: "1"}), nowhere))
+	if r := reasonOf(plan, "p0"); !strings.Contains(r, `NodePool "nowhere" has no launchable instance types`) {
+		t.Errorf("reason %q", r)
+	}
+	// A pod without requests still takes a pod slot.
+	plan = mustSolve(t, input(pods(3, podOpts{})))
+	if len(plan.NodeClaims) != 1 || len(plan.NodeClaims[0].Pods) != 3 {
+		t.Errorf("request-less pods: %v", summary(plan))
+	}
+	// Invalid input is an error naming what is wrong.
+	bad := odOnly(&scheduling.NodePool{Name: "bad", Requirements: scheduling.NewRequirements(req("k", in, "a"), req("k", in, "b"))})
+	if _, err := scheduling.Solve(context.Background(), input(pods(1, podOpts{cpu: "1"}), bad)); err == nil || !strings.Contains(err.Error(), `nodepool bad: requirements on "k" admit no value`) {
+		t.Errorf("err %v", err)
+	}
+	dup := input(append(pods(1, podOpts{cpu: "1"}), pods(1, podOpts{cpu: "1"})...))
+	if _, err := scheduling.Solve(context.Background(), dup); err == nil || !strings.Contains(err.Error(), "listed twice") {
+		t.Errorf("err %v", err)
+	}
+	// A pod with an invalid spread constraint is reported, not dropped.
+	badSpread := mkPod(podOpts{name: "x", cpu: "1", spread: []corev1.TopologySpreadConstraint{{MaxSkew: 0, TopologyKey: scheduling.LabelZone, LabelSelector: &metav1.LabelSelector{}}}})
+	plan = mustSolve(t, input([]*corev1.Pod{badSpread}))
+	if r := reasonOf(plan, "x"); !strings.Contains(r, "maxSkew must be positive") {
+		t.Errorf("reason %q", r)
+	}
+}
