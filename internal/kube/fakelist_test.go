@@ -121,6 +121,10 @@ func (ls *listServer) serve(w http.ResponseWriter, r *http.Request) {
 		items, cont := page(ls.nodes, q)
 		lm.Continue = cont
 		obj = &corev1.NodeList{ListMeta: lm, Items: items}
+	case "/api/v1/namespaces":
+		obj = &corev1.NamespaceList{ListMeta: lm, Items: []corev1.Namespace{
+			{ObjectMeta: metav1.ObjectMeta{Name: "ns-0", Labels: map[string]string{"team": "a", corev1.LabelMetadataName: "ns-0"}}},
+		}}
 	case "/api/v1/persistentvolumes":
 		obj = &corev1.PersistentVolumeList{ListMeta: lm}
 	case "/api/v1/persistentvolumeclaims":

@@ -404,6 +404,9 @@ func TestSnapshotAgainstAPIServer(t *testing.T) {
 	if !foundNode {
 		t.Fatalf("node %s missing from snapshot", node.Name)
 	}
+	if snap.NamespaceLabels[ns][corev1.LabelMetadataName] != ns {
+		t.Fatalf("namespace %s labels %v", ns, snap.NamespaceLabels[ns])
+	}
 	onNode, err := c.PodsOnNode(ctx, node.Name)
 	if err != nil {
 		t.Fatal(err)

@@ -37,6 +37,9 @@ type Snapshot struct {
 	StorageClasses         []*storagev1.StorageClass
 	CSINodes               []*storagev1.CSINode
 	VolumeAttachments      []*storagev1.VolumeAttachment
+	// NamespaceLabels maps namespace name to its labels, for pod
+	// (anti-)affinity namespaceSelectors (scheduling.Options.NamespaceLabels).
+	NamespaceLabels map[string]map[string]string
 	// TakenAt is when the snapshot started; Duration how long it took.
 	TakenAt  time.Time
 	Duration time.Duration
@@ -53,7 +56,9 @@ const (
 	PartDaemonSets
 	// PartVolumes covers PVs, PVCs, StorageClasses, CSINodes and VolumeAttachments.
 	PartVolumes
-	PartAll = PartPendingPods | PartBoundPods | PartNodes | PartPDBs | PartDaemonSets | PartVolumes
+	// PartNamespaces fills NamespaceLabels.
+	PartNamespaces
+	PartAll = PartPendingPods | PartBoundPods | PartNodes | PartPDBs | PartDaemonSets | PartVolumes | PartNamespaces
 )
 
 // SnapshotOptions tune a snapshot.
@@ -161,6 +166,20 @@ func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot,
 			s.VolumeAttachments, err = listAll(ctx, "volumeattachments", page, metav1.ListOptions{},
 				cs.StorageV1().VolumeAttachments().List, func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items }, stripMeta[storagev1.VolumeAttachment])
 			return err
+		})
+	}
+	if parts&PartNamespaces != 0 {
+		g.Go(func() error {
+			nss, err := listAll(ctx, "namespaces", page, metav1.ListOptions{},
+				cs.CoreV1().Namespaces().List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }, stripMeta[corev1.Namespace])
+			if err != nil {
+				return err
+			}
+			s.NamespaceLabels = make(map[string]map[string]string, len(nss))
+			for _, ns := range nss {
+				s.NamespaceLabels[ns.Name] = ns.Labels
+			}
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {

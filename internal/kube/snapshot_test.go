@@ -63,6 +63,9 @@ func TestSnapshotPaginatesFiltersAndStrips(t *testing.T) {
 	if snap.Nodes[0].Status.Images != nil || snap.Nodes[0].Status.Allocatable.Cpu().MilliValue() != 3920 {
 		t.Fatal("node not stripped correctly")
 	}
+	if snap.NamespaceLabels["ns-0"]["team"] != "a" {
+		t.Fatalf("namespace labels %v", snap.NamespaceLabels)
+	}
 	only, err := c.Snapshot(context.Background(), SnapshotOptions{Parts: PartNodes})
 	if err != nil {
 		t.Fatal(err)
