@@ -7,23 +7,18 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// capacityErrorCodes are CreateFleet error codes that mean "this pool has no
-// capacity for us right now" rather than "the request is wrong". The pool is
-// marked unavailable and the launch moves on to other offerings.
-var capacityErrorCodes = map[string]bool{
-	"InsufficientInstanceCapacity":         true,
-	"MaxSpotInstanceCountExceeded":         true,
-	"VcpuLimitExceeded":                    true,
-	"UnfulfillableCapacity":                true,
-	"Unsupported":                          true,
-	"InsufficientCapacityOnHost":           true,
-	"SpotMaxPriceTooLow":                   true,
-	"InsufficientReservedInstanceCapacity": true,
-	"ReservationCapacityExceeded":          true,
+// IsCapacityError reports whether a CreateFleet error code means "this pool
+// has no capacity for us right now" rather than "the request is wrong": the
+// pool is marked unavailable and the launch moves on to other offerings.
+func IsCapacityError(code string) bool {
+	switch code {
+	case "InsufficientInstanceCapacity", "MaxSpotInstanceCountExceeded", "VcpuLimitExceeded",
+		"UnfulfillableCapacity", "Unsupported", "InsufficientCapacityOnHost", "SpotMaxPriceTooLow",
+		"InsufficientReservedInstanceCapacity", "ReservationCapacityExceeded":
+		return true
+	}
+	return false
 }
-
-// IsCapacityError reports whether a CreateFleet error code marks the offering unavailable.
-func IsCapacityError(code string) bool { return capacityErrorCodes[code] }
 
 // ErrInsufficientCapacity is wrapped by Launch when every offering of the
 // NodeClaim is unavailable; the provisioner re-plans the claim's pods.
