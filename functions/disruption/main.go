@@ -1,0 +1,16 @@
+// Command disruption is the disruption Lambda function: on its schedule it
+// runs one disruption pass (emptiness, drift, consolidation, re-pack) under
+// the disruption lease.
+package main
+
+import "github.com/nodewright/nodewright/internal/app"
+
+func main() {
+	app.Run("disruption", func(a *app.App) (any, error) {
+		h, err := a.DisruptionHandler()
+		if err != nil {
+			return nil, err
+		}
+		return h.Handle, nil
+	})
+}

@@ -1,0 +1,480 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// Settings tune disruption; zero values take the defaults.
+type Settings struct {
+	// ValidationDelay is how long a decision waits before it is validated
+	// again and acted on (Karpenter: 15 s).
+	ValidationDelay time.Duration
+	// ReplacementTimeout: replacements not initialized this long after they
+	// were requested make the command roll back (default 15 min).
+	ReplacementTimeout time.Duration
+	// MultiNodeMaxCandidates bounds multi-node consolidation (100).
+	MultiNodeMaxCandidates int
+	// MultiNodeTimeout and SingleNodeTimeout bound the searches (1 min, 3 min).
+	MultiNodeTimeout  time.Duration
+	SingleNodeTimeout time.Duration
+	// SpotToSpotMinTypes: a spot node is replaced by a spot node only when
+	// at least this many cheaper spot types fit (15).
+	SpotToSpotMinTypes int
+	// RepackMinSavingsFraction and RepackMinSavings: the re-pack check acts
+	// only when the ideal plan is cheaper by more than both (10 %, $0.05/h).
+	RepackMinSavingsFraction float64
+	RepackMinSavings         float64
+	// DisableRepack turns the re-pack check off.
+	DisableRepack bool
+	// FlipFlopWindow: nodes that replaced nodes of type T within this
+	// window are never replaced by T again (default 1 h).
+	FlipFlopWindow time.Duration
+	// LeaseDuration is the disruption lease's length (2 min).
+	LeaseDuration time.Duration
+	// MaxEvents caps the Kubernetes events one pass emits (100).
+	MaxEvents int
+}
+
+// Defaults fills zero values.
+func (s *Settings) Defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if s.ValidationDelay == 0 {
+		s.ValidationDelay = 15 * time.Second
+	}
+	if s.ValidationDelay < 0 {
+		s.ValidationDelay = 0
+	}
+	def(&s.ReplacementTimeout, 15*time.Minute)
+	def(&s.MultiNodeTimeout, time.Minute)
+	def(&s.SingleNodeTimeout, 3*time.Minute)
+	def(&s.FlipFlopWindow, time.Hour)
+	def(&s.LeaseDuration, 2*time.Minute)
+	if s.MultiNodeMaxCandidates <= 0 {
+		s.MultiNodeMaxCandidates = 100
+	}
+	if s.SpotToSpotMinTypes <= 0 {
+		s.SpotToSpotMinTypes = 15
+	}
+	if s.RepackMinSavingsFraction <= 0 {
+		s.RepackMinSavingsFraction = 0.10
+	}
+	if s.RepackMinSavings <= 0 {
+		s.RepackMinSavings = 0.05
+	}
+	if s.MaxEvents <= 0 {
+		s.MaxEvents = 100
+	}
+}
+
+// Finding is something a decision wants people to know about a node
+// (an Unconsolidatable or DisruptionBlocked event).
+type Finding struct {
+	Node   string
+	Reason string // event reason
+	Text   string
+}
+
+// Decision is the outcome of Decide.
+type Decision struct {
+	Command *Command
+	// Eligible counts candidates per method.
+	Eligible map[string]int
+	Findings []Finding
+}
+
+// Decide runs the methods in Karpenter's order — emptiness, drift,
+// multi-node consolidation, single-node consolidation — and then the
+// re-pack check; the first that produces a command wins.
+func Decide(ctx context.Context, v *View) (*Decision, error) {
+	v.Settings.Defaults()
+	cands, blocked, err := Candidates(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	budgets, err := ComputeBudgets(v.Cluster, v.Now)
+	if err != nil {
+		return nil, err
+	}
+	d := &Decision{Eligible: map[string]int{}}
+	for _, b := range blocked {
+		if b.Voluntary && b.Node != nil {
+			d.Findings = append(d.Findings, Finding{Node: b.Node.Name, Reason: ReasonBlocked, Text: "Cannot disrupt Node: " + b.Reason})
+		}
+	}
+	steps := []func(context.Context, *View, []*Candidate, Budgets, *Decision) (*Command, error){
+		emptiness, drift, multiNode, singleNode, repack,
+	}
+	for _, step := range steps {
+		cmd, err := step(ctx, v, cands, budgets, d)
+		if err != nil {
+			return d, err
+		}
+		if cmd != nil {
+			cmd.ValidateAfter = v.Now.Add(v.Settings.ValidationDelay)
+			d.Command = cmd
+			return d, nil
+		}
+	}
+	return d, nil
+}
+
+// withinBudget keeps candidates (in order) while each pool's budget for
+// reason lasts; the others get a DisruptionBlocked finding.
+func withinBudget(cands []*Candidate, b Budgets, reason apis.DisruptionReason, d *Decision) []*Candidate {
+	used := map[string]int{}
+	var out []*Candidate
+	for _, c := range cands {
+		pool := c.NodePool.Name
+		if used[pool] >= b.Allowed(pool, reason) {
+			if d != nil {
+				d.Findings = append(d.Findings, Finding{Node: c.Name(), Reason: ReasonBlocked,
+					Text: fmt.Sprintf("Cannot disrupt Node: NodePool %q has no disruption budget left for reason %s", pool, reason)})
+			}
+			continue
+		}
+		used[pool]++
+		out = append(out, c)
+	}
+	return out
+}
+
+// emptiness deletes every empty node whose pool consolidates and whose
+// consolidateAfter has passed, within budgets (lifecycle.EmptyCandidate's
+// rule; the lifecycle itself only acts on WhenEmpty pools, and a node it
+// marks first is simply no longer a candidate here).
+func emptiness(_ context.Context, v *View, cands []*Candidate, b Budgets, d *Decision) (*Command, error) {
+	var empty []*Candidate
+	for _, c := range cands {
+		if c.Empty && c.EmptyEligible {
+			empty = append(empty, c)
+		}
+	}
+	d.Eligible[MethodEmptiness] = len(empty)
+	sortBySavings(empty)
+	empty = withinBudget(empty, b, apis.DisruptionReasonEmpty, d)
+	if len(empty) == 0 {
+		return nil, nil
+	}
+	return newCommand(MethodEmptiness, apis.DisruptionReasonEmpty, "", empty, Simulation{Schedulable: true}, v.Now), nil
+}
+
+// drift replaces drifted nodes, oldest first, as many as the budgets allow
+// at once; their pods must have somewhere to go (existing room or new
+// nodes of any price).
+func drift(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *Decision) (*Command, error) {
+	var drifted []*Candidate
+	for _, c := range cands {
+		if c.Drift != "" {
+			drifted = append(drifted, c)
+		}
+	}
+	d.Eligible[MethodDrift] = len(drifted)
+	if len(drifted) == 0 {
+		return nil, nil
+	}
+	sortOldestFirst(drifted)
+	drifted = withinBudget(drifted, b, apis.DisruptionReasonDrifted, d)
+	for len(drifted) > 0 {
+		sim, err := Simulate(ctx, v.Cluster, drifted)
+		if err != nil {
+			return nil, err
+		}
+		if sim.Schedulable {
+			return newCommand(MethodDrift, apis.DisruptionReasonDrifted, driftDetail(drifted), drifted, sim, v.Now), nil
+		}
+		// Try fewer nodes (the newest drop out first).
+		last := drifted[len(drifted)-1]
+		d.Findings = append(d.Findings, Finding{Node: last.Name(), Reason: ReasonBlocked, Text: "Cannot disrupt drifted Node: " + sim.Reason})
+		drifted = drifted[:len(drifted)-1]
+	}
+	return nil, nil
+}
+
+func driftDetail(cands []*Candidate) string {
+	var rs []string
+	for _, c := range cands {
+		if !slices.Contains(rs, c.Drift) {
+			rs = append(rs, c.Drift)
+		}
+	}
+	slices.Sort(rs)
+	out := ""
+	for i, r := range rs {
+		if i > 0 {
+			out += ", "
+		}
+		out += r
+	}
+	return out
+}
+
+func consolidatable(cands []*Candidate, d *Decision, method string) []*Candidate {
+	var out []*Candidate
+	for _, c := range cands {
+		if c.Consolidatable {
+			out = append(out, c)
+		}
+	}
+	d.Eligible[method] = len(out)
+	sortBySavings(out)
+	return out
+}
+
+// multiNode finds the longest prefix (binary search) of the consolidatable
+// candidates, sorted by savings per disruption cost and cut to the budgets,
+// that can be deleted or replaced by one cheaper node.
+func multiNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *Decision) (*Command, error) {
+	list := consolidatable(cands, d, MethodMultiNode)
+	list = withinBudget(list, b, apis.DisruptionReasonUnderutilized, nil)
+	if len(list) > v.Settings.MultiNodeMaxCandidates {
+		list = list[:v.Settings.MultiNodeMaxCandidates]
+	}
+	if len(list) < 2 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, v.Settings.MultiNodeTimeout)
+	defer cancel()
+	var best *Command
+	lo, hi := 2, len(list)
+	for lo <= hi && ctx.Err() == nil {
+		mid := (lo + hi) / 2
+		cmd, _, err := consolidate(ctx, v, list[:mid], MethodMultiNode)
+		if err != nil {
+			return nil, err
+		}
+		if cmd != nil {
+			best = cmd
+			lo = mid + 1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best, nil
+}
+
+// singleNode tries each consolidatable candidate alone: delete it, or
+// replace it with one cheaper node.
+func singleNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *Decision) (*Command, error) {
+	list := consolidatable(cands, d, MethodSingleNode)
+	ctx, cancel := context.WithTimeout(ctx, v.Settings.SingleNodeTimeout)
+	defer cancel()
+	for _, c := range list {
+		if ctx.Err() != nil {
+			break
+		}
+		if b.Allowed(c.NodePool.Name, apis.DisruptionReasonUnderutilized) <= 0 {
+			d.Findings = append(d.Findings, Finding{Node: c.Name(), Reason: ReasonBlocked,
+				Text: fmt.Sprintf("Cannot disrupt Node: NodePool %q has no disruption budget left for reason %s", c.NodePool.Name, apis.DisruptionReasonUnderutilized)})
+			continue
+		}
+		cmd, why, err := consolidate(ctx, v, []*Candidate{c}, MethodSingleNode)
+		if err != nil {
+			return nil, err
+		}
+		if cmd != nil {
+			return cmd, nil
+		}
+		d.Findings = append(d.Findings, Finding{Node: c.Name(), Reason: ReasonUnconsol, Text: why})
+	}
+	return nil, nil
+}
+
+// consolidate decides whether cands can go: all their pods fit elsewhere
+// (delete), or exactly one new node that is cheaper than all of them takes
+// what does not fit (replace). why says why not.
+func consolidate(ctx context.Context, v *View, cands []*Candidate, method string) (*Command, string, error) {
+	sim, err := Simulate(ctx, v.Cluster, cands)
+	if err != nil {
+		return nil, "", err
+	}
+	if !sim.Schedulable {
+		return nil, "Can't remove without creating 2 or more nodes: " + sim.Reason, nil
+	}
+	if len(sim.Replacements) == 0 {
+		return newCommand(method, apis.DisruptionReasonUnderutilized, "", cands, sim, v.Now), "", nil
+	}
+	if len(sim.Replacements) > 1 {
+		return nil, fmt.Sprintf("Can't remove without creating %d nodes", len(sim.Replacements)), nil
+	}
+	if why := replacementOK(v, cands, sim); why != "" {
+		return nil, why, nil
+	}
+	return newCommand(method, apis.DisruptionReasonUnderutilized, "", cands, sim, v.Now), "", nil
+}
+
+// replacementOK applies the rules a replacement must meet: strictly
+// cheaper (so a node is never replaced by one of the same type and price,
+// and consolidation can never cycle: every action lowers the cost), spot to
+// spot only for one node with enough cheaper spot types, and never back to
+// a type the same nodes were replaced from recently (flip-flop).
+func replacementOK(v *View, cands []*Candidate, sim Simulation) string {
+	cost := 0.0
+	allSpot := true
+	for _, c := range cands {
+		cost += c.Price
+		allSpot = allSpot && c.CapacityType == scheduling.CapacityTypeSpot
+	}
+	if sim.Cost >= cost-1e-9 {
+		return fmt.Sprintf("Can't replace with a cheaper node (replacement $%.3f/h, current $%.3f/h)", sim.Cost, cost)
+	}
+	for _, r := range sim.Replacements {
+		if r.CapacityType == scheduling.CapacityTypeSpot && allSpot {
+			if len(cands) > 1 {
+				return "Can't replace spot nodes with a spot node in multi-node consolidation"
+			}
+			cheaper := 0
+			for _, t := range r.InstanceTypeOptions {
+				if p, ok := cheapestPrice(v.Cluster.Catalog, t, scheduling.CapacityTypeSpot); ok && p < cost {
+					cheaper++
+				}
+			}
+			if cheaper < v.Settings.SpotToSpotMinTypes {
+				return fmt.Sprintf("Can't replace a spot node with a spot node: only %d cheaper spot instance types, want %d", cheaper, v.Settings.SpotToSpotMinTypes)
+			}
+		}
+	}
+	if why := flipFlop(v, cands, sim); why != "" {
+		return why
+	}
+	return ""
+}
+
+// flipFlop rejects a replacement that would turn nodes that recently
+// replaced type T back into T.
+func flipFlop(v *View, cands []*Candidate, sim Simulation) string {
+	for _, h := range v.History {
+		if v.Now.Sub(h.At) > v.Settings.FlipFlopWindow {
+			continue
+		}
+		for _, c := range cands {
+			if !slices.Contains(h.Replacements, c.Claim.Name) {
+				continue
+			}
+			for _, r := range sim.Replacements {
+				if slices.Contains(h.FromTypes, r.InstanceType) {
+					return fmt.Sprintf("Won't replace %s back to %s: it replaced that type %s ago", c.Name(), r.InstanceType, v.Now.Sub(h.At).Round(time.Second))
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// repack is the global check Karpenter lacks: solve each consolidating
+// pool's pods from scratch; when that ideal plan is cheaper than what runs
+// by more than the thresholds, take one step towards it within the budget:
+// the largest set of the pool's candidates (by savings) whose pods fit on
+// the rest of the cluster plus any number of new nodes that together cost
+// less than the set. Several passes take several steps.
+func repack(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *Decision) (*Command, error) {
+	if v.Settings.DisableRepack {
+		return nil, nil
+	}
+	byPool := map[string][]*Candidate{}
+	for _, c := range cands {
+		if c.Consolidatable {
+			byPool[c.NodePool.Name] = append(byPool[c.NodePool.Name], c)
+		}
+	}
+	for _, np := range v.Cluster.Config.NodePools {
+		list := byPool[np.Name]
+		if len(list) < 2 {
+			continue
+		}
+		ideal, current, ok, err := IdealCost(ctx, v.Cluster, np.Name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !RepackWorthwhile(current, ideal, v.Settings) {
+			continue
+		}
+		sortBySavings(list)
+		list = withinBudget(list, b, apis.DisruptionReasonUnderutilized, nil)
+		for k := len(list); k >= 2; k-- {
+			set := list[:k]
+			sim, err := Simulate(ctx, v.Cluster, set)
+			if err != nil {
+				return nil, err
+			}
+			if !sim.Schedulable {
+				continue
+			}
+			if why := repackStepOK(v, set, sim); why != "" {
+				continue
+			}
+			cmd := newCommand(MethodRepack, apis.DisruptionReasonUnderutilized, "", set, sim, v.Now)
+			cmd.Detail = fmt.Sprintf("pool %s costs $%.3f/h, ideal $%.3f/h", np.Name, current, ideal)
+			cmd.Message += fmt.Sprintf(" (re-pack: NodePool %s costs $%.3f/h, ideal plan $%.3f/h)", np.Name, current, ideal)
+			return cmd, nil
+		}
+	}
+	return nil, nil
+}
+
+func repackStepOK(v *View, set []*Candidate, sim Simulation) string {
+	cost := 0.0
+	var from []string
+	for _, c := range set {
+		cost += c.Price
+		from = append(from, c.InstanceType+"/"+c.CapacityType)
+	}
+	if sim.Cost >= cost-1e-9 {
+		return "not cheaper"
+	}
+	var to []string
+	for _, r := range sim.Replacements {
+		to = append(to, r.InstanceType+"/"+r.CapacityType)
+	}
+	slices.Sort(from)
+	slices.Sort(to)
+	if slices.Equal(from, to) {
+		return "same shape"
+	}
+	return flipFlop(v, set, sim)
+}
+
+// RepackWorthwhile applies the thresholds: savings above both the fraction
+// of the current cost and the absolute amount.
+func RepackWorthwhile(current, ideal float64, s Settings) bool {
+	s.Defaults()
+	save := current - ideal
+	return save > s.RepackMinSavings && save > s.RepackMinSavingsFraction*current
+}
+
+// IdealCost solves a pool's pods from scratch (all its managed nodes gone)
+// and returns the new nodes' cost next to what the pool's nodes cost now.
+// ok is false when the pool has no nodes or some pod would not schedule.
+func IdealCost(ctx context.Context, c *state.Cluster, pool string) (ideal, current float64, ok bool, err error) {
+	var without []string
+	var cands []*Candidate
+	for _, n := range c.Nodes {
+		if n.Claim == nil || n.Node == nil || n.NodePool() != pool || n.MarkedForDeletion() {
+			continue
+		}
+		without = append(without, n.Name)
+		current += offeringPrice(c.Catalog, n.Node.Labels[scheduling.LabelInstanceType], n.Node.Labels[scheduling.LabelZone], n.Node.Labels[scheduling.LabelCapacityType])
+		cands = append(cands, &Candidate{Node: n, Pods: n.ReschedulablePods()})
+	}
+	if len(without) == 0 {
+		return 0, 0, false, nil
+	}
+	sim, err := Simulate(ctx, c, cands)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if !sim.Schedulable {
+		return 0, current, false, nil
+	}
+	return sim.Cost, current, true, nil
+}

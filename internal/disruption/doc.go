@@ -1,0 +1,37 @@
+// Package disruption is the disruption function's controller: it removes or
+// replaces nodes on purpose, with Karpenter's methods in Karpenter's order —
+// emptiness, drift, multi-node consolidation, single-node consolidation —
+// followed by a global re-pack check Karpenter lacks.
+//
+// A pass (one scheduled invocation, under the "disruption" lease) either
+// moves the pending command on or decides a new one:
+//
+//   - Decide builds the candidates (Candidates: initialized, not deleting,
+//     not nominated, no do-not-disrupt, no PDB forbidding an eviction now),
+//     the budgets (ComputeBudgets) and asks each method in turn; every method
+//     simulates with the provisioner's solver over the same cluster view
+//     (Simulate). The first command found is saved in the store (KV) with
+//     a validation time, instead of sleeping inside the Lambda.
+//   - A later pass (after Settings.ValidationDelay) re-validates the command
+//     against fresh state (Validate) and acts: deletions get the NodeClaim
+//     deletion mark (the termination workflow in internal/termination, run
+//     by the lifecycle, drains them); replacements first mark the candidates
+//     Disrupting and taint them karpenter.sh/disrupted:NoSchedule, run a
+//     provisioning pass (the provisioner's launch path places the
+//     candidates' pods on new capacity), and only once those pods fit on
+//     initialized nodes (ReadyToDrain) are the candidates marked for
+//     deletion. Replacements that never initialize are rolled back.
+//
+// Churn: a replacement must be strictly cheaper than what it replaces, so
+// a node is never replaced by one of the same type and price and every
+// action lowers the cost (no cycles); on top of that, nodes that replaced
+// type T are not turned back into T within Settings.FlipFlopWindow.
+//
+// Every action is explained as a node event (Disrupting, DisruptionBlocked,
+// Unconsolidatable) and a log line, e.g. "Consolidating: replace 3 nodes
+// (m5.xlarge x3, $0.576/h) with 1 m6i.2xlarge ($0.384/h), saves $0.192/h".
+//
+// Expiration and terminationGracePeriod are the lifecycle's (expiration is
+// not budgeted, as in Karpenter); the grace period bounds every drain this
+// package starts because the termination workflow enforces it.
+package disruption
