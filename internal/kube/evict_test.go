@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 )
 
@@ -80,5 +81,23 @@ func TestEvictRetriesServerErrors(t *testing.T) {
 	c, n = evictServer(t, 403)
 	if err := c.Evict(context.Background(), testPod, EvictOptions{}); err == nil || n.Load() != 1 {
 		t.Fatalf("403: err=%v after %d requests, want one failed request", err, n.Load())
+	}
+}
+
+// Other packages unit-test against client-go's fake clientset, which has no
+// REST client: Evict must still work there.
+func TestEvictWithFakeClientset(t *testing.T) {
+	pod := testPod.DeepCopy()
+	cs := fake.NewClientset(pod)
+	c := NewClientFromClientset(cs, nil)
+	if err := c.Evict(context.Background(), pod, EvictOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evicted := false
+	for _, a := range cs.Actions() {
+		evicted = evicted || (a.GetVerb() == "create" && a.GetSubresource() == "eviction")
+	}
+	if !evicted {
+		t.Fatalf("no eviction recorded: %v", cs.Actions())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 )
 
 var (
@@ -193,9 +194,7 @@ func (c *Client) Evict(ctx context.Context, pod *corev1.Pod, o EvictOptions) err
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
-		err := c.cs.PolicyV1().RESTClient().Post().
-			AbsPath("/api/v1").Namespace(pod.Namespace).Resource("pods").Name(pod.Name).SubResource("eviction").
-			MaxRetries(0).Body(ev).Do(actx).Error()
+		err := c.postEviction(actx, ev)
 		cancel()
 		switch {
 		case err == nil:
@@ -216,6 +215,19 @@ func (c *Client) Evict(ctx context.Context, pod *corev1.Pod, o EvictOptions) err
 		}
 	}
 	return fmt.Errorf("evict pod %s/%s: gave up after %d attempts: %w", pod.Namespace, pod.Name, o.Attempts, lastErr)
+}
+
+// postEviction sends one eviction request with client-go's retries off.
+// Clientsets without a REST client (client-go's fake, in other packages'
+// unit tests) get the typed call, which has no retries to turn off.
+func (c *Client) postEviction(ctx context.Context, ev *policyv1.Eviction) error {
+	rc := c.cs.PolicyV1().RESTClient()
+	if r, ok := rc.(*rest.RESTClient); rc == nil || (ok && r == nil) {
+		return c.cs.PolicyV1().Evictions(ev.Namespace).Evict(ctx, ev)
+	}
+	return rc.Post().
+		AbsPath("/api/v1").Namespace(ev.Namespace).Resource("pods").Name(ev.Name).SubResource("eviction").
+		MaxRetries(0).Body(ev).Do(ctx).Error()
 }
 
 func apiMessage(err error) string {
