@@ -591,6 +591,19 @@ func (c *Controller) cleanup(ctx context.Context, w *work) error {
 		}
 	}
 	if w.node != nil {
+		// The pods died with the instance; deleting them now lets their
+		// controllers recreate them at once instead of after the pod
+		// garbage collector's quarantine of orphans (40 s and more).
+		pods, err := c.d.Cluster.PodsOnNode(ctx, w.node.Name)
+		if err != nil {
+			return fmt.Errorf("interruption: pods of node %s: %w", w.node.Name, err)
+		}
+		zero := int64(0)
+		for _, p := range pods {
+			if err := c.d.Cluster.DeletePod(ctx, p, &zero); err != nil && !apierrors.IsNotFound(err) && !errors.Is(err, kube.ErrNotFound) {
+				return fmt.Errorf("interruption: delete pod %s/%s of gone instance: %w", p.Namespace, p.Name, err)
+			}
+		}
 		if err := c.d.Cluster.DeleteNode(ctx, w.node.Name, w.node.UID); err != nil {
 			return fmt.Errorf("interruption: delete node %s: %w", w.node.Name, err)
 		}

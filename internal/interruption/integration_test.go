@@ -923,3 +923,87 @@ func TestRebalanceIgnoreThenReplace(t *testing.T) {
 	h.waitRunningOn(3, node.Name)
 	h.waitGone(cl, node.Name)
 }
+
+// An AWS Health scheduled change drains the instance onto a replacement
+// (within the PDB); a "stopped" state change then removes the
+// replacement's claim and Node at once (nothing left to drain), terminates
+// the stopped instance and launches capacity for its pods.
+func TestScheduledChangeDrainsThenStoppedCleansUp(t *testing.T) {
+	h := newHarness(t)
+	cl, node := h.deploy(2, 1)
+	stopPDB := h.watchPDB()
+	start := time.Now()
+	if err := h.sim.ScheduleMaintenance(cl.Status.InstanceID, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("scheduled change handled", 30*time.Second, func() (bool, string) {
+		return len(h.handled("AWS Health Event")) == 1, "not yet"
+	})
+	if n := len(h.fleetCallsSince(start)); n != 1 {
+		t.Fatalf("%d replacement CreateFleet calls, want 1", n)
+	}
+	repl := h.waitRunningOn(2, node.Name)
+	h.waitGone(cl, node.Name)
+	if got := stopPDB(); got < 1 {
+		t.Errorf("PDB violated: %d healthy pods at one point (minAvailable 1)", got)
+	}
+	if got := h.nodeEvents(node.Name, interruption.ReasonInstanceUnhealthy); got != 1 {
+		t.Errorf("%d InstanceUnhealthy events, want 1", got)
+	}
+
+	claims, err := h.store.ListNodeClaims(h.ctx)
+	if err != nil || len(claims) != 1 {
+		t.Fatalf("claims %d %v", len(claims), err)
+	}
+	rc := claims[0]
+	start = time.Now()
+	body := fmt.Sprintf(`{"version":"0","id":"stop-1","detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","region":%q,"detail":{"instance-id":%q,"state":"stopped"}}`,
+		h.cloud.Region, rc.Status.InstanceID)
+	if _, err := h.sim.SQS().Send(h.qName, body, 0); err != nil {
+		t.Fatal(err)
+	}
+	var b batch
+	h.eventually("stopped handled", 30*time.Second, func() (bool, string) {
+		bs := h.handled(`"stop-1"`)
+		if len(bs) == 0 {
+			return false, "not yet"
+		}
+		b = bs[0]
+		return true, ""
+	})
+	if b.err != nil || len(b.resp.BatchItemFailures) != 0 {
+		t.Fatalf("handler: %v %+v", b.err, b.resp)
+	}
+	// At once: when the handler returned, the claim and node were gone.
+	if _, err := h.store.GetNodeClaim(h.ctx, rc.Name); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("claim of the stopped instance kept: %v", err)
+	}
+	if _, err := h.cloud.KubeClient.CoreV1().Nodes().Get(h.ctx, repl.Name, metav1.GetOptions{}); err == nil {
+		t.Errorf("node of the stopped instance kept")
+	}
+	terminated := false
+	for _, c := range h.sim.Calls("ec2", "TerminateInstances") {
+		if !c.Time.Before(start) && c.ErrorCode == "" {
+			for _, v := range c.Params {
+				if v == rc.Status.InstanceID {
+					terminated = true
+				}
+			}
+		}
+	}
+	if !terminated {
+		t.Errorf("stopped instance %s not terminated", rc.Status.InstanceID)
+	}
+	if n := len(h.fleetCallsSince(start)); n != 1 {
+		t.Errorf("%d CreateFleet calls for the stopped node's pods, want 1", n)
+	}
+	h.waitRunningOn(2, repl.Name)
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("pods of the stopped node took %s to run again", took)
+	} else {
+		t.Logf("pods of the stopped node running again after %s", took.Round(time.Millisecond))
+	}
+	if h.dlqDepth() != 0 {
+		t.Errorf("DLQ has %d messages", h.dlqDepth())
+	}
+}

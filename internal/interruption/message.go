@@ -1,6 +1,30 @@
 // Package interruption reads the EC2 and AWS Health events EventBridge
 // delivers to the interruption queue and decides what each means for the
-// nodes nodewright owns.
+// nodes nodewright owns, then acts on it (the interruption function).
+//
+// For a batch of up to 10 SQS messages (Handler.HandleSQS):
+//   - malformed messages are batch item failures, logged with their message
+//     ID, so the queue's redrive policy parks them in the DLQ; instances
+//     without a NodeClaim are acknowledged and nothing is touched;
+//   - spot interruption warnings, AWS Health scheduled changes and
+//     stopping / shutting-down instances: the spot offering is marked
+//     unavailable in the shared ICE set (spot warnings), the claim is marked
+//     for deletion (apis.NodeClaim.MarkForDeletion, reason Interrupted), one
+//     provisioning pass for the whole batch launches replacement capacity
+//     for the pods that fit nowhere else, then the node is cordoned and the
+//     first termination step taints it and starts the evictions; the
+//     lifecycle function carries the drain on (a requeued work message);
+//   - stopped / terminated instances: claim and Node are removed at once
+//     (after the same replacement pass), the pods deleted, a stopped
+//     instance terminated;
+//   - rebalance recommendations: acknowledged with a node event under the
+//     default policy "ignore"; under "replace" the claim is set Disrupting,
+//     the replacement provisioned, and only then marked and drained.
+//
+// Everything is idempotent: the deletion mark is kept by the first writer
+// (conditional writes), a duplicate finds the node already tainted and
+// starts nothing, and the provisioning pass launches nothing for pods an
+// in-flight replacement already takes.
 package interruption
 
 import (
