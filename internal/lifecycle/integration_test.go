@@ -421,11 +421,12 @@ func (e *env) send(claim string) {
 
 func (e *env) mark(name, reason string) {
 	e.t.Helper()
-	if _, err := e.st.MutateNodeClaim(e.ctx, name, func(c *apis.NodeClaim) error {
-		c.MarkForDeletion(reason, "test", metav1.NewTime(e.clock.Now()))
-		return nil
-	}); err != nil {
-		e.t.Fatal(err)
+	if _, newly, err := termination.Mark(e.ctx, e.st, name, reason, "test", e.clock.Now()); err != nil || !newly {
+		e.t.Fatalf("mark %s: newly=%v %v", name, newly, err)
+	}
+	// A second decision keeps the first mark.
+	if cl, newly, err := termination.Mark(e.ctx, e.st, name, apis.DeletionReasonEmpty, "again", e.clock.Now().Add(time.Hour)); err != nil || newly || cl.DeletionReason() != reason {
+		e.t.Fatalf("second mark of %s: newly=%v reason=%q %v", name, newly, cl.DeletionReason(), err)
 	}
 }
 

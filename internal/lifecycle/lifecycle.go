@@ -330,16 +330,12 @@ const maxPoll = 30 * time.Second
 
 // markAndTerminate marks the claim and takes the first termination step.
 func (c *Controller) markAndTerminate(ctx context.Context, cl *apis.NodeClaim, reason, msg, action string) (Outcome, error) {
-	now := metav1.NewTime(c.d.Now())
-	marked, err := c.d.Store.MutateNodeClaim(ctx, cl.Name, func(x *apis.NodeClaim) error {
-		x.MarkForDeletion(reason, msg, now)
-		return nil
-	})
+	marked, _, err := termination.Mark(ctx, c.d.Store, cl.Name, reason, msg, c.d.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return Outcome{Claim: cl.Name, Action: ActionNotFound, Done: true}, nil
 	}
 	if err != nil {
-		return Outcome{Claim: cl.Name}, fmt.Errorf("lifecycle: mark nodeclaim %s for deletion (%s): %w", cl.Name, reason, err)
+		return Outcome{Claim: cl.Name}, fmt.Errorf("lifecycle: %w", err)
 	}
 	// The outcome names why the claim went (Done says whether it is gone).
 	out, err := c.terminate(ctx, marked, Outcome{Claim: cl.Name})

@@ -645,3 +645,25 @@ func (t *Terminator) metric(name string, dims metrics.Dimensions) {
 		t.d.Metrics.Add(name, 1, dims)
 	}
 }
+
+// Marker is the store call Mark needs (*store.Store).
+type Marker interface {
+	MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error)
+}
+
+// Mark marks the named claim for deletion in one conditional write (see
+// apis.NodeClaim.MarkForDeletion): reason is an apis.DeletionReason* value,
+// message says why in words. newly is false when the claim was already
+// marked; the first mark (time and reason) stands. A missing claim gives
+// an error wrapping store.ErrNotFound. Callers then send a lifecycle work
+// message for the claim so its drain starts at once.
+func Mark(ctx context.Context, st Marker, name, reason, message string, now time.Time) (claim *apis.NodeClaim, newly bool, err error) {
+	claim, err = st.MutateNodeClaim(ctx, name, func(c *apis.NodeClaim) error {
+		newly = c.MarkForDeletion(reason, message, metav1.NewTime(now))
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("mark nodeclaim %s for deletion (%s): %w", name, reason, err)
+	}
+	return claim, newly, nil
+}
