@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,70 +24,27 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 )
 
-// The local cloud for this package: the AWS simulator (STS, EKS, the
-// TokenReview webhook) and a real control plane that authenticates EKS
-// tokens through the simulator. Started by the first integration test, so
-// unit tests and benchmarks start nothing.
-type localCloud struct {
-	sim   *awssim.Server
-	plane *kubeplane.Plane
-}
+// The local cloud for this package (the harness's): the AWS simulator (STS,
+// EKS, the TokenReview webhook) and a real control plane that authenticates
+// EKS tokens through it. Started by the first integration test, so unit
+// tests and benchmarks start nothing.
+var shared = localcloud.NewShared(localcloud.Options{
+	Components:  localcloud.ControlPlane | localcloud.AWS,
+	ClusterName: clusterName,
+})
 
 const clusterName = "kube-it"
 
-var (
-	cloudOnce sync.Once
-	cloud     *localCloud
-	cloudErr  error
-)
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if cloud != nil {
-		if err := cloud.plane.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, "close control plane:", err)
-			code = 1
-		}
-		_ = cloud.sim.Close()
-	}
-	os.Exit(code)
-}
-
-func startCloud() (*localCloud, error) {
-	sim, err := awssim.New(awssim.Options{ClusterName: clusterName, KubernetesVersion: "1.36"})
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // cold build
-	defer cancel()
-	plane, err := kubeplane.Start(ctx, kubeplane.Options{TokenWebhookURL: sim.TokenReviewURL()})
-	if err != nil {
-		sim.Close()
-		return nil, err
-	}
-	sim.SetEKSCluster(plane.Endpoint, plane.CAData, "1.36")
-	return &localCloud{sim: sim, plane: plane}, nil
-}
-
-func getCloud(t *testing.T) *localCloud {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs the local control plane and AWS simulator (skipped in -short)")
-	}
-	cloudOnce.Do(func() { cloud, cloudErr = startCloud() })
-	if cloudErr != nil {
-		t.Fatalf("start local cloud: %v", cloudErr)
-	}
-	return cloud
-}
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 
 func setup(t *testing.T) (context.Context, *kube.Client, kubernetes.Interface, string) {
 	t.Helper()
-	lc := getCloud(t)
+	lc := shared.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	// The client under test connects the way a function does: EKS
@@ -96,7 +52,7 @@ func setup(t *testing.T) (context.Context, *kube.Client, kubernetes.Interface, s
 	awsCfg, err := config.LoadDefaultConfig(ctx,
 		config.WithRegion("us-west-2"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(awssim.DefaultAccessKeyID, awssim.DefaultSecretAccessKey, "")),
-		config.WithBaseEndpoint(lc.sim.URL()),
+		config.WithBaseEndpoint(lc.AWSEndpoint),
 		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
 	)
 	if err != nil {
@@ -106,7 +62,7 @@ func setup(t *testing.T) (context.Context, *kube.Client, kubernetes.Interface, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	return ctx, c, lc.plane.Client(), lc.plane.NewNamespace(t)
+	return ctx, c, lc.KubeClient, lc.NewNamespace(t)
 }
 
 // fakeNode registers a KWOK node and removes it when the test ends.
@@ -421,10 +377,10 @@ func TestSnapshotAgainstAPIServer(t *testing.T) {
 // simulator's TokenReview webhook, which verifies the SigV4 signature and the
 // x-k8s-aws-id header.
 func TestEKSTokenAcceptedByAPIServer(t *testing.T) {
-	lc := getCloud(t)
+	lc := shared.Get(t)
 	// Service-specific endpoint variables, as a user would set them.
-	t.Setenv("AWS_ENDPOINT_URL_STS", lc.sim.URL())
-	t.Setenv("AWS_ENDPOINT_URL_EKS", lc.sim.URL())
+	t.Setenv("AWS_ENDPOINT_URL_STS", lc.AWSEndpoint)
+	t.Setenv("AWS_ENDPOINT_URL_EKS", lc.AWSEndpoint)
 	t.Setenv("AWS_REGION", "us-west-2")
 	t.Setenv("AWS_ACCESS_KEY_ID", awssim.DefaultAccessKeyID)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", awssim.DefaultSecretAccessKey)
@@ -445,7 +401,7 @@ func TestEKSTokenAcceptedByAPIServer(t *testing.T) {
 	}
 	review, err := c.Clientset().AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("API server refused the EKS token: %v (token reviews: %+v)", err, lc.sim.Calls("tokenreview", ""))
+		t.Fatalf("API server refused the EKS token: %v (token reviews: %+v)", err, lc.AWS.Calls("tokenreview", ""))
 	}
 	wantUser := "arn:aws:iam::" + awssim.DefaultAccountID + ":role/nodewright"
 	if review.Status.UserInfo.Username != wantUser {
@@ -455,7 +411,7 @@ func TestEKSTokenAcceptedByAPIServer(t *testing.T) {
 	if _, err := c.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartNodes | kube.PartPDBs}); err != nil {
 		t.Fatalf("snapshot with EKS token: %v", err)
 	}
-	if n := len(lc.sim.Calls("tokenreview", "TokenReview")); n == 0 {
+	if n := len(lc.AWS.Calls("tokenreview", "TokenReview")); n == 0 {
 		t.Fatal("simulator saw no TokenReview: the token did not go through the webhook")
 	}
 
