@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -33,6 +34,9 @@ const (
 	testRegion  = "us-west-2"
 	k8sVersion  = "1.33"
 )
+
+// quiet keeps the provider's logs out of test output; tests assert on results.
+var quiet = slog.New(slog.DiscardHandler)
 
 // testCA is a syntactically valid PEM block; nothing verifies it in these tests.
 var testCA = []byte("-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUUnodewright\n-----END CERTIFICATE-----\n")
@@ -110,7 +114,7 @@ func newEnv(t testing.TB, fullCatalog bool) *env {
 		t.Fatal(err)
 	}
 	c := &clock{}
-	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Now: c.Now}, clients, nil)
+	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Now: c.Now, Logger: quiet}, clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -866,7 +870,7 @@ func TestRelaunchAfterLostResponseLaunchesOnce(t *testing.T) {
 	e := newEnv(t, false)
 	clients := e.clients
 	clients.EC2 = &lossyEC2{EC2API: e.clients.EC2, lose: 1}
-	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion}, clients, nil)
+	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Logger: quiet}, clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -904,7 +908,7 @@ func TestRelaunchBeforeInstanceIsVisible(t *testing.T) {
 	clients := e.clients
 	lossy := &lossyEC2{EC2API: e.clients.EC2, lose: 1, blind: true}
 	clients.EC2 = lossy
-	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion}, clients, nil)
+	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Logger: quiet}, clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
