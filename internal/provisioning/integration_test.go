@@ -130,7 +130,9 @@ func (h *harness) newTable() {
 		h.t.Fatalf("create table: %v", err)
 	}
 	// The waiter's default first delay is 20 s; dynalite is ready in milliseconds.
-	fast := func(o *dynamodb.TableExistsWaiterOptions) { o.MinDelay, o.MaxDelay = 50*time.Millisecond, 500*time.Millisecond }
+	fast := func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 500*time.Millisecond
+	}
 	if err := dynamodb.NewTableExistsWaiter(db, fast).Wait(h.ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(h.table)}, time.Minute); err != nil {
 		h.t.Fatalf("wait for table: %v", err)
 	}
@@ -529,7 +531,9 @@ func TestInsufficientCapacityReplannedInSameRun(t *testing.T) {
 	h := newHarness(t, poolSpec{types: `["m5.large"]`, ct: `["spot", "on-demand"]`})
 	for _, z := range h.zones() {
 		h.sim.EC2().SetCapacity(ec2sim.Pool{InstanceType: "m5.large", Zone: z, CapacityType: "spot"}, 0)
-		t.Cleanup(func() { h.sim.EC2().SetCapacity(ec2sim.Pool{InstanceType: "m5.large", Zone: z, CapacityType: "spot"}, -1) })
+		t.Cleanup(func() {
+			h.sim.EC2().SetCapacity(ec2sim.Pool{InstanceType: "m5.large", Zone: z, CapacityType: "spot"}, -1)
+		})
 	}
 	h.sim.ResetCalls()
 	h.createPods("web", 2, "500m")
@@ -837,7 +841,6 @@ func (h *harness) terminateAll() {
 		}
 	}
 }
-
 
 // crashDeps is deps with every external call going through the crasher.
 func (h *harness) crashDeps(c *crasher) provisioning.Deps {
