@@ -128,7 +128,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	cloud  *localcloud.Cloud
 	cs     kubernetes.Interface
@@ -157,7 +157,7 @@ func withBudget(nodes string) envOpt { return func(e *env) { e.budget = nodes } 
 // cluster name).
 func withConfig(yaml string) envOpt { return func(e *env) { e.configYAML = yaml } }
 
-func newEnv(t *testing.T, opts ...envOpt) *env {
+func newEnv(t testing.TB, opts ...envOpt) *env {
 	t.Helper()
 	cloud := shared.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
