@@ -733,6 +733,15 @@ func TestLaunchTemplateGarbageCollection(t *testing.T) {
 	if a.LaunchTemplate == b.LaunchTemplate {
 		t.Fatal("different EC2NodeClass specs share a launch template")
 	}
+	// A template someone else made, even tagged for this cluster, is never ours to delete.
+	if _, err := e.clients.EC2.CreateLaunchTemplate(e.ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: sdkaws.String("team-made-template"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: sdkaws.String(a.ImageID)},
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate,
+			Tags: []ec2types.Tag{{Key: sdkaws.String(nwaws.TagClusterName), Value: sdkaws.String(testCluster)}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	lts, err := e.p.LaunchTemplates(e.ctx)
 	if err != nil || len(lts) != 2 {
 		t.Fatalf("launch templates %v %+v", err, lts)
@@ -745,6 +754,9 @@ func TestLaunchTemplateGarbageCollection(t *testing.T) {
 	del, err := e.p.DeleteUnusedLaunchTemplates(e.ctx, func(n string) bool { return n == a.LaunchTemplate }, time.Hour)
 	if err != nil || len(del) != 1 || del[0] != b.LaunchTemplate {
 		t.Fatalf("deleted %v %v", del, err)
+	}
+	if out, err := e.clients.EC2.DescribeLaunchTemplates(e.ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{"team-made-template"}}); err != nil || len(out.LaunchTemplates) != 1 {
+		t.Errorf("foreign launch template touched: %v", err)
 	}
 	// Launching the deleted shape again recreates its template.
 	if _, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("gc-3"), NodeClass: nc2, InstanceTypes: e.types("c5.large")}); err != nil {
