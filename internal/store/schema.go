@@ -4,6 +4,20 @@
 //
 // The table layout is defined once here (Schema) so the code and the CDK app
 // (infra/) can never disagree about key names or indexes.
+//
+// Item layout (pk / sk; what else):
+//
+//	nodeclaim#<0..7> / <name>       NodeClaim: version, deleted, deletedAt, expiresAt (tombstones),
+//	                                body (gzipped JSON); gsi1 instance#<id>, gsi2 nodepool#<pool>
+//	lease / <name>                  holder, token (fencing), leaseUntil (ms), acquiredAt
+//	ice / <ct>#<zone>#<type>        until (ms), reason, expiresAt (cleanup only)
+//	allocatable / <type>#<variant>  capacity, allocatable (JSON), nodeName, observedAt
+//	kv / <key>                      value, version, expiresAt (optional)
+//	cache#<key> / head              gen, parts, size, sha256, fetchedAt
+//	cache#<key> / part#<gen>#<n>    data (gzipped slice of the blob)
+//
+// Every write is a single-item conditional write: DynamoDB Local-compatible
+// servers (dynalite) have no transactions, and none are needed.
 package store
 
 import (
