@@ -122,6 +122,14 @@ func TestNodeOperationsAndEvents(t *testing.T) {
 		t.Fatalf("labels after removal %v", n.Labels)
 	}
 
+	n, err = c.PatchNodeAnnotations(ctx, name, map[string]string{"karpenter.sh/nodepool-hash": "123"}, []string{"kwok.x-k8s.io/absent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Annotations["karpenter.sh/nodepool-hash"] != "123" || n.Annotations["kwok.x-k8s.io/node"] != "fake" {
+		t.Fatalf("annotations after patch %v", n.Annotations)
+	}
+
 	disrupted := corev1.Taint{Key: "karpenter.sh/disrupted", Effect: corev1.TaintEffectNoSchedule}
 	if _, err := c.AddTaint(ctx, name, corev1.Taint{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}); err != nil {
 		t.Fatal(err)
