@@ -753,7 +753,8 @@ func (st *state) growPass(s *shape, n int) int {
 		narrow []narrowing
 		mask   bitset
 	}
-	var best *choice
+	var bestV choice
+	var best *choice // points at bestV once something was found
 	second := math.Inf(1)
 	var lastPool *poolState
 	var lastMask bitset
@@ -822,7 +823,8 @@ func (st *state) growPass(s *shape, n int) int {
 			if best != nil {
 				second = best.rate
 			}
-			best = &choice{nd: nd, k: k, rate: rate, narrow: tr.narrow, mask: mask}
+			bestV = choice{nd: nd, k: k, rate: rate, narrow: tr.narrow, mask: mask}
+			best = &bestV
 			if _, ideal := poolInfo(nd.claim.pool); rate <= ideal {
 				good, second = true, ideal
 			}
@@ -1178,7 +1180,7 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 	tr := st.topology(s, nd, k)
 	if tr.allow == 0 {
 		st.claimSeq--
-		return 0, name + ": " + tr.why
+		return 0, name + ": " + tr.reason()
 	}
 	fullMask := p.all
 	for k = tr.allow; k > 0; k /= 2 {

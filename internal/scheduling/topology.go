@@ -250,11 +250,62 @@ type narrowing struct {
 }
 
 // topoResult is the outcome of checking a shape's topology on one node.
+// The failure is kept as data and only formatted when a person needs it:
+// the check runs millions of times on the hot path.
 type topoResult struct {
 	allow     int
 	permanent bool
 	narrow    []narrowing
-	why       string
+	why       whyCode
+	g         *topoGroup
+	dom       string
+	skew      int32
+}
+
+type whyCode uint8
+
+const (
+	whyNone whyCode = iota
+	whyInverseAntiIn
+	whyInverseAntiAll
+	whyAntiIn
+	whyAntiAll
+	whyNoLabel
+	whyAffinityNewNode
+	whyAffinityNone
+	whyAffinityNowhere
+	whySkew
+	whySkewAll
+	whyGroup
+)
+
+func (r topoResult) reason() string {
+	g := r.g
+	switch r.why {
+	case whyInverseAntiIn:
+		return "a pod with anti-affinity to it is in " + g.key + "=" + r.dom
+	case whyInverseAntiAll:
+		return "pods with anti-affinity to it occupy every " + g.key
+	case whyAntiIn:
+		return g.desc + ": matching pod already in " + r.dom
+	case whyAntiAll:
+		return g.desc + ": every domain already holds a matching pod"
+	case whyNoLabel:
+		return g.desc + ": node has no " + g.key + " label"
+	case whyAffinityNewNode:
+		return g.desc + ": a new node holds no matching pod"
+	case whyAffinityNone:
+		return g.desc + ": no matching pod in " + g.key + "=" + r.dom
+	case whyAffinityNowhere:
+		return g.desc + ": no domain holds a matching pod"
+	case whySkew:
+		return fmt.Sprintf("%s: %s=%s would have skew %d", g.desc, g.key, r.dom, r.skew)
+	case whySkewAll:
+		return g.desc + ": every reachable domain is at max skew"
+	case whyGroup:
+		return g.desc
+	}
+	return "topology constraints cannot be met"
 }
 
 // domainsOf returns the domains node n may end up in for key: one value
@@ -400,8 +451,8 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 	if len(s.owned) == 0 && len(s.inverseAnti) == 0 {
 		return res
 	}
-	fail := func(perm bool, why string) topoResult {
-		return topoResult{permanent: perm, why: why}
+	fail := func(perm bool, why whyCode, g *topoGroup, dom string) topoResult {
+		return topoResult{permanent: perm, why: why, g: g, dom: dom}
 	}
 	for _, g := range s.inverseAnti {
 		if len(g.owners) == 0 {
@@ -413,7 +464,7 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 		}
 		if decided {
 			if g.owners[doms[0]] > 0 {
-				return fail(true, "a pod with anti-affinity to it is in "+g.key+"="+doms[0])
+				return fail(true, whyInverseAntiIn, g, doms[0])
 			}
 			continue
 		}
@@ -424,7 +475,7 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 			}
 		}
 		if len(keep) == 0 {
-			return fail(true, "pods with anti-affinity to it occupy every "+g.key)
+			return fail(true, whyInverseAntiAll, g, "")
 		}
 		if len(keep) < len(doms) {
 			res.narrow = append(res.narrow, narrowing{g.key, keep})
@@ -440,7 +491,7 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 			}
 			if decided {
 				if g.counts[doms[0]] > 0 {
-					return fail(true, g.desc+": matching pod already in "+doms[0])
+					return fail(true, whyAntiIn, g, doms[0])
 				}
 			} else {
 				keep := doms[:0:0]
@@ -450,7 +501,7 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 					}
 				}
 				if len(keep) == 0 {
-					return fail(true, g.desc+": every domain already holds a matching pod")
+					return fail(true, whyAntiAll, g, "")
 				}
 				// A pod that repels its own kind would otherwise block every
 				// domain the claim might still land in; commit to one.
@@ -466,7 +517,7 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 			}
 		case kindAffinity:
 			if doms == nil {
-				return fail(true, g.desc+": node has no "+g.key+" label")
+				return fail(true, whyNoLabel, g, "")
 			}
 			any := false
 			for _, d := range st.universeFor(g.key) {
@@ -488,9 +539,9 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 					continue
 				}
 				if n.claim != nil && g.key == LabelHostname {
-					return fail(false, g.desc+": a new node holds no matching pod")
+					return fail(false, whyAffinityNewNode, g, "")
 				}
-				return fail(false, g.desc+": no matching pod in "+g.key+"="+doms[0])
+				return fail(false, whyAffinityNone, g, doms[0])
 			}
 			var pick string
 			for _, d := range doms {
@@ -508,12 +559,12 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 				}
 			}
 			if pick == "" {
-				return fail(false, g.desc+": no domain holds a matching pod")
+				return fail(false, whyAffinityNowhere, g, "")
 			}
 			res.narrow = append(res.narrow, narrowing{g.key, []string{pick}})
 		case kindSpread:
 			if doms == nil {
-				return fail(true, g.desc+": node has no "+g.key+" label")
+				return fail(true, whyNoLabel, g, "")
 			}
 			universe := st.universeFor(g.key)
 			minC := g.minCount(s, universe)
@@ -524,7 +575,9 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 			if decided {
 				c := g.counts[doms[0]]
 				if c+inc-minC > g.maxSkew {
-					return fail(g.key == LabelHostname, fmt.Sprintf("%s: %s=%s would have skew %d", g.desc, g.key, doms[0], c+inc-minC))
+					r := fail(g.key == LabelHostname, whySkew, g, doms[0])
+					r.skew = c + inc - minC
+					return r
 				}
 				if self {
 					res.allow = min(res.allow, int(g.maxSkew+minC-c))
@@ -542,7 +595,7 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 				}
 			}
 			if best == "" {
-				return fail(false, g.desc+": every reachable domain is at max skew")
+				return fail(false, whySkewAll, g, "")
 			}
 			res.narrow = append(res.narrow, narrowing{g.key, []string{best}})
 			if self {
@@ -550,7 +603,7 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 			}
 		}
 		if res.allow <= 0 {
-			return fail(false, g.desc)
+			return fail(false, whyGroup, g, "")
 		}
 	}
 	return res
