@@ -10,7 +10,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -49,11 +48,11 @@ func setup(t *testing.T) (context.Context, *kube.Client, kubernetes.Interface, s
 	t.Cleanup(cancel)
 	// The client under test connects the way a function does: EKS
 	// DescribeCluster, an STS token, protobuf. Fixtures use the admin client.
+	// Explicit region and static credentials: nothing consults IMDS.
 	awsCfg, err := config.LoadDefaultConfig(ctx,
 		config.WithRegion("us-west-2"),
 		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(awssim.DefaultAccessKeyID, awssim.DefaultSecretAccessKey, "")),
 		config.WithBaseEndpoint(lc.AWSEndpoint),
-		config.WithEC2IMDSClientEnableState(imds.ClientDisabled),
 	)
 	if err != nil {
 		t.Fatal(err)
