@@ -43,6 +43,7 @@ import (
 const (
 	ReasonLaunchTimeout       = "LaunchTimeout"
 	ReasonRegistrationTimeout = "RegistrationTimeout"
+	ReasonNodeDeleted         = "NodeDeleted"
 )
 
 // EmptinessLease serialises emptiness decisions, so two invocations never
@@ -183,6 +184,7 @@ const (
 	ActionEmpty        = "empty"
 	ActionLiveness     = "liveness"
 	ActionVanished     = "instance-vanished"
+	ActionNodeDeleted  = "node-deleted"
 	ActionNone         = ""
 	ActionNotFound     = "not-found"
 	ActionBudgetBlocks = "budget-blocked"
@@ -289,11 +291,18 @@ func (c *Controller) reconcile(ctx context.Context, cl *apis.NodeClaim, v view) 
 	}
 
 	if node == nil {
-		// Registered earlier but the Node is gone while the instance lives
-		// (someone deleted it): nothing to manage until it returns; the
-		// instance check above removes the claim once the instance goes.
-		out.Action, out.RequeueAfter = ActionWaiting, 0
-		return out, nil
+		// Registered earlier, but the Node is gone while the instance
+		// lives: someone deleted the Node. Karpenter deletes the NodeClaim
+		// then (its Node finalizer); an instance left without a Node would
+		// cost money and serve nothing. A grace period covers a Node
+		// being re-created under the same name.
+		reg := cl.Condition(apis.ConditionRegistered).LastTransitionTime.Time
+		if now.Sub(reg) < c.s.GCGrace {
+			out.Action, out.RequeueAfter = ActionWaiting, c.s.GCGrace-now.Sub(reg)
+			return out, nil
+		}
+		log.WarnContext(ctx, "the node of a registered nodeclaim was deleted; terminating its instance", "node", cl.Status.NodeName)
+		return c.markAndTerminate(ctx, cl, ReasonNodeDeleted, "node "+cl.Status.NodeName+" was deleted", ActionNodeDeleted)
 	}
 
 	if !cl.IsTrue(apis.ConditionInitialized) {
