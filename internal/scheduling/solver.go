@@ -69,6 +69,7 @@ type state struct {
 	topoKeys []string // topology keys other than hostname, sorted
 	roomy    []int32  // nodes with room for the smallest pod (zero-cost pass)
 	minReq   resVec   // per-resource minimum request over all shapes
+	candBuf  []int32  // reused by every shape's candidate list
 }
 
 // Options tune a solve.
@@ -648,6 +649,8 @@ func (st *state) placeShape(s *shape) bool {
 		st.fail(s, s.invalid)
 		return true
 	}
+	// Shapes are placed one at a time, so they share one candidate buffer.
+	s.cands, s.seen = st.candBuf[:0], 0
 	// Without topology terms, nothing this shape does can give another node
 	// room for it: once a pass over paid-for room comes back empty, later
 	// ones would too (growth and new claims are sized to be full).
@@ -676,6 +679,7 @@ func (st *state) placeShape(s *shape) bool {
 	}
 	// The shape is done for this round: its caches are garbage now (a
 	// retry rebuilds them, since other shapes change the nodes meanwhile).
+	st.candBuf = s.cands[:0]
 	s.cands, s.masks, s.ideals, s.excl, s.seen = nil, nil, nil, nil, 0
 	return s.placedSoFar == len(s.pods)
 }
