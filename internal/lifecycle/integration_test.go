@@ -1244,3 +1244,35 @@ func TestDeletedNodeTerminatesItsInstance(t *testing.T) {
 		t.Fatalf("tombstone %+v %v", ts, err)
 	}
 }
+
+// One scheduled pass deletes no more empty nodes of a pool than its budget
+// allows, even though each empty node terminates within one step.
+func TestEmptinessBudgetAcrossAPass(t *testing.T) {
+	e := newEnv(t, withBudget("1"))
+	d := e.deps()
+	c, err := lifecycle.New(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"pass-a", "pass-b", "pass-c"}
+	for _, n := range names {
+		e.launchClaim(n)
+	}
+	for _, n := range names {
+		e.initialized(c, n)
+	}
+	e.clock.Advance(time.Minute)
+	res := e.tick(e.handler(d))
+	left, err := e.st.ListNodeClaims(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Actions[lifecycle.ActionEmpty] != 1 || len(left) != 2 {
+		t.Fatalf("budget 1: pass %+v left %d claims, want exactly one deleted", res, len(left))
+	}
+	// The next pass may take the next one.
+	res = e.tick(e.handler(d))
+	if left, _ = e.st.ListNodeClaims(e.ctx); res.Actions[lifecycle.ActionEmpty] != 1 || len(left) != 1 {
+		t.Fatalf("second pass %+v left %d claims", res, len(left))
+	}
+}

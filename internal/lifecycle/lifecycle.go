@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,6 +130,10 @@ type Controller struct {
 	s    Settings
 	term *termination.Terminator
 	log  *slog.Logger
+	// emptyMu serialises emptiness decisions within this process: the
+	// lease is re-entrant for one holder, and a pass decides for many
+	// claims at once.
+	emptyMu sync.Mutex
 }
 
 // New returns a Controller.
@@ -622,6 +627,8 @@ func ceilSecond(t time.Time) time.Time {
 // deleteEmpty marks an empty node's claim for deletion if the pool's
 // budgets allow, under the emptiness lease.
 func (c *Controller) deleteEmpty(ctx context.Context, log *slog.Logger, cl *apis.NodeClaim, np *apis.NodePool, node *corev1.Node, v view, out Outcome) (Outcome, error) {
+	c.emptyMu.Lock()
+	defer c.emptyMu.Unlock()
 	lease, err := c.d.Store.AcquireLease(ctx, EmptinessLease, c.d.Holder, 30*time.Second)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		out.RequeueAfter = c.s.Poll

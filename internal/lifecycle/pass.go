@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
@@ -298,7 +299,30 @@ func (v *snapView) instance(ctx context.Context, id string) (nwaws.Instance, boo
 
 func (v *snapView) poolClaims(ctx context.Context, pool string) ([]*apis.NodeClaim, error) {
 	// Re-read: other claims of the pool may have been marked in this pass.
-	return v.lazy.poolClaims(ctx, pool)
+	fresh, err := v.lazy.poolClaims(ctx, pool)
+	if err != nil {
+		return nil, err
+	}
+	// A claim this pass already deleted (an empty node terminates within
+	// one step) still counts against the budget until the next pass, so one
+	// pass never disrupts more than the budget allows, as Karpenter's
+	// per-pass emptiness does.
+	live := map[string]bool{}
+	for _, cl := range fresh {
+		live[cl.Name] = true
+	}
+	for _, cl := range v.claims {
+		if cl.NodePoolName() != pool || live[cl.Name] {
+			continue
+		}
+		gone := cl.DeepCopy()
+		if !gone.Deleting() {
+			now := metav1.NewTime(v.c.d.Now())
+			gone.DeletionTimestamp = &now
+		}
+		fresh = append(fresh, gone)
+	}
+	return fresh, nil
 }
 
 func (v *snapView) nodeReady(_ context.Context, cl *apis.NodeClaim) bool {
