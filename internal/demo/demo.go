@@ -38,6 +38,7 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -90,6 +91,13 @@ type Options struct {
 	Timeout time.Duration
 	// Namespace of the inflate Deployment (default "default").
 	Namespace string
+	// Burst creates the pods all at once from the inflate pod template
+	// (no controller; deleted together for the scale-down) instead of
+	// scaling the Deployment. The local control plane's ReplicaSet
+	// controller creates pods at kube-controller-manager's default 20 QPS,
+	// which spreads 100 replicas over 5 s and so measures the controller's
+	// pace rather than nodewright's batching; a burst measures the latter.
+	Burst bool
 	// Cloud, when set, is used instead of starting (and stopping) one; it
 	// must have been started with CloudOptions.
 	Cloud *localcloud.Cloud
@@ -113,6 +121,14 @@ type Result struct {
 	// WebhookToFleet is from the first Unschedulable AdmissionReview to the
 	// first CreateFleet request.
 	WebhookToFleet time.Duration
+	// CreateSpread is how long creating the pods took (Burst only): the
+	// provisioner's batch closes an idle window after the last one.
+	CreateSpread time.Duration
+	// LastVerdictToFleet is from the last Unschedulable AdmissionReview
+	// before the first CreateFleet to that CreateFleet: nodewright's own
+	// share (the batch's idle window, snapshot, solve, launch) once the
+	// scheduler has judged every pod.
+	LastVerdictToFleet time.Duration
 	// NodeClaims is how many NodeClaims the scale-up created.
 	NodeClaims int
 	// InstanceTypes launched, e.g. {"c6g.4xlarge": 1}.
@@ -371,10 +387,18 @@ func (d *run) scenario(ctx context.Context) (Result, error) {
 	// Scale up.
 	fleetBefore := len(d.cloud.AWS.Calls("ec2", "CreateFleet"))
 	upStart := time.Now()
-	if err := scale(ctx, deps, dep.Name, int32(d.o.Replicas)); err != nil {
-		return res, err
+	if d.o.Burst {
+		if err := createPods(ctx, d.kc, dep, d.o.Replicas); err != nil {
+			return res, err
+		}
+		res.CreateSpread = time.Since(upStart)
+		d.tl.printf("created %d inflate pods at once in %.2fs (pause image, 1 CPU / 1Gi each)", d.o.Replicas, res.CreateSpread.Seconds())
+	} else {
+		if err := scale(ctx, deps, dep.Name, int32(d.o.Replicas)); err != nil {
+			return res, err
+		}
+		d.tl.printf("kubectl scale deployment/inflate --replicas=%d (pause image, 1 CPU / 1Gi each)", d.o.Replicas)
 	}
-	d.tl.printf("kubectl scale deployment/inflate --replicas=%d (pause image, 1 CPU / 1Gi each)", d.o.Replicas)
 	err = d.waitFor(ctx, "every pod Running", func() (bool, error) {
 		c := obs.pods()
 		return c.Running == d.o.Replicas && c.Total == d.o.Replicas, nil
@@ -384,13 +408,16 @@ func (d *run) scenario(ctx context.Context) (Result, error) {
 	}
 	res.TimeToRunning = time.Since(upStart)
 	res.Running = obs.pods().Running
-	res.WebhookCalls, _ = d.webhook.stats()
-	if calls, first := d.webhook.stats(); calls > 0 {
-		fleets := d.cloud.AWS.Calls("ec2", "CreateFleet")
-		if len(fleets) > fleetBefore {
-			res.WebhookToFleet = fleets[fleetBefore].Time.Sub(first)
+	if fleets := d.cloud.AWS.Calls("ec2", "CreateFleet"); len(fleets) > fleetBefore {
+		at := fleets[fleetBefore].Time
+		var first, last time.Time
+		res.WebhookCalls, first, last = d.webhook.stats(at)
+		if res.WebhookCalls > 0 && !last.IsZero() {
+			res.WebhookToFleet = at.Sub(first)
+			res.LastVerdictToFleet = at.Sub(last)
 		}
-	} else {
+	}
+	if res.WebhookCalls == 0 {
 		d.tl.printf("WARNING the API server never called the webhook; the schedule provisioned")
 	}
 	live := obs.liveInstances()
@@ -402,16 +429,24 @@ func (d *run) scenario(ctx context.Context) (Result, error) {
 	if claims, err := d.prov.Store.ListNodeClaims(ctx); err == nil {
 		res.NodeClaims = len(claims)
 	}
-	d.tl.printf("all %d pods Running after %.1fs on %d nodes (%s), $%.4f/h; first webhook call -> CreateFleet %s; %d AdmissionReviews",
+	d.tl.printf("all %d pods Running after %.1fs on %d nodes (%s), $%.4f/h; first webhook call -> CreateFleet %s (last Unschedulable verdict before it -> CreateFleet %s); %d AdmissionReviews",
 		res.Running, res.TimeToRunning.Seconds(), res.Nodes, typesString(res.InstanceTypes), res.CostPerHour,
-		res.WebhookToFleet.Round(time.Millisecond), res.WebhookCalls)
+		res.WebhookToFleet.Round(time.Millisecond), res.LastVerdictToFleet.Round(time.Millisecond), res.WebhookCalls)
 
 	// Scale down.
 	downStart := time.Now()
-	if err := scale(ctx, deps, dep.Name, 0); err != nil {
-		return res, err
+	if d.o.Burst {
+		err = d.kc.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "app=inflate"})
+		if err != nil {
+			return res, fmt.Errorf("delete the inflate pods: %w", err)
+		}
+		d.tl.printf("deleted the %d pods; the lifecycle deletes each empty node after consolidateAfter %s", d.o.Replicas, ConsolidateAfter)
+	} else {
+		if err := scale(ctx, deps, dep.Name, 0); err != nil {
+			return res, err
+		}
+		d.tl.printf("kubectl scale deployment/inflate --replicas=0; the lifecycle deletes each empty node after consolidateAfter %s", ConsolidateAfter)
 	}
-	d.tl.printf("kubectl scale deployment/inflate --replicas=0; the lifecycle deletes each empty node after consolidateAfter %s", ConsolidateAfter)
 	err = d.waitFor(ctx, "every node drained and terminated", func() (bool, error) {
 		if c := obs.pods(); c.Total != 0 {
 			return false, nil
@@ -479,6 +514,33 @@ func scale(ctx context.Context, deps interface {
 			return fmt.Errorf("scale deployment %s to %d: %w", name, replicas, err)
 		}
 	}
+}
+
+// createPods creates n pods from the Deployment's template concurrently.
+func createPods(ctx context.Context, kc kubernetes.Interface, dep *appsv1.Deployment, n int) error {
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := 0; i < n; i++ {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("inflate-burst-%04d", i), Namespace: dep.Namespace, Labels: dep.Spec.Template.Labels},
+			Spec:       *dep.Spec.Template.Spec.DeepCopy(),
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := kc.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("create pod %s: %w", pod.Name, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
 }
 
 func typesString(m map[string]int) string {

@@ -98,13 +98,19 @@ func dumpLogs(t *testing.T, path string) {
 	t.Logf("last function log lines:\n%s", strings.Join(lines, "\n"))
 }
 
-// BenchmarkBurst measures, for a burst of pods on a shared local cloud,
-// the latency from the API server's first Unschedulable webhook call to
-// the provisioner's first CreateFleet request (target <= 1.5 s with the
-// default 1 s idle window) and from the scale-up to every pod Running.
-// `go test -run '^$' -bench Burst -benchtime 1x ./internal/demo`; PODS sets
-// the burst (default 100).
-func BenchmarkBurst(b *testing.B) {
+// BenchmarkBurst measures, for a burst of pods created at once on a shared
+// local cloud, the latency from the API server's first Unschedulable
+// webhook call to the provisioner's first CreateFleet request (target
+// <= 1.5 s with the default 1 s idle window) and from the pods' creation to
+// every pod Running. BenchmarkDeployment does the same through the
+// Deployment's scale subresource, whose pods the ReplicaSet controller
+// creates at its own pace.
+// `go test -run '^$' -bench . -benchtime 1x ./internal/demo`; PODS sets the
+// number of pods (default 100).
+func BenchmarkBurst(b *testing.B)      { benchScaleUp(b, true) }
+func BenchmarkDeployment(b *testing.B) { benchScaleUp(b, false) }
+
+func benchScaleUp(b *testing.B, burst bool) {
 	localcloud.SkipIfShort(b)
 	pods := 100
 	if v := os.Getenv("PODS"); v != "" {
@@ -113,7 +119,7 @@ func BenchmarkBurst(b *testing.B) {
 		}
 	}
 	cloud := localcloud.ForTest(b, CloudOptions(nil))
-	var fleet, running, down time.Duration
+	var fleet, lastVerdict, running, down, spread time.Duration
 	var nodes int
 	var cost float64
 	for i := 0; i < b.N; i++ {
@@ -122,12 +128,27 @@ func BenchmarkBurst(b *testing.B) {
 		if err := createNamespace(ctx, cloud, ns); err != nil {
 			b.Fatal(err)
 		}
-		res, err := Run(ctx, Options{Replicas: pods, Cloud: cloud, Namespace: ns, Out: io.Discard, Timeout: 5 * time.Minute})
+		var out io.Writer = io.Discard
+		if testing.Verbose() {
+			out = &lineWriter{t: b}
+		}
+		var logs io.Writer
+		if path := os.Getenv("DEMO_LOGS"); path != "" {
+			f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.Close()
+			logs = f
+		}
+		res, err := Run(ctx, Options{Replicas: pods, Burst: burst, Cloud: cloud, Namespace: ns, Out: out, Logs: logs, Timeout: 5 * time.Minute})
 		cancel()
 		if err != nil {
 			b.Fatal(err)
 		}
 		fleet += res.WebhookToFleet
+		spread += res.CreateSpread
+		lastVerdict += res.LastVerdictToFleet
 		running += res.TimeToRunning
 		down += res.ScaleDown
 		nodes += res.Nodes
@@ -135,7 +156,11 @@ func BenchmarkBurst(b *testing.B) {
 	}
 	n := float64(b.N)
 	b.ReportMetric(fleet.Seconds()/n, "webhook-to-fleet-s")
+	b.ReportMetric(lastVerdict.Seconds()/n, "last-verdict-to-fleet-s")
 	b.ReportMetric(running.Seconds()/n, "pending-to-running-s")
+	if burst {
+		b.ReportMetric(spread.Seconds()/n, "pod-creation-s")
+	}
 	b.ReportMetric(down.Seconds()/n, "scale-down-s")
 	b.ReportMetric(float64(nodes)/n, "nodes")
 	b.ReportMetric(cost/n, "$/h")

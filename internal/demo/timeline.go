@@ -111,6 +111,11 @@ func (l *logTap) render(rec map[string]any) string {
 		if num(rec, "pending") == 0 && num(rec, "created") == 0 && num(rec, "resumed") == 0 {
 			return "" // an idle schedule tick
 		}
+		if num(rec, "created") == 0 && num(rec, "launched") == 0 && num(rec, "resumed") == 0 && num(rec, "unschedulable") == 0 &&
+			num(rec, "nominated") == num(rec, "pending") {
+			return fmt.Sprintf("run %s (%s): %d pending pods all fit in-flight NodeClaims; nothing to launch (took %s)",
+				str(rec, "run"), str(rec, "trigger"), int(num(rec, "pending")), str(rec, "duration"))
+		}
 		return fmt.Sprintf("run %s (%s): %d pending, batch %s, %d claims created, %d launched, %d pods nominated, %d unschedulable, solve %s, took %s",
 			str(rec, "run"), str(rec, "trigger"), int(num(rec, "pending")), str(rec, "batch"), int(num(rec, "created")), int(num(rec, "launched")),
 			int(num(rec, "nominated")), int(num(rec, "unschedulable")), str(rec, "solveTime"), str(rec, "duration"))
@@ -153,7 +158,7 @@ func (l *logTap) render(rec map[string]any) string {
 
 // podCounts summarises the demo's pods.
 type podCounts struct {
-	Total, Unschedulable, Waiting, Running, Terminating int
+	Total, New, Unschedulable, Starting, Running, Terminating int
 }
 
 func countPods(pods []corev1.Pod) podCounts {
@@ -168,8 +173,10 @@ func countPods(pods []corev1.Pod) podCounts {
 			c.Running++
 		case p.Spec.NodeName == "" && unschedulable(p):
 			c.Unschedulable++
+		case p.Spec.NodeName == "":
+			c.New++
 		default:
-			c.Waiting++
+			c.Starting++
 		}
 	}
 	return c
@@ -186,11 +193,14 @@ func unschedulable(p *corev1.Pod) bool {
 
 func (c podCounts) String() string {
 	parts := []string{fmt.Sprintf("%d pods", c.Total)}
+	if c.New > 0 {
+		parts = append(parts, fmt.Sprintf("%d pending (not yet scheduled)", c.New))
+	}
 	if c.Unschedulable > 0 {
 		parts = append(parts, fmt.Sprintf("%d pending (Unschedulable)", c.Unschedulable))
 	}
-	if c.Waiting > 0 {
-		parts = append(parts, fmt.Sprintf("%d scheduled/starting", c.Waiting))
+	if c.Starting > 0 {
+		parts = append(parts, fmt.Sprintf("%d bound, starting", c.Starting))
 	}
 	parts = append(parts, fmt.Sprintf("%d Running", c.Running))
 	if c.Terminating > 0 {

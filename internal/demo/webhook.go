@@ -47,8 +47,7 @@ type webhookServer struct {
 	url    string // including the secret
 	caPEM  []byte
 	mu     sync.Mutex
-	calls  int
-	first  time.Time
+	times  []time.Time // arrival of every AdmissionReview
 	onCall func(n int)
 }
 
@@ -66,11 +65,8 @@ func startWebhook(h http.Handler, secret string, onCall func(n int)) (*webhookSe
 	w.srv = &http.Server{
 		Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 			w.mu.Lock()
-			w.calls++
-			n := w.calls
-			if n == 1 {
-				w.first = time.Now()
-			}
+			w.times = append(w.times, time.Now())
+			n := len(w.times)
 			w.mu.Unlock()
 			h.ServeHTTP(rw, r)
 			if w.onCall != nil {
@@ -84,12 +80,20 @@ func startWebhook(h http.Handler, secret string, onCall func(n int)) (*webhookSe
 	return w, nil
 }
 
-// stats returns the number of AdmissionReviews served and when the first
-// arrived.
-func (w *webhookServer) stats() (int, time.Time) {
+// stats returns the number of AdmissionReviews served, when the first
+// arrived and when the last one before t arrived.
+func (w *webhookServer) stats(t time.Time) (n int, first, lastBefore time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.calls, w.first
+	if len(w.times) == 0 {
+		return 0, time.Time{}, time.Time{}
+	}
+	for _, at := range w.times {
+		if at.Before(t) {
+			lastBefore = at
+		}
+	}
+	return len(w.times), w.times[0], lastBefore
 }
 
 func (w *webhookServer) Close() error {
