@@ -385,18 +385,13 @@ func (c *Controller) provision(ctx context.Context, cmd *Command, log *slog.Logg
 // markForDeletion hands the candidates to the termination workflow (the
 // deletion mark, then a lifecycle message so the drain starts at once).
 func (c *Controller) markForDeletion(ctx context.Context, v *View, cmd *Command) error {
-	now := metav1.NewTime(v.Now)
 	for _, n := range cmd.Candidates {
-		var first bool
-		updated, err := c.d.Store.MutateNodeClaim(ctx, n.Claim, func(x *apis.NodeClaim) error {
-			first = x.MarkForDeletion(string(cmd.Reason), cmd.Message, now)
-			return nil
-		})
+		updated, first, err := termination.Mark(ctx, c.d.Store, n.Claim, string(cmd.Reason), cmd.Message, v.Now)
 		if errors.Is(err, store.ErrNotFound) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("disruption: mark nodeclaim %s for deletion: %w", n.Claim, err)
+			return fmt.Errorf("disruption: %w", err)
 		}
 		if first {
 			c.d.Metrics.Add(metrics.NodeClaimsDisrupted, 1, metrics.Dimensions{"reason": string(cmd.Reason), "nodepool": updated.NodePoolName()})
