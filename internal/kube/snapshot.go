@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -13,6 +14,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 )
 
 // Snapshot is the cluster state one controller pass works from. Objects are
@@ -92,7 +96,7 @@ func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot,
 	if parts&PartPendingPods != 0 {
 		g.Go(func() error {
 			pods, err := listAll(ctx, "pending pods", page, metav1.ListOptions{FieldSelector: pendingPodSelector},
-				cs.CoreV1().Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items }, stripPod)
+				c.podLister(), func(l *corev1.PodList) []corev1.Pod { return l.Items }, stripPod)
 			if err != nil {
 				return err
 			}
@@ -109,7 +113,7 @@ func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot,
 	if parts&PartBoundPods != 0 {
 		g.Go(func() error {
 			pods, err := listAll(ctx, "bound pods", page, metav1.ListOptions{FieldSelector: boundPodSelector},
-				cs.CoreV1().Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items }, stripPod)
+				c.podLister(), func(l *corev1.PodList) []corev1.Pod { return l.Items }, stripPod)
 			if err != nil {
 				return err
 			}
@@ -123,7 +127,7 @@ func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot,
 	if parts&PartNodes != 0 {
 		g.Go(func() (err error) {
 			s.Nodes, err = listAll(ctx, "nodes", page, metav1.ListOptions{},
-				cs.CoreV1().Nodes().List, func(l *corev1.NodeList) []corev1.Node { return l.Items }, stripNode)
+				c.nodeLister(), func(l *corev1.NodeList) []corev1.Node { return l.Items }, stripNode)
 			return err
 		})
 	}
@@ -295,7 +299,7 @@ func stripDaemonSet(d *appsv1.DaemonSet) {
 func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error) {
 	sel := "spec.nodeName=" + node + ",status.phase!=Succeeded,status.phase!=Failed"
 	return listAll(ctx, "pods on node "+node, 500, metav1.ListOptions{FieldSelector: sel},
-		c.cs.CoreV1().Pods("").List, func(l *corev1.PodList) []corev1.Pod { return l.Items },
+		c.podLister(), func(l *corev1.PodList) []corev1.Pod { return l.Items },
 		func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
 }
 
@@ -316,4 +320,47 @@ func (c *Client) VolumeAttachmentsOnNode(ctx context.Context, node string) ([]*s
 		}
 	}
 	return out, nil
+}
+
+// podLister and nodeLister fetch the two big lists with streamLister; the
+// rest go through the typed clients.
+func (c *Client) podLister() func(context.Context, metav1.ListOptions) (*corev1.PodList, error) {
+	return streamLister(c.cs.CoreV1().RESTClient(), "pods", func() *corev1.PodList { return &corev1.PodList{} }, c.cs.CoreV1().Pods("").List)
+}
+
+func (c *Client) nodeLister() func(context.Context, metav1.ListOptions) (*corev1.NodeList, error) {
+	return streamLister(c.cs.CoreV1().RESTClient(), "nodes", func() *corev1.NodeList { return &corev1.NodeList{} }, c.cs.CoreV1().Nodes().List)
+}
+
+// streamLister lists cluster-wide pages of one resource through a buffer
+// reused from page to page. client-go's typed List reads every response with
+// io.ReadAll, growing a fresh buffer by doubling for each ~1-2 MB page; for a
+// 50,000-pod list that garbage is a large share of the pass's allocations.
+// Clientsets without a REST client (client-go's fake) use the typed call.
+func streamLister[L runtime.Object](rc rest.Interface, resource string, newList func() L,
+	typed func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (L, error) {
+	if r, ok := rc.(*rest.RESTClient); rc == nil || (ok && r == nil) {
+		return typed
+	}
+	var buf bytes.Buffer // pages of one list are fetched one after another
+	decoder := scheme.Codecs.UniversalDeserializer()
+	return func(ctx context.Context, opts metav1.ListOptions) (L, error) {
+		var zero L
+		body, err := rc.Get().Resource(resource).VersionedParams(&opts, scheme.ParameterCodec).Stream(ctx)
+		if err != nil {
+			return zero, err
+		}
+		defer body.Close()
+		buf.Reset()
+		if _, err := buf.ReadFrom(body); err != nil {
+			return zero, fmt.Errorf("read %s page: %w", resource, err)
+		}
+		// Decoded objects copy what they keep (strings, raw bytes), so the
+		// buffer can be overwritten by the next page.
+		l := newList()
+		if _, _, err := decoder.Decode(buf.Bytes(), nil, l); err != nil {
+			return zero, fmt.Errorf("decode %s page: %w", resource, err)
+		}
+		return l, nil
+	}
 }

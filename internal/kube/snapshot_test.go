@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
 
 func TestSnapshotPaginatesFiltersAndStrips(t *testing.T) {
@@ -72,6 +73,20 @@ func TestSnapshotPaginatesFiltersAndStrips(t *testing.T) {
 	}
 	if len(only.Nodes) != 30 || only.PodsByNode != nil || only.PendingPods != nil {
 		t.Fatal("Parts not honoured")
+	}
+}
+
+// With client-go's fake clientset (other packages' unit tests) the snapshot
+// falls back to typed lists. The fake ignores field selectors, so only the
+// plumbing is checked here.
+func TestSnapshotWithFakeClientset(t *testing.T) {
+	cs := fake.NewClientset(synthNode("n1"), synthPod("ns-1", "p1", "n1", true))
+	snap, err := NewClientFromClientset(cs, nil).Snapshot(context.Background(), SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Nodes) != 1 || len(snap.PodsByNode["n1"]) != 1 {
+		t.Fatalf("nodes %d, pods on n1 %d", len(snap.Nodes), len(snap.PodsByNode["n1"]))
 	}
 }
 
