@@ -1061,11 +1061,13 @@ func (st *state) commitClaim(s *shape, nd *node, k int, narrow []narrowing, mask
 		_, d := st.domainsOf(nd, nw.key, nil)
 		decidedBefore = append(decidedBefore, d)
 	}
+	if changed || !opts.equal(c.options) {
+		c.version++ // invalidates cached viable domains
+	}
 	c.reqs = reqs
 	c.options = opts
 	c.cur = opts.first()
 	c.maxAvail = maxAvail
-	c.version++
 	if !merged && len(s.reqs) > 0 {
 		c.merged = append(c.merged, s.variant)
 	}

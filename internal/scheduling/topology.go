@@ -342,7 +342,16 @@ func (st *state) viable(n *node, key string) []string {
 	if cached, ok := c.viable[key]; ok && cached.version == c.version {
 		return cached.values
 	}
-	set := map[string]bool{}
+	// Domain sets are tiny (zones, capacity types): a slice beats a map.
+	var out []string
+	add := func(v string) {
+		for _, x := range out {
+			if x == v {
+				return
+			}
+		}
+		out = append(out, v)
+	}
 	r, constrained := c.reqs.Get(key)
 	switch key {
 	case LabelZone, LabelCapacityType, LabelZoneID:
@@ -350,19 +359,20 @@ func (st *state) viable(n *node, key string) []string {
 		ct, _ := c.reqs.Get(LabelCapacityType)
 		zid, _ := c.reqs.Get(LabelZoneID)
 		c.options.each(func(i int) bool {
-			for _, o := range c.pool.types[i].offerings {
+			for j := range c.pool.types[i].offerings {
+				o := &c.pool.types[i].offerings[j]
 				if !o.Available || (zone != nil && !zone.Has(o.Zone)) || (ct != nil && !ct.Has(o.CapacityType)) ||
 					(zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "")) {
 					continue
 				}
 				switch key {
 				case LabelZone:
-					set[o.Zone] = true
+					add(o.Zone)
 				case LabelCapacityType:
-					set[o.CapacityType] = true
+					add(o.CapacityType)
 				default:
 					if o.ZoneID != "" {
-						set[o.ZoneID] = true
+						add(o.ZoneID)
 					}
 				}
 			}
@@ -375,7 +385,7 @@ func (st *state) viable(n *node, key string) []string {
 			if isTypeKey(it, key) {
 				typeKey = true
 				if v, ok := it.Labels[key]; ok && (!constrained || r.Has(v)) {
-					set[v] = true
+					add(v)
 				}
 			}
 			return true
@@ -383,20 +393,16 @@ func (st *state) viable(n *node, key string) []string {
 		if !typeKey && constrained {
 			if r.Finite() {
 				for _, v := range r.Values() {
-					set[v] = true
+					add(v)
 				}
 			} else {
 				for _, v := range st.universe[key] {
 					if r.Has(v) {
-						set[v] = true
+						add(v)
 					}
 				}
 			}
 		}
-	}
-	out := make([]string, 0, len(set))
-	for v := range set {
-		out = append(out, v)
 	}
 	sort.Strings(out)
 	if c.viable == nil {
