@@ -294,6 +294,14 @@ func (d *run) setup(ctx context.Context) error {
 	if d.life, err = mkApp("lifecycle"); err != nil {
 		return err
 	}
+	disr, err := mkApp("disruption")
+	if err != nil {
+		return err
+	}
+	intr, err := mkApp("interruption")
+	if err != nil {
+		return err
+	}
 	ph, err := d.prov.ProvisionerHandler()
 	if err != nil {
 		return err
@@ -302,7 +310,15 @@ func (d *run) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.tl.printf("functions built through internal/app: provisioner and lifecycle reach EKS cluster %s via DescribeCluster + STS token", s.ClusterName)
+	dh, err := disr.DisruptionHandler()
+	if err != nil {
+		return err
+	}
+	ih, err := intr.InterruptionHandler()
+	if err != nil {
+		return err
+	}
+	d.tl.printf("functions built through internal/app: provisioner, lifecycle, disruption and interruption reach EKS cluster %s via DescribeCluster + STS token", s.ClusterName)
 
 	// The webhook function behind its function URL.
 	webhookLog := settings.Logger(&logTap{fn: "webhook", tl: d.tl, raw: d.o.Logs}, s.LogLevel, "webhook")
@@ -349,10 +365,13 @@ func (d *run) setup(ctx context.Context) error {
 	}
 	provFn := &function{name: "provisioner", handle: ph.Handle, timeout: 300 * time.Second, singleton: true, onResult: report}
 	lifeFn := &function{name: "lifecycle", handle: lh.Handle, timeout: 120 * time.Second, onResult: report}
+	disrFn := &function{name: "disruption", handle: dh.Handle, timeout: 300 * time.Second, singleton: true, onResult: report}
+	intrFn := &function{name: "interruption", handle: ih.Handle, timeout: 40 * time.Second, onResult: report}
 	pollQueue(runCtx, &d.wg, sqsClient, qs.ProvisionURL, qs.ProvisionARN, Region, provFn, onErr)
 	pollQueue(runCtx, &d.wg, sqsClient, qs.WorkURL, qs.WorkARN, Region, lifeFn, onErr)
-	schedule(runCtx, &d.wg, d.o.Tick, Region, awssim.DefaultAccountID, provFn, lifeFn)
-	d.tl.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, schedule every %s -> provisioner + lifecycle (no disruption function yet)", d.o.Tick)
+	pollQueue(runCtx, &d.wg, sqsClient, qs.InterruptionURL, qs.InterruptionARN, Region, intrFn, onErr)
+	schedule(runCtx, &d.wg, d.o.Tick, Region, awssim.DefaultAccountID, provFn, lifeFn, disrFn)
+	d.tl.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, interruption queue -> interruption, schedule every %s -> provisioner + lifecycle + disruption", d.o.Tick)
 	return nil
 }
 

@@ -137,6 +137,16 @@ func (l *logTap) render(rec map[string]any) string {
 		return fmt.Sprintf("node %s deleted", str(rec, "node"))
 	case "nodeclaim terminated":
 		return fmt.Sprintf("NodeClaim %s terminated (%s after the deletion mark)", claim, str(rec, "since-mark"))
+	case "disruption decided; validating before acting":
+		return fmt.Sprintf("decided %s (%s): %s; validating", str(rec, "method"), str(rec, "action"), str(rec, "message"))
+	case "nodeclaim marked for deletion":
+		s := fmt.Sprintf("NodeClaim %s marked for deletion (%s", claim, str(rec, "reason"))
+		if m := str(rec, "method"); m != "" {
+			s += ", " + m
+		}
+		return s + ")"
+	case "spot offering marked unavailable":
+		return fmt.Sprintf("spot offering %s marked unavailable for %s", str(rec, "offering"), str(rec, "ttl"))
 	case "pods unschedulable":
 		return fmt.Sprintf("%d pods unschedulable: %s (e.g. %s)", int(num(rec, "count")), str(rec, "reason"), str(rec, "pod"))
 	}
