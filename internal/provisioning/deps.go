@@ -73,7 +73,7 @@ type Settings struct {
 	BatchIdle time.Duration
 	BatchMax  time.Duration
 	// BatchPoll is how often pending pods are re-listed while batching
-	// (default BatchIdle/5).
+	// (default BatchIdle/10, so the window closes at most a tenth late).
 	BatchPoll time.Duration
 	// LeaseDuration is how long the provisioner lease lasts between renewals
 	// (default 1 minute; renewed every third of it while a run lasts).
@@ -104,7 +104,7 @@ func (s *Settings) defaults() {
 		s.BatchMax = s.BatchIdle
 	}
 	if s.BatchPoll <= 0 {
-		s.BatchPoll = s.BatchIdle / 5
+		s.BatchPoll = s.BatchIdle / 10
 	}
 	if s.LeaseDuration <= 0 {
 		s.LeaseDuration = time.Minute

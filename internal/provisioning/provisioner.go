@@ -337,21 +337,31 @@ func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result) 
 	pa := &pass{p: p, lease: lease, run: strconv.FormatInt(lease.Token, 10), res: res, nominated: map[string]nomination{}}
 	waitEvents := pa.startEvents(ctx)
 	defer waitEvents()
+	// The batch window is mostly waiting: fetch the catalog and warm the
+	// launch path's discovery meanwhile, so the launch follows the window's
+	// close by as little as possible.
+	prefetched := make(chan error, 1)
+	go func() {
+		var err error
+		pa.catalog, err = p.d.Catalog(ctx)
+		p.warmLaunch(ctx)
+		prefetched <- err
+	}()
 	batchStart := p.d.Now()
 	n, err := p.batch(ctx)
 	if err != nil {
+		<-prefetched
 		return err
 	}
 	res.Batch = p.d.Now().Sub(batchStart)
 	p.d.Metrics.Observe(metrics.ProvisionerBatchSize, metrics.Count, float64(n), nil)
 
 	pa.snap, err = p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: snapshotParts})
+	if cerr := <-prefetched; cerr != nil && err == nil {
+		return fmt.Errorf("provisioner: instance types: %w", cerr)
+	}
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)
-	}
-	pa.catalog, err = p.d.Catalog(ctx)
-	if err != nil {
-		return fmt.Errorf("provisioner: instance types: %w", err)
 	}
 
 	var replan []*corev1.Pod
@@ -415,6 +425,32 @@ func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result) 
 		p.log.InfoContext(ctx, "pod events capped", "emitted", pa.events.Load(), "dropped", d)
 	}
 	return nil
+}
+
+// discoverer is the discovery side of the launch path (*aws.Provider),
+// whose answers the provider caches.
+type discoverer interface {
+	Cluster(ctx context.Context) (nwaws.ClusterInfo, error)
+	Subnets(ctx context.Context, nc *apis.EC2NodeClass) ([]nwaws.Subnet, error)
+	SecurityGroups(ctx context.Context, nc *apis.EC2NodeClass) ([]nwaws.SecurityGroup, error)
+	AMIs(ctx context.Context, nc *apis.EC2NodeClass) ([]nwaws.AMI, error)
+}
+
+// warmLaunch fills the launcher's discovery caches for every configured
+// EC2NodeClass. Errors are left for the launch to report.
+func (p *Provisioner) warmLaunch(ctx context.Context) {
+	disc, ok := p.d.Launcher.(discoverer)
+	if !ok {
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = disc.Cluster(ctx) })
+	for _, nc := range p.d.Config.NodeClasses {
+		wg.Go(func() { _, _ = disc.Subnets(ctx, nc) })
+		wg.Go(func() { _, _ = disc.SecurityGroups(ctx, nc) })
+		wg.Go(func() { _, _ = disc.AMIs(ctx, nc) })
+	}
+	wg.Wait()
 }
 
 // cluster re-reads the claims and the ICE set and joins them with the
