@@ -473,6 +473,9 @@ func (pa *pass) cluster(ctx context.Context) (*state.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}
+	for _, w := range c.Warnings {
+		p.log.WarnContext(ctx, "cluster state", "warning", w)
+	}
 	return c, nil
 }
 

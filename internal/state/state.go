@@ -46,6 +46,10 @@ type Cluster struct {
 	Pending []*corev1.Pod
 	// Skipped are pending pods the provisioner must leave alone, with why.
 	Skipped []SkippedPod
+	// Warnings are inconsistencies Build worked around (a claim whose
+	// instance types left the catalog, a claim named like a Node); callers
+	// log them. One bad record must not stop every pass.
+	Warnings []string
 
 	NodePools     []*scheduling.NodePool
 	InstanceTypes map[string][]*scheduling.InstanceType
@@ -258,7 +262,8 @@ func launchFailed(cl *apis.NodeClaim) bool {
 
 func (c *Cluster) add(n *Node) error {
 	if _, dup := c.byName[n.Name]; dup {
-		return fmt.Errorf("cluster state: %s is both a Node and an unregistered NodeClaim", n.Name)
+		c.Warnings = append(c.Warnings, fmt.Sprintf("nodeclaim %s is named like a Node; left out of the cluster view", n.Name))
+		return nil
 	}
 	en, err := c.existingNode(n)
 	if err != nil {
@@ -313,7 +318,8 @@ func (c *Cluster) existingNode(n *Node) (*scheduling.ExistingNode, error) {
 		if len(en.Allocatable) == 0 || en.InFlight {
 			alloc, capacity, err := c.claimResources(cl)
 			if err != nil {
-				return nil, fmt.Errorf("cluster state: nodeclaim %s: %w", cl.Name, err)
+				// Nothing fits on it, but it still counts as a node of its pool.
+				c.Warnings = append(c.Warnings, fmt.Sprintf("nodeclaim %s: %v; taken as offering no capacity", cl.Name, err))
 			}
 			en.Allocatable = alloc
 			if len(en.Capacity) == 0 || en.InFlight {

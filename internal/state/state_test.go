@@ -335,3 +335,21 @@ func TestWithoutMovesReschedulablePods(t *testing.T) {
 		t.Error("unknown node to simulate away: want an error")
 	}
 }
+
+// One bad record must not stop every pass: a claim whose instance type left
+// the catalog offers nothing but is still a node of its pool.
+func TestClaimOutsideCatalogIsAWarning(t *testing.T) {
+	cfg, cat := loadConfig(t, ""), builtin(t)
+	cl := launchedClaim("default-zzzzz", "m99.huge", "us-west-2a", "i-9")
+	c, err := state.Build(state.Sources{Snapshot: snapshot([]*corev1.Pod{pendingPod("a", "100m")}, nil), Config: cfg, Catalog: cat, Claims: []*apis.NodeClaim{cl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "m99.huge") {
+		t.Fatalf("warnings %v", c.Warnings)
+	}
+	plan := solve(t, c, state.InputOptions{})
+	if len(plan.NodeClaims) != 1 {
+		t.Fatalf("the pod should get a new claim, got %+v", plan)
+	}
+}
