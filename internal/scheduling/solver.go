@@ -1030,25 +1030,25 @@ func (st *state) commitClaim(s *shape, nd *node, k int, narrow []narrowing, mask
 	used := nd.used.clone()
 	used.addScaled(s.req, int64(k))
 	opts := newBitset(len(c.pool.types))
-	var maxAvail resVec
-	c.options.each(func(i int) bool {
-		if !mask.has(i) || !vecLE(used, c.pool.avail[i]) {
-			return true
-		}
-		if changed && !typeCompatible(c.pool.types[i], reqs) {
-			return true
-		}
-		opts.set(i)
-		if maxAvail == nil {
-			maxAvail = c.pool.avail[i].clone()
-		} else {
-			for j, v := range c.pool.avail[i] {
+	maxAvail := make(resVec, len(used))
+	found := false
+	for wi, w := range c.options {
+		w &= mask[wi]
+		for w != 0 {
+			i := wi<<6 + bits.TrailingZeros64(w)
+			w &= w - 1
+			av := c.pool.avail[i]
+			if !vecLE(used, av) || (changed && !typeCompatible(c.pool.types[i], reqs)) {
+				continue
+			}
+			opts[wi] |= 1 << (uint(i) & 63)
+			found = true
+			for j, v := range av {
 				maxAvail[j] = max(maxAvail[j], v)
 			}
 		}
-		return true
-	})
-	if maxAvail == nil {
+	}
+	if !found {
 		return false
 	}
 	if c.pool.minValues {
