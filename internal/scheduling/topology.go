@@ -525,23 +525,23 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 			if doms == nil {
 				return fail(true, whyNoLabel, g, "")
 			}
-			any := false
+			matched := false
 			for _, d := range st.universeFor(g.key) {
 				if g.counts[d] > 0 && eligibleReq(s, g.key, d) {
-					any = true
+					matched = true
 					break
 				}
 			}
-			if !any && g.key == LabelHostname {
+			if !matched && g.key == LabelHostname {
 				for d, c := range g.counts {
 					if c > 0 && eligibleReq(s, g.key, d) {
-						any = true
+						matched = true
 						break
 					}
 				}
 			}
 			if decided {
-				if g.counts[doms[0]] > 0 || (!any && self) {
+				if g.counts[doms[0]] > 0 || (!matched && self) {
 					continue
 				}
 				if n.claim != nil && g.key == LabelHostname {
@@ -556,7 +556,7 @@ func (st *state) topology(s *shape, n *node, limit int) topoResult {
 					break
 				}
 			}
-			if pick == "" && !any && self {
+			if pick == "" && !matched && self {
 				for _, d := range doms {
 					if eligibleReq(s, g.key, d) {
 						pick = d
