@@ -1,0 +1,87 @@
+package scheduling_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+func TestAdaptersFromAPIsAndCatalog(t *testing.T) {
+	weight := int32(7)
+	two := 2
+	np := &apis.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}, Spec: apis.NodePoolSpec{
+		Weight: &weight,
+		Limits: apis.Limits(rl("cpu", "100")),
+		Template: apis.NodeClaimTemplate{
+			ObjectMeta: apis.TemplateObjectMeta{Labels: map[string]string{"team": "a"}},
+			Spec: apis.NodeClaimTemplateSpec{
+				NodeClassRef: &apis.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"},
+				Taints:       []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}},
+				Requirements: []apis.NodeSelectorRequirementWithMinValues{
+					{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"m5", "m6i", "c6i"}, MinValues: &two},
+					{Key: scheduling.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
+				},
+			},
+		},
+	}}
+	pool, err := scheduling.NodePoolFromAPI(np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool.Weight != 7 || pool.NodeClass != "default" || pool.Labels["team"] != "a" || len(pool.Taints) != 1 {
+		t.Errorf("pool %+v", pool)
+	}
+	if r, ok := pool.Requirements.Get("karpenter.k8s.aws/instance-family"); !ok || r.MinValues != 2 || !r.Has("m6i") {
+		t.Errorf("family requirement %v", r)
+	}
+	if q := pool.Limits[corev1.ResourceCPU]; q.String() != "100" {
+		t.Errorf("limits %v", pool.Limits)
+	}
+	bad := np.DeepCopy()
+	bad.Spec.Template.Spec.Requirements[0].Operator = "Near"
+	if _, err := scheduling.NodePoolFromAPI(bad); err == nil {
+		t.Error("an unknown operator must be rejected")
+	}
+
+	cat, err := catalog.Builtin("us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	its, err := scheduling.InstanceTypesFromCatalog(cat, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(its) != len(cat.Types) {
+		t.Fatalf("%d types, catalog has %d", len(its), len(cat.Types))
+	}
+	for _, it := range its {
+		a, c := it.Allocatable[corev1.ResourceMemory], it.Capacity[corev1.ResourceMemory]
+		if a.Cmp(c) >= 0 || it.Labels[scheduling.LabelInstanceType] != it.Name || len(it.Offerings) == 0 {
+			t.Fatalf("%s: allocatable %s capacity %s labels %v", it.Name, a.String(), c.String(), it.Labels)
+		}
+	}
+	// End to end on the embedded catalog: tolerating pods land on the
+	// cheapest on-demand member of the allowed families, with the pool's
+	// label and taint, and minValues keeps two families in the options.
+	tol := []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+	in := &scheduling.Input{Pods: pods(4, podOpts{cpu: "1", mem: "2Gi", tolerations: tol}), NodePools: []*scheduling.NodePool{pool},
+		InstanceTypes: map[string][]*scheduling.InstanceType{"general": its}}
+	plan := mustSolve(t, in)
+	if len(plan.NodeClaims) != 1 || len(plan.Unschedulable) != 0 {
+		t.Fatalf("plan %v", summary(plan))
+	}
+	c := plan.NodeClaims[0]
+	fams := map[string]bool{}
+	for _, name := range c.InstanceTypeOptions {
+		it, _ := cat.Get(name)
+		fams[it.Family] = true
+	}
+	if c.CapacityType != "on-demand" || c.Labels["team"] != "a" || c.Labels[scheduling.LabelNodeClass] != "default" || len(fams) < 2 {
+		t.Errorf("claim %s %s labels %v families %v", c.InstanceType, c.CapacityType, c.Labels, fams)
+	}
+}
