@@ -16,9 +16,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/aws/awsstore"
-	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/store"
 )
