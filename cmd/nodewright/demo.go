@@ -58,6 +58,8 @@ or says what failed and exits 1.`,
 	cmd.Flags().IntVar(&o.Replicas, "replicas", 10, "how far the inflate Deployment scales")
 	cmd.Flags().DurationVar(&o.Tick, "tick", 5*time.Second, "period of the functions' schedule (one minute in AWS)")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "limit for each phase (scale-up to Running, scale-down to no nodes)")
+	cmd.Flags().StringVar(&o.ConsolidationPolicy, "consolidation-policy", "WhenEmpty", "the demo NodePool's consolidationPolicy: WhenEmpty or WhenEmptyOrUnderutilized")
+	cmd.Flags().BoolVar(&o.Burst, "burst", false, "create the pods at once instead of scaling the Deployment (measures batching without the ReplicaSet controller's pace)")
 	cmd.Flags().StringVar(&logPath, "logs", "", "write the functions' JSON logs and EMF metrics to this file")
 	return cmd
 }

@@ -91,6 +91,10 @@ type Options struct {
 	Timeout time.Duration
 	// Namespace of the inflate Deployment (default "default").
 	Namespace string
+	// ConsolidationPolicy of the demo pool: WhenEmpty (default; emptiness
+	// in the lifecycle and disruption functions) or WhenEmptyOrUnderutilized
+	// (the seed's; the disruption function's consolidation).
+	ConsolidationPolicy string
 	// Burst creates the pods all at once from the inflate pod template
 	// (no controller; deleted together for the scale-down) instead of
 	// scaling the Deployment. The local control plane's ReplicaSet
@@ -162,6 +166,14 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if o.Namespace == "" {
 		o.Namespace = "default"
 	}
+	switch o.ConsolidationPolicy {
+	case "":
+		o.ConsolidationPolicy = string(apis.ConsolidationPolicyWhenEmpty)
+	case string(apis.ConsolidationPolicyWhenEmpty), string(apis.ConsolidationPolicyWhenEmptyOrUnderutilized):
+	default:
+		return res, fmt.Errorf("consolidation policy %q: want %s or %s", o.ConsolidationPolicy,
+			apis.ConsolidationPolicyWhenEmpty, apis.ConsolidationPolicyWhenEmptyOrUnderutilized)
+	}
 	tl := &timeline{out: o.Out, start: time.Now()}
 
 	cloud := o.Cloud
@@ -223,7 +235,7 @@ func (d *run) setup(ctx context.Context) error {
 		return err
 	}
 	d.closers = append(d.closers, func() { _ = os.RemoveAll(configDir) })
-	if err := writeConfig(configDir, d.cloud.ClusterName); err != nil {
+	if err := writeConfig(configDir, d.cloud.ClusterName, d.o.ConsolidationPolicy); err != nil {
 		return fmt.Errorf("write the demo NodePool/EC2NodeClass: %w", err)
 	}
 
@@ -459,12 +471,12 @@ func (d *run) scenario(ctx context.Context) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("delete the inflate pods: %w", err)
 		}
-		d.tl.printf("deleted the %d pods; the lifecycle deletes each empty node after consolidateAfter %s", d.o.Replicas, ConsolidateAfter)
+		d.tl.printf("deleted the %d pods; %s", d.o.Replicas, d.scaleDownHow())
 	} else {
 		if err := scale(ctx, deps, dep.Name, 0); err != nil {
 			return res, err
 		}
-		d.tl.printf("kubectl scale deployment/inflate --replicas=0; the lifecycle deletes each empty node after consolidateAfter %s", ConsolidateAfter)
+		d.tl.printf("kubectl scale deployment/inflate --replicas=0; %s", d.scaleDownHow())
 	}
 	err = d.waitFor(ctx, "every node drained and terminated", func() (bool, error) {
 		if c := obs.pods(); c.Total != 0 {
@@ -488,6 +500,13 @@ func (d *run) scenario(ctx context.Context) (Result, error) {
 		return res, fmt.Errorf("the functions reported errors during the demo: %w", err)
 	}
 	return res, nil
+}
+
+func (d *run) scaleDownHow() string {
+	if d.o.ConsolidationPolicy == string(apis.ConsolidationPolicyWhenEmpty) {
+		return fmt.Sprintf("the lifecycle (or disruption) function deletes each empty node after consolidateAfter %s", ConsolidateAfter)
+	}
+	return fmt.Sprintf("the disruption function consolidates empty nodes after consolidateAfter %s", ConsolidateAfter)
 }
 
 // waitFor polls cond until it holds, the phase times out or ctx ends.

@@ -171,3 +171,32 @@ func createNamespace(ctx context.Context, cloud *localcloud.Cloud, name string) 
 	_, err := cloud.KubeClient.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 	return err
 }
+
+// The seed's own policy, WhenEmptyOrUnderutilized: the scale-down comes
+// from the disruption function's consolidation (after its validation
+// delay) instead of the emptiness checks. On a cloud the test starts, to
+// cover Options.Cloud.
+func TestDemoSeedPolicy(t *testing.T) {
+	localcloud.SkipIfShort(t)
+	cloud := localcloud.ForTest(t, CloudOptions(nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	out := &lineWriter{t: t}
+	res, err := Run(ctx, Options{Out: out, Cloud: cloud, ConsolidationPolicy: "WhenEmptyOrUnderutilized", Timeout: 3 * time.Minute})
+	if err != nil {
+		t.Fatalf("demo failed: %v", err)
+	}
+	if line := res.Line(); !demoLine.MatchString(line) {
+		t.Fatalf("final line %q does not match %s", line, demoLine)
+	}
+	if !strings.Contains(out.String(), "disruption   NodeClaim") || !strings.Contains(out.String(), "(Empty, emptiness)") {
+		t.Errorf("the disruption function did not mark the empty node")
+	}
+	// Everything the run registered in the cluster is gone.
+	if _, err := cloud.KubeClient.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, webhookName, metav1.GetOptions{}); err == nil {
+		t.Errorf("webhook configuration %s left behind", webhookName)
+	}
+	if _, err := cloud.KubeClient.AppsV1().Deployments("default").Get(ctx, "inflate", metav1.GetOptions{}); err == nil {
+		t.Errorf("deployment inflate left behind")
+	}
+}

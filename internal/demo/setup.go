@@ -114,12 +114,15 @@ func createRules(cloud *localcloud.Cloud, interruptionARN string) error {
 
 // writeConfig writes the demo NodePool/EC2NodeClass for cluster into dir
 // (the functions' NODEWRIGHT_CONFIG_DIR, as the CDK app bundles it).
-func writeConfig(dir, cluster string) error {
+func writeConfig(dir, cluster, policy string) error {
 	src, err := testdata.ReadFile("testdata/default.yaml")
 	if err != nil {
 		return err
 	}
 	out := bytes.ReplaceAll(src, []byte("CLUSTER_NAME"), []byte(cluster))
+	if policy != "" {
+		out = bytes.Replace(out, []byte("consolidationPolicy: WhenEmpty\n"), []byte("consolidationPolicy: "+policy+"\n"), 1)
+	}
 	return os.WriteFile(filepath.Join(dir, "default.yaml"), out, 0o644)
 }
 
