@@ -62,6 +62,11 @@ type Candidate struct {
 	EmptyEligible bool
 	// Drift is why the node drifted ("" when it did not).
 	Drift string
+	// Protected says why graceful methods (emptiness, consolidation) must
+	// leave the node alone: do-not-disrupt or a PDB. Such a node is a
+	// candidate only for drift, and only because its claim has a
+	// terminationGracePeriod.
+	Protected string
 }
 
 // Name is the node's name.
@@ -120,22 +125,29 @@ func Candidates(ctx context.Context, v *View) ([]*Candidate, []Blocked, error) {
 			block(fmt.Sprintf("its NodePool %q is not configured", n.NodePool()), false)
 			continue
 		}
-		if dnd, why := lifecycle.DoNotDisrupt(n.Claim, n.Node, n.Pods, v.Now); dnd {
-			block(why, true)
-			continue
-		}
 		pods := n.ReschedulablePods()
-		if why := pdbBlocks(v.PDBs, pods); why != "" {
-			block(why, true)
-			continue
+		protected := ""
+		if dnd, why := lifecycle.DoNotDisrupt(n.Claim, n.Node, n.Pods, v.Now); dnd {
+			protected = why
+		} else if why := pdbBlocks(v.PDBs, pods); why != "" {
+			protected = why
 		}
-		cand := &Candidate{Node: n, Claim: n.Claim, NodePool: np, Pods: pods, Empty: len(pods) == 0}
+		if protected != "" {
+			block(protected, true)
+			// Karpenter v1: eventual disruption (drift) may still take a
+			// protected node when its claim has a terminationGracePeriod,
+			// which bounds how long the protection can hold the drain.
+			if n.Claim.Spec.TerminationGracePeriod == nil {
+				continue
+			}
+		}
+		cand := &Candidate{Node: n, Claim: n.Claim, NodePool: np, Pods: pods, Empty: len(pods) == 0, Protected: protected}
 		cand.InstanceType = firstNonEmpty(n.Node.Labels[catalog.LabelInstanceType], n.Claim.Labels[catalog.LabelInstanceType])
 		cand.CapacityType = firstNonEmpty(n.Node.Labels[apis.CapacityTypeLabelKey], n.Claim.Labels[apis.CapacityTypeLabelKey])
 		cand.Zone = firstNonEmpty(n.Node.Labels[catalog.LabelTopologyZone], n.Claim.Labels[catalog.LabelTopologyZone])
 		cand.Price = offeringPrice(c.Catalog, cand.InstanceType, cand.Zone, cand.CapacityType)
 		cand.DisruptionCost = disruptionCost(pods, n.Claim, v.Now)
-		if after, ok := np.Spec.Disruption.ConsolidateAfter.Get(); ok && !lifecycle.LastPodEvent(n.Claim).Add(after).After(v.Now) {
+		if after, ok := np.Spec.Disruption.ConsolidateAfter.Get(); ok && protected == "" && !lifecycle.LastPodEvent(n.Claim).Add(after).After(v.Now) {
 			cand.EmptyEligible = true
 			cand.Consolidatable = np.Spec.Disruption.ConsolidationPolicy == apis.ConsolidationPolicyWhenEmptyOrUnderutilized
 		}

@@ -14,7 +14,7 @@ import (
 // Settings tune disruption; zero values take the defaults.
 type Settings struct {
 	// ValidationDelay is how long a decision waits before it is validated
-	// again and acted on (Karpenter: 15 s).
+	// again and acted on (Karpenter: 15 s; negative: at once).
 	ValidationDelay time.Duration
 	// ReplacementTimeout: replacements not initialized this long after they
 	// were requested make the command roll back (default 15 min).
@@ -49,11 +49,10 @@ func (s *Settings) Defaults() {
 			*d = v
 		}
 	}
+	// Negative means "validate at once" and is kept, so Defaults can be
+	// applied more than once.
 	if s.ValidationDelay == 0 {
 		s.ValidationDelay = 15 * time.Second
-	}
-	if s.ValidationDelay < 0 {
-		s.ValidationDelay = 0
 	}
 	def(&s.ReplacementTimeout, 15*time.Minute)
 	def(&s.MultiNodeTimeout, time.Minute)
@@ -121,7 +120,7 @@ func Decide(ctx context.Context, v *View) (*Decision, error) {
 			return d, err
 		}
 		if cmd != nil {
-			cmd.ValidateAfter = v.Now.Add(v.Settings.ValidationDelay)
+			cmd.ValidateAfter = v.Now.Add(max(v.Settings.ValidationDelay, 0))
 			d.Command = cmd
 			return d, nil
 		}

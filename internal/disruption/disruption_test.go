@@ -514,3 +514,43 @@ func TestEvictionCost(t *testing.T) {
 		t.Errorf("clamped cost %v", c)
 	}
 }
+
+// Karpenter v1: a PDB or do-not-disrupt holds graceful methods off for
+// good, but drift may take the node when its claim has a
+// terminationGracePeriod (the drain then ends at that deadline).
+func TestProtectedNodesOnlyDriftWithGracePeriod(t *testing.T) {
+	f := newFixture(t, fixOpt{types: `"m5.large", "m5.xlarge"`})
+	_, cl := f.node("guarded", "m5.xlarge")
+	p := f.pod("web", "guarded", "500m", "512Mi")
+	p.Annotations = map[string]string{apis.DoNotDisruptAnnotKey: "true"}
+	cl.NodePoolHash = "stale"
+	d, err := Decide(ctx, f.view())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Command != nil {
+		t.Fatalf("protected node without terminationGracePeriod disrupted: %s", fmtCmd(d.Command))
+	}
+	cl.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+	d, err = Decide(ctx, f.view())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Command == nil || d.Command.Method != MethodDrift {
+		t.Fatalf("drift of a protected node with terminationGracePeriod: %s", fmtCmd(d.Command))
+	}
+	// Not drifted: consolidation still leaves it alone (it would replace
+	// the m5.xlarge by an m5.large otherwise).
+	cl.NodePoolHash = f.cfg.NodePool("default").Hash()
+	d, err = Decide(ctx, f.view())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Command != nil {
+		t.Fatalf("consolidated a protected node: %s", fmtCmd(d.Command))
+	}
+	p.Annotations = nil
+	if d, err = Decide(ctx, f.view()); err != nil || d.Command == nil || d.Command.Method != MethodSingleNode {
+		t.Fatalf("unprotected: %s %v", fmtCmd(d.Command), err)
+	}
+}

@@ -1,0 +1,384 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/queue"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+// memStore is an in-memory store with the real store's conditional
+// semantics (lease holders, KV versions).
+type memStore struct {
+	mu     sync.Mutex
+	now    func() time.Time
+	leases map[string]*store.Lease
+	kv     map[string]*store.KV
+	claims map[string]*apis.NodeClaim
+}
+
+func newMemStore(now func() time.Time, claims []*apis.NodeClaim) *memStore {
+	s := &memStore{now: now, leases: map[string]*store.Lease{}, kv: map[string]*store.KV{}, claims: map[string]*apis.NodeClaim{}}
+	for _, cl := range claims {
+		s.claims[cl.Name] = cl.DeepCopy()
+	}
+	return s
+}
+
+func (s *memStore) AcquireLease(_ context.Context, name, holder string, d time.Duration) (*store.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.leases[name]; l != nil && l.Holder != "" && l.Holder != holder && s.now().Before(l.Expires) {
+		return nil, &store.LeaseHeldError{Name: name, Holder: l.Holder, Expires: l.Expires}
+	}
+	tok := int64(1)
+	if l := s.leases[name]; l != nil {
+		tok = l.Token + 1
+	}
+	s.leases[name] = &store.Lease{Name: name, Holder: holder, Token: tok, Expires: s.now().Add(d)}
+	cp := *s.leases[name]
+	return &cp, nil
+}
+
+func (s *memStore) ReleaseLease(_ context.Context, l *store.Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.leases[l.Name]; cur == nil || cur.Token != l.Token {
+		return store.ErrLeaseLost
+	}
+	s.leases[l.Name].Holder = ""
+	return nil
+}
+
+func (s *memStore) GetKV(_ context.Context, k string) (*store.KV, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := s.kv[k]
+	if v == nil || (!v.ExpiresAt.IsZero() && !s.now().Before(v.ExpiresAt)) {
+		return nil, store.ErrNotFound
+	}
+	cp := *v
+	return &cp, nil
+}
+
+func (s *memStore) PutKV(_ context.Context, k string, value []byte, expected int64, ttl time.Duration) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.kv[k]
+	live := cur != nil && (cur.ExpiresAt.IsZero() || s.now().Before(cur.ExpiresAt))
+	if (expected == 0 && live) || (expected != 0 && (!live || cur.Version != expected)) {
+		return 0, store.ErrConflict
+	}
+	nv := &store.KV{Key: k, Value: append([]byte(nil), value...), Version: expected + 1}
+	if ttl > 0 {
+		nv.ExpiresAt = s.now().Add(ttl)
+	}
+	s.kv[k] = nv
+	return nv.Version, nil
+}
+
+func (s *memStore) DeleteKV(_ context.Context, k string, expected int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.kv[k]; cur == nil || cur.Version != expected {
+		return store.ErrConflict
+	}
+	delete(s.kv, k)
+	return nil
+}
+
+func (s *memStore) ListNodeClaims(context.Context) ([]*apis.NodeClaim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*apis.NodeClaim
+	for _, cl := range s.claims {
+		out = append(out, cl.DeepCopy())
+	}
+	slices.SortFunc(out, func(a, b *apis.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (s *memStore) MutateNodeClaim(_ context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cl := s.claims[name]
+	if cl == nil {
+		return nil, fmt.Errorf("nodeclaim %s: %w", name, store.ErrNotFound)
+	}
+	cp := cl.DeepCopy()
+	if err := fn(cp); err != nil {
+		return nil, err
+	}
+	s.claims[name] = cp
+	return cp.DeepCopy(), nil
+}
+
+func (s *memStore) claim(name string) *apis.NodeClaim {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.claims[name]
+}
+
+// fakeCluster serves snapshots of a fixture and records what is done to it.
+type fakeCluster struct {
+	f      *fixture
+	mu     sync.Mutex
+	events []string
+}
+
+func (c *fakeCluster) Snapshot(context.Context, kube.SnapshotOptions) (*kube.Snapshot, error) {
+	snap := &kube.Snapshot{PendingPods: c.f.pend, Nodes: c.f.nodes, PodsByNode: map[string][]*corev1.Pod{}, PDBs: c.f.pdbs}
+	for _, p := range c.f.pods {
+		snap.PodsByNode[p.Spec.NodeName] = append(snap.PodsByNode[p.Spec.NodeName], p)
+	}
+	return snap, nil
+}
+
+func (c *fakeCluster) NodeEvent(_ context.Context, n *corev1.Node, typ, reason, format string, args ...any) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.events = append(c.events, fmt.Sprintf("%s %s %s: %s", n.Name, typ, reason, fmt.Sprintf(format, args...)))
+	return nil
+}
+
+func (c *fakeCluster) node(name string) *corev1.Node {
+	for _, n := range c.f.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func (c *fakeCluster) AddTaint(_ context.Context, name string, t corev1.Taint) (*corev1.Node, error) {
+	n := c.node(name)
+	if n == nil {
+		return nil, errors.New("no node " + name)
+	}
+	n.Spec.Taints = append(n.Spec.Taints, t)
+	return n, nil
+}
+
+func (c *fakeCluster) RemoveTaints(_ context.Context, name, key string, effect corev1.TaintEffect) (*corev1.Node, error) {
+	n := c.node(name)
+	if n == nil {
+		return nil, errors.New("no node " + name)
+	}
+	n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key && t.Effect == effect })
+	return n, nil
+}
+
+func (c *fakeCluster) eventsWith(reason string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, e := range c.events {
+		if strings.Contains(e, " "+reason+": ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+type harness struct {
+	f        *fixture
+	st       *memStore
+	cl       *fakeCluster
+	c        *Controller
+	now      time.Time
+	passes   int // provisioning passes
+	requeued []string
+}
+
+func newHarness(t *testing.T, f *fixture, s Settings) *harness {
+	t.Helper()
+	h := &harness{f: f, now: f.now}
+	h.st = newMemStore(func() time.Time { return h.now }, f.claims)
+	h.cl = &fakeCluster{f: f}
+	c, err := New(Deps{
+		Store: h.st, Cluster: h.cl, Config: f.cfg,
+		Catalog:   func(context.Context) (*catalog.Catalog, error) { return f.cat, nil },
+		Provision: func(context.Context) (ProvisionResult, error) { h.passes++; return ProvisionResult{}, nil },
+		Requeue: func(_ context.Context, m queue.Message, _ time.Duration) error {
+			if m.Kind != queue.KindLifecycle {
+				t.Errorf("requeue of kind %s", m.Kind)
+			}
+			h.requeued = append(h.requeued, m.Subject)
+			return nil
+		},
+		Now: func() time.Time { return h.now }, Holder: "test", Settings: s,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.c = c
+	return h
+}
+
+func (h *harness) run(t *testing.T) *Result {
+	t.Helper()
+	// The snapshot shows claims as the store has them (the fixture's
+	// copies are only the seed).
+	res, err := h.c.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A decision waits in the store for the validation delay (no sleeping)
+// and acts on a later pass: the claim is marked, the lifecycle told, the
+// node told why.
+func TestControllerValidatesOnALaterPass(t *testing.T) {
+	f := newFixture(t, fixOpt{})
+	f.node("a", "m5.xlarge")
+	f.node("b", "m5.xlarge")
+	f.pod("p", "a", "500m", "512Mi")
+	f.pod("q", "b", "500m", "512Mi")
+	h := newHarness(t, f, Settings{})
+
+	res := h.run(t)
+	if !res.Decided || res.Executed || res.Waiting != "validation" || res.Action != ActionDelete {
+		t.Fatalf("first pass: %+v", res)
+	}
+	victim := res.Candidates[0]
+	if _, err := h.st.GetKV(ctx, CommandKey); err != nil {
+		t.Fatalf("command not persisted: %v", err)
+	}
+	h.now = h.now.Add(5 * time.Second)
+	if res = h.run(t); res.Executed || res.Waiting != "validation" {
+		t.Fatalf("acted before the validation delay: %+v", res)
+	}
+	h.now = h.now.Add(11 * time.Second)
+	res = h.run(t)
+	if !res.Executed || !res.Done {
+		t.Fatalf("validated pass: %+v", res)
+	}
+	cl := h.st.claim("claim-" + victim)
+	if !cl.Deleting() || cl.DeletionReason() != apis.DeletionReasonUnderutilized {
+		t.Fatalf("claim not marked: %+v", cl.DeletionTimestamp)
+	}
+	if !slices.Equal(h.requeued, []string{"claim-" + victim}) {
+		t.Errorf("lifecycle messages %v", h.requeued)
+	}
+	if ev := h.cl.eventsWith(ReasonDisrupting); len(ev) != 1 || !strings.Contains(ev[0], "Consolidating: delete 1 node (m5.xlarge, $0.192/h), saves $0.192/h") {
+		t.Errorf("events %v", ev)
+	}
+	if _, err := h.st.GetKV(ctx, CommandKey); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("finished command left in the store: %v", err)
+	}
+	// The other node is now the last one; the victim is deleting and the
+	// budget (10% of 2 = 1) is spent.
+	if res = h.run(t); res.Decided {
+		t.Errorf("decided again while the budget is spent: %+v", res)
+	}
+}
+
+// A decision the world no longer supports is dropped at validation.
+func TestControllerDropsInvalidatedCommand(t *testing.T) {
+	f := newFixture(t, fixOpt{})
+	f.node("big", "m5.2xlarge")
+	p := f.pod("small", "big", "500m", "512Mi")
+	h := newHarness(t, f, Settings{})
+	if res := h.run(t); !res.Decided {
+		t.Fatalf("no decision: %+v", res)
+	}
+	p.Annotations = map[string]string{apis.DoNotDisruptAnnotKey: "true"}
+	h.now = h.now.Add(20 * time.Second)
+	res := h.run(t)
+	if res.Executed || !strings.Contains(res.Dropped, "no longer a disruption candidate") {
+		t.Fatalf("validation pass: %+v", res)
+	}
+	if cl := h.st.claim("claim-big"); cl.Deleting() || cl.IsTrue(apis.ConditionDisrupting) {
+		t.Fatal("invalidated command still acted")
+	}
+}
+
+// Replace: candidates marked Disrupting and tainted, replacement asked of
+// the provisioner; drained only once a replacement is initialized.
+func TestControllerReplaceThenDrain(t *testing.T) {
+	f := newFixture(t, fixOpt{})
+	f.node("big", "m5.2xlarge")
+	f.pod("small", "big", "500m", "512Mi")
+	h := newHarness(t, f, Settings{ValidationDelay: -1})
+	res := h.run(t)
+	if !res.Executed || res.Phase != PhaseReplacing || res.Action != ActionReplace || h.passes != 1 {
+		t.Fatalf("first pass: %+v (provisioning passes %d)", res, h.passes)
+	}
+	cl := h.st.claim("claim-big")
+	if !cl.IsTrue(apis.ConditionDisrupting) || cl.Deleting() {
+		t.Fatal("candidate not disrupting, or deleted before its replacement exists")
+	}
+	if n := h.cl.node("big"); !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == apis.DisruptedTaintKey }) {
+		t.Fatal("candidate not tainted")
+	}
+	h.now = h.now.Add(time.Minute)
+	if res = h.run(t); res.Done || res.Waiting == "" || h.passes != 2 {
+		t.Fatalf("pass without replacement: %+v (passes %d)", res, h.passes)
+	}
+	// The provisioner's replacement comes up.
+	_, repl := f.node("new", "m5.large")
+	h.st.claims[repl.Name] = repl.DeepCopy()
+	h.now = h.now.Add(time.Minute)
+	if res = h.run(t); !res.Done {
+		t.Fatalf("pass with an initialized replacement: %+v", res)
+	}
+	if cl := h.st.claim("claim-big"); !cl.Deleting() {
+		t.Fatal("candidate not handed to termination")
+	}
+	if cl := h.st.claim(repl.Name); cl.Deleting() || cl.IsTrue(apis.ConditionDisrupting) {
+		t.Fatal("replacement touched")
+	}
+}
+
+// Replacements that never come up are rolled back: the node takes pods
+// again and says why.
+func TestControllerRollsBackReplacement(t *testing.T) {
+	f := newFixture(t, fixOpt{})
+	f.node("big", "m5.2xlarge")
+	f.pod("small", "big", "500m", "512Mi")
+	h := newHarness(t, f, Settings{ValidationDelay: -1, ReplacementTimeout: 10 * time.Minute})
+	if res := h.run(t); res.Phase != PhaseReplacing {
+		t.Fatalf("first pass: %+v", res)
+	}
+	h.now = h.now.Add(11 * time.Minute)
+	res := h.run(t)
+	if !strings.HasPrefix(res.Dropped, "replacement timeout") {
+		t.Fatalf("timeout pass: %+v", res)
+	}
+	cl := h.st.claim("claim-big")
+	if cl.IsTrue(apis.ConditionDisrupting) || cl.Deleting() {
+		t.Fatal("rollback left the candidate disrupting")
+	}
+	if n := h.cl.node("big"); len(n.Spec.Taints) != 0 {
+		t.Fatalf("taints left: %v", n.Spec.Taints)
+	}
+	if ev := h.cl.eventsWith(ReasonBlocked); len(ev) == 0 || !strings.Contains(ev[0], "rolled back") {
+		t.Errorf("events %v", ev)
+	}
+}
+
+// Another pass holding the lease: this one does nothing.
+func TestControllerLeaseHeld(t *testing.T) {
+	f := newFixture(t, fixOpt{})
+	f.node("big", "m5.2xlarge")
+	h := newHarness(t, f, Settings{})
+	if _, err := h.st.AcquireLease(ctx, LeaseName, "other", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if res := h.run(t); res.Skipped == "" || res.Decided {
+		t.Fatalf("pass under a held lease: %+v", res)
+	}
+}
