@@ -49,6 +49,9 @@ or says what failed and exits 1.`,
 			res, err := demo.Run(cmd.Context(), o)
 			if err != nil {
 				fmt.Fprintf(out, "DEMO FAILED: %v\n", err)
+				if logPath == "" {
+					fmt.Fprintln(out, "(run again with --logs FILE to keep the functions' JSON logs)")
+				}
 				return &exitError{code: 1, err: err}
 			}
 			fmt.Fprintln(out, res.Line())
