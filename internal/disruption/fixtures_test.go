@@ -62,7 +62,7 @@ spec:
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	cfg    *apis.Config
 	cat    *catalog.Catalog
 	nodes  []*corev1.Node
@@ -83,7 +83,7 @@ type fixOpt struct {
 	budgets string
 }
 
-func newFixture(t *testing.T, o fixOpt) *fixture {
+func newFixture(t testing.TB, o fixOpt) *fixture {
 	t.Helper()
 	if o.types == "" {
 		o.types = `"m5.large", "m5.xlarge", "m5.2xlarge"`
