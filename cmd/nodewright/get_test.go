@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/localcloud/dynalite"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+func run(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// TestGetAndDescribeOnDynalite runs the commands as a user would, against a
+// table on dynalite that the store (the functions' own code) wrote.
+func TestGetAndDescribeOnDynalite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: starts dynalite")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv, err := dynalite.Start(ctx, dynalite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for k, v := range map[string]string{
+		"AWS_ENDPOINT_URL_DYNAMODB": srv.Endpoint(), "AWS_ACCESS_KEY_ID": "AKIDLOCAL", "AWS_SECRET_ACCESS_KEY": "local-secret",
+		"AWS_REGION": "us-west-2", "AWS_CONFIG_FILE": filepath.Join(t.TempDir(), "none"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(t.TempDir(), "none"),
+		"AWS_PROFILE": "", "NODEWRIGHT_TABLE_NAME": "", "NODEWRIGHT_CLUSTER_NAME": "", "NODEWRIGHT_CONFIG_DIR": "",
+	} {
+		t.Setenv(k, v)
+	}
+	db := store.NewDynamoDBClient(sdkaws.Config{Region: "us-west-2", Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", "")},
+		func(o *dynamodb.Options) { o.BaseEndpoint = sdkaws.String(srv.Endpoint()) })
+	table := fmt.Sprintf("cli-%d", time.Now().UnixNano())
+	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(db, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := metav1.NewTime(time.Now().Add(-2 * time.Hour))
+	for i, pool := range []string{"default", "default", "batch"} {
+		nc := &apis.NodeClaim{}
+		nc.Name = fmt.Sprintf("%s-cli%d", pool, i)
+		nc.CreationTimestamp = created
+		nc.Labels = map[string]string{apis.NodePoolLabelKey: pool, catalog.LabelInstanceType: "m5.large",
+			catalog.LabelTopologyZone: "us-west-2a", apis.CapacityTypeLabelKey: "on-demand"}
+		nc.Spec.NodeClassRef = &apis.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+		nc.Status.InstanceID = fmt.Sprintf("i-0%016d", i)
+		nc.Status.NodeName = fmt.Sprintf("ip-10-0-0-%d.us-west-2.compute.internal", i)
+		nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+		for _, c := range []string{apis.ConditionLaunched, apis.ConditionRegistered, apis.ConditionInitialized} {
+			nc.SetCondition(c, metav1.ConditionTrue, c, "", created)
+		}
+		if err := st.CreateNodeClaim(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone, _ := st.GetNodeClaim(ctx, "batch-cli2")
+	gone.MarkForDeletion(apis.DeletionReasonEmpty, "no pods for 30s", metav1.Now())
+	if err := st.UpdateNodeClaim(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteNodeClaim(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := run(t, newGetCmd(), "nodeclaims", "--table", table, "-o", "wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME") || !strings.Contains(lines[1], "default-cli0") ||
+		!strings.Contains(lines[1], "True") || !strings.Contains(lines[1], "120m") || !strings.Contains(lines[1], "$0.0960") {
+		t.Errorf("get nodeclaims -o wide:\n%s", out)
+	}
+	out, err = run(t, newGetCmd(), "nodeclaims", "--table", table, "--deleted", "--nodepool", "batch", "-o", "json")
+	if err != nil || !strings.Contains(out, `"name": "batch-cli2"`) || !strings.Contains(out, "nodewright.io/deleted-at") {
+		t.Errorf("get nodeclaims --deleted -o json: %v\n%s", err, out)
+	}
+	if _, err := run(t, newGetCmd(), "nodeclaims", "--table", table, "-o", "toml"); err == nil || !strings.Contains(err.Error(), `"toml"`) {
+		t.Errorf("bad -o: %v", err)
+	}
+
+	cfgDir := filepath.Join("..", "..", "internal", "inspect", "testdata", "config")
+	out, err = run(t, newGetCmd(), "nodepools", "--table", table, "--config", cfgDir)
+	if err != nil || !regexpLine(out, `^default\s+default\s+<none>\s+2/10\s+2\s+4/100\s+16Gi/400Gi\s+<none>\s+\$0\.1920$`) ||
+		!strings.Contains(out, "Total: 2 nodes, $0.1920/h") {
+		t.Errorf("get nodepools: %v\n%s", err, out)
+	}
+
+	out, err = run(t, newDescribeCmd(), "nodeclaim", "batch-cli2", "--table", table)
+	if err != nil || !strings.Contains(out, "Status:         Deleted") || !strings.Contains(out, "Reason:   Empty") ||
+		!strings.Contains(out, "no pods for 30s") || !strings.Contains(out, "Normal  Deleted") {
+		t.Errorf("describe deleted claim: %v\n%s", err, out)
+	}
+	if _, err := run(t, newDescribeCmd(), "nodeclaim", "nope", "--table", table); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("describe missing: %v", err)
+	}
+
+	// No --table: the table name comes from the stack's outputs.
+	cfn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		if r.Form.Get("StackName") != "nodewright-prod" {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`<ErrorResponse><Error><Code>ValidationError</Code><Message>Stack with id ` + r.Form.Get("StackName") + ` does not exist</Message></Error></ErrorResponse>`))
+			return
+		}
+		fmt.Fprintf(w, `<DescribeStacksResponse><DescribeStacksResult><Stacks><member><StackName>nodewright-prod</StackName><Outputs><member><OutputKey>TableName</OutputKey><OutputValue>%s</OutputValue></member></Outputs></member></Stacks></DescribeStacksResult></DescribeStacksResponse>`, table)
+	}))
+	defer cfn.Close()
+	t.Setenv("AWS_ENDPOINT_URL_CLOUDFORMATION", cfn.URL)
+	out, err = run(t, newGetCmd(), "nodeclaims", "--cluster", "prod")
+	if err != nil || !strings.Contains(out, "default-cli1") {
+		t.Errorf("get nodeclaims --cluster prod: %v\n%s", err, out)
+	}
+	if _, err := run(t, newGetCmd(), "nodeclaims", "--stack", "other"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("missing stack: %v", err)
+	}
+	if _, err := run(t, newGetCmd(), "nodeclaims"); err == nil || !strings.Contains(err.Error(), "--table") {
+		t.Errorf("no table: %v", err)
+	}
+}
+
+func regexpLine(out, re string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if ok, _ := regexp.MatchString(re, strings.TrimRight(l, " ")); ok {
+			return true
+		}
+	}
+	return false
+}
