@@ -192,6 +192,11 @@ func (c *Controller) Run(ctx context.Context) (*Result, error) {
 		return res, c.advance(ctx, v, cmd, version, res)
 	}
 
+	if n := c.sweepOrphans(ctx, v); n > 0 {
+		// Their nodes count as disrupting in this view; decide next pass.
+		res.Dropped = fmt.Sprintf("released %d nodes left disrupting by a lost command", n)
+		return res, nil
+	}
 	dec, err := Decide(ctx, v)
 	if err != nil {
 		return nil, err
@@ -298,25 +303,9 @@ func (c *Controller) execute(ctx context.Context, v *View, cmd *Command, version
 		return c.dropCommand(ctx, version)
 	}
 
-	now := metav1.NewTime(v.Now)
-	for _, n := range cmd.Candidates {
-		_, err := c.d.Store.MutateNodeClaim(ctx, n.Claim, func(x *apis.NodeClaim) error {
-			if !x.Deleting() {
-				x.SetCondition(apis.ConditionDisrupting, metav1.ConditionTrue, string(cmd.Reason), cmd.Message, now)
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("disruption: mark nodeclaim %s disrupting: %w", n.Claim, err)
-		}
-		// Karpenter taints candidates before launching replacements so the
-		// kube-scheduler puts nothing new on them meanwhile.
-		if _, err := c.d.Cluster.AddTaint(ctx, n.Node, termination.DisruptedTaint()); err != nil {
-			log.WarnContext(ctx, "tainting candidate node", "node", n.Node, "error", err)
-		}
-		c.event(ctx, v, n.Node, kube.EventNormal, ReasonDisrupting, "%s", cmd.Message)
-	}
-	log.InfoContext(ctx, cmd.Message, "phase", PhaseReplacing)
+	// Write-ahead: the command is Replacing before any candidate is marked,
+	// so a pass killed in between resumes the marking (replacing) instead
+	// of finding marked candidates and dropping the command as invalid.
 	cmd.Phase = PhaseReplacing
 	cmd.ReplacingSince = v.Now
 	version, err = c.saveCommand(ctx, cmd, version)
@@ -324,15 +313,58 @@ func (c *Controller) execute(ctx context.Context, v *View, cmd *Command, version
 		return err
 	}
 	res.Phase = cmd.Phase
+	if err := c.ensureDisrupting(ctx, v, cmd, log); err != nil {
+		return err
+	}
+	log.InfoContext(ctx, cmd.Message, "phase", PhaseReplacing)
 	c.provision(ctx, cmd, log)
 	_, err = c.saveCommand(ctx, cmd, version)
 	res.Waiting = "replacements"
 	return err
 }
 
+// ensureDisrupting marks the candidates Disrupting and taints them
+// karpenter.sh/disrupted:NoSchedule (idempotent), as Karpenter does before
+// launching replacements: no new pods land on them, and the provisioner
+// moves their pods to new capacity while the lifecycle leaves them running.
+func (c *Controller) ensureDisrupting(ctx context.Context, v *View, cmd *Command, log *slog.Logger) error {
+	now := metav1.NewTime(v.Now)
+	for _, n := range cmd.Candidates {
+		if node, ok := v.Cluster.NodeForClaim(n.Claim); ok && node.Claim != nil && node.Claim.IsTrue(apis.ConditionDisrupting) && node.MarkedForDeletion() &&
+			node.Node != nil && slices.ContainsFunc(node.Node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == apis.DisruptedTaintKey }) {
+			continue
+		}
+		var newly bool
+		_, err := c.d.Store.MutateNodeClaim(ctx, n.Claim, func(x *apis.NodeClaim) error {
+			newly = false
+			if !x.Deleting() && !x.IsTrue(apis.ConditionDisrupting) {
+				x.SetCondition(apis.ConditionDisrupting, metav1.ConditionTrue, string(cmd.Reason), cmd.Message, now)
+				newly = true
+			}
+			return nil
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("disruption: mark nodeclaim %s disrupting: %w", n.Claim, err)
+		}
+		if _, err := c.d.Cluster.AddTaint(ctx, n.Node, termination.DisruptedTaint()); err != nil {
+			log.WarnContext(ctx, "tainting candidate node", "node", n.Node, "error", err)
+		}
+		if newly {
+			c.event(ctx, v, n.Node, kube.EventNormal, ReasonDisrupting, "%s", cmd.Message)
+		}
+	}
+	return nil
+}
+
 // replacing waits for the replacements to be initialized, then hands the
 // candidates to termination; past ReplacementTimeout it rolls back.
 func (c *Controller) replacing(ctx context.Context, v *View, cmd *Command, version int64, res *Result, log *slog.Logger) error {
+	if err := c.ensureDisrupting(ctx, v, cmd, log); err != nil {
+		return err
+	}
 	var live []string
 	for _, n := range cmd.Candidates {
 		if node, ok := v.Cluster.NodeForClaim(n.Claim); ok && node.Node != nil {
@@ -409,6 +441,30 @@ func (c *Controller) markForDeletion(ctx context.Context, v *View, cmd *Command)
 		}
 	}
 	return nil
+}
+
+// sweepOrphans releases claims this controller marked Disrupting whose
+// command is gone (expired or lost): with no command to finish them they
+// would stay tainted and out of use forever. Disrupting marks of others
+// (the interruption controller's rebalance replacements) are left alone.
+func (c *Controller) sweepOrphans(ctx context.Context, v *View) int {
+	var orphans []CommandNode
+	for _, n := range v.Cluster.Nodes {
+		cl := n.Claim
+		if cl == nil || cl.Deleting() || !cl.IsTrue(apis.ConditionDisrupting) || n.Node == nil {
+			continue
+		}
+		switch apis.DisruptionReason(cl.Condition(apis.ConditionDisrupting).Reason) {
+		case apis.DisruptionReasonEmpty, apis.DisruptionReasonDrifted, apis.DisruptionReasonUnderutilized:
+			orphans = append(orphans, CommandNode{Claim: cl.Name, Node: n.Name, NodePool: n.NodePool()})
+		}
+	}
+	if len(orphans) == 0 {
+		return 0
+	}
+	c.log.WarnContext(ctx, "nodes disrupting without a pending command; releasing them", "nodes", len(orphans))
+	c.rollback(ctx, v, &Command{Candidates: orphans}, "its disruption command was lost before the replacement was ready")
+	return len(orphans)
 }
 
 // rollback clears the Disrupting condition and the taint so the nodes take

@@ -382,3 +382,46 @@ func TestControllerLeaseHeld(t *testing.T) {
 		t.Fatalf("pass under a held lease: %+v", res)
 	}
 }
+
+// A pass killed after saving Replacing but before marking resumes the
+// marking; claims left Disrupting by a lost command are released.
+func TestControllerCrashSafety(t *testing.T) {
+	f := newFixture(t, fixOpt{})
+	f.node("big", "m5.2xlarge")
+	f.pod("small", "big", "500m", "512Mi")
+	h := newHarness(t, f, Settings{ValidationDelay: -1})
+	dec, err := Decide(ctx, func() *View { v := f.view(); v.Settings = Settings{ValidationDelay: -1}; return v }())
+	if err != nil || dec.Command == nil {
+		t.Fatalf("decide: %v", err)
+	}
+	cmd := dec.Command
+	cmd.Phase, cmd.ReplacingSince = PhaseReplacing, h.now
+	if _, err := h.c.saveCommand(ctx, cmd, 0); err != nil {
+		t.Fatal(err)
+	}
+	res := h.run(t)
+	if res.Phase != PhaseReplacing || res.Done {
+		t.Fatalf("resumed pass: %+v", res)
+	}
+	if cl := h.st.claim("claim-big"); !cl.IsTrue(apis.ConditionDisrupting) {
+		t.Fatal("resumed pass did not mark the candidate")
+	}
+	// Now lose the command.
+	kv, err := h.st.GetKV(ctx, CommandKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.DeleteKV(ctx, CommandKey, kv.Version); err != nil {
+		t.Fatal(err)
+	}
+	res = h.run(t)
+	if !strings.Contains(res.Dropped, "released 1 nodes") {
+		t.Fatalf("sweep pass: %+v", res)
+	}
+	if cl := h.st.claim("claim-big"); cl.IsTrue(apis.ConditionDisrupting) {
+		t.Fatal("orphaned Disrupting mark kept")
+	}
+	if n := h.cl.node("big"); len(n.Spec.Taints) != 0 {
+		t.Fatalf("orphan's taint kept: %v", n.Spec.Taints)
+	}
+}
