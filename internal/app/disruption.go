@@ -4,22 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/nodewright/nodewright/internal/aws/awsstore"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
-)
-
-// Environment variables tuning the disruption function (optional).
-const (
-	EnvDisruptionValidationDelay  = "NODEWRIGHT_DISRUPTION_VALIDATION_DELAY"
-	EnvDisruptionRepackPercent    = "NODEWRIGHT_DISRUPTION_REPACK_MIN_SAVINGS_PERCENT"
-	EnvDisruptionRepackDollars    = "NODEWRIGHT_DISRUPTION_REPACK_MIN_SAVINGS_PER_HOUR"
-	EnvDisruptionRepackDisabled   = "NODEWRIGHT_DISRUPTION_REPACK_DISABLED"
-	EnvDisruptionReplacementLimit = "NODEWRIGHT_DISRUPTION_REPLACEMENT_TIMEOUT"
 )
 
 // DisruptionHandler wires the disruption function's handler.
@@ -49,7 +39,7 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 	if err != nil {
 		return disruption.Deps{}, fmt.Errorf("disruption: provisioner: %w", err)
 	}
-	s, err := disruptionSettings(os.Getenv)
+	s, err := disruption.SettingsFromEnv(os.Getenv)
 	if err != nil {
 		return disruption.Deps{}, err
 	}
@@ -87,54 +77,6 @@ func DisruptionProvisionPass(p *provisioning.Provisioner) disruption.Provision {
 		}
 		return disruption.ProvisionResult{Skipped: res.Skipped, Launched: res.Launched, Failed: len(res.Failed)}, err
 	}
-}
-
-func disruptionSettings(getenv func(string) string) (disruption.Settings, error) {
-	var s disruption.Settings
-	dur := func(name string, dst *time.Duration) error {
-		if v := getenv(name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d < 0 {
-				return fmt.Errorf("%s=%q: want a non-negative duration such as 15s", name, v)
-			}
-			*dst = d
-			if d == 0 {
-				*dst = -1 // explicit zero: validate at once
-			}
-		}
-		return nil
-	}
-	num := func(name string, dst *float64) error {
-		if v := getenv(name); v != "" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0 {
-				return fmt.Errorf("%s=%q: want a non-negative number", name, v)
-			}
-			*dst = f
-		}
-		return nil
-	}
-	if err := dur(EnvDisruptionValidationDelay, &s.ValidationDelay); err != nil {
-		return s, err
-	}
-	if err := dur(EnvDisruptionReplacementLimit, &s.ReplacementTimeout); err != nil {
-		return s, err
-	}
-	if err := num(EnvDisruptionRepackPercent, &s.RepackMinSavingsFraction); err != nil {
-		return s, err
-	}
-	s.RepackMinSavingsFraction /= 100
-	if err := num(EnvDisruptionRepackDollars, &s.RepackMinSavings); err != nil {
-		return s, err
-	}
-	if v := getenv(EnvDisruptionRepackDisabled); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return s, fmt.Errorf("%s=%q: want true or false", EnvDisruptionRepackDisabled, v)
-		}
-		s.DisableRepack = b
-	}
-	return s, nil
 }
 
 // holder identifies this execution environment in leases (Lambda's log
