@@ -145,6 +145,10 @@ type env struct {
 	budget string
 
 	configYAML string
+	// id makes claim names unique across tests and -count runs: a claim
+	// name determines its CreateFleet ClientToken, and a reused token
+	// returns the earlier (terminated) instance.
+	id int64
 }
 
 var seq atomic.Int64
@@ -167,7 +171,7 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
-	e := &env{t: t, ctx: ctx, cloud: cloud, cs: cloud.KubeClient, clock: &clock{}, budget: "10"}
+	e := &env{t: t, ctx: ctx, cloud: cloud, cs: cloud.KubeClient, clock: &clock{}, budget: "10", id: seq.Add(1)}
 	for _, o := range opts {
 		o(e)
 	}
@@ -242,9 +246,11 @@ func (e *env) handler(d lifecycle.Deps) *lifecycle.Handler {
 	return h
 }
 
-// newClaim creates a claim the way the provisioner does and launches it.
+// launchClaim creates a claim the way the provisioner does and launches
+// it; the name gets the env's unique suffix.
 func (e *env) launchClaim(name string) *apis.NodeClaim {
 	e.t.Helper()
+	name = fmt.Sprintf("%s-%d", name, e.id)
 	np := e.cfg.NodePool("default")
 	tmpl := np.Spec.Template
 	cl := &apis.NodeClaim{
@@ -860,12 +866,12 @@ func TestLiveness(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Launched, but its kubelet never registers.
-	id := e.rawInstance("live-unregistered")
+	id := e.rawInstance(fmt.Sprintf("live-unregistered-%d", e.id))
 	inst, err := e.p.GetInstance(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unreg := &apis.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "live-unregistered", CreationTimestamp: metav1.NewTime(e.clock.Now()),
+	unreg := &apis.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("live-unregistered-%d", e.id), CreationTimestamp: metav1.NewTime(e.clock.Now()),
 		Labels: map[string]string{apis.NodePoolLabelKey: "default"}}}
 	inst.Record(unreg, metav1.NewTime(e.clock.Now()))
 	if err := e.st.CreateNodeClaim(e.ctx, unreg); err != nil {
@@ -917,7 +923,7 @@ func TestGarbageCollection(t *testing.T) {
 	h := e.handler(d)
 	schedule := func() lifecycle.PassResult { return e.tick(h) }
 
-	orphan := e.rawInstance("gc-orphan-claim-never-written")
+	orphan := e.rawInstance(fmt.Sprintf("gc-orphan-%d", e.id))
 	vanish := e.launchClaim("gc-vanish")
 	vanish, vanishNode := e.initialized(c, vanish.Name)
 	stray := e.launchClaim("gc-stray")
@@ -1078,8 +1084,8 @@ func TestExpiration(t *testing.T) {
 	if err != nil || out.Action != lifecycle.ActionExpired {
 		t.Fatalf("expired claim: %+v %v", out, err)
 	}
-	cl = e.reconcileUntil(c, cl.Name, "terminated", func(o lifecycle.Outcome, cl *apis.NodeClaim) bool { return cl == nil })
-	ts, err := e.st.GetTombstone(e.ctx, "expire-a")
+	e.reconcileUntil(c, cl.Name, "terminated", func(o lifecycle.Outcome, cl *apis.NodeClaim) bool { return cl == nil })
+	ts, err := e.st.GetTombstone(e.ctx, cl.Name)
 	if err != nil || ts.Claim.DeletionReason() != apis.DeletionReasonExpired {
 		t.Fatalf("tombstone %+v %v", ts, err)
 	}
@@ -1254,9 +1260,9 @@ func TestEmptinessBudgetAcrossAPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{"pass-a", "pass-b", "pass-c"}
-	for _, n := range names {
-		e.launchClaim(n)
+	var names []string
+	for _, n := range []string{"pass-a", "pass-b", "pass-c"} {
+		names = append(names, e.launchClaim(n).Name)
 	}
 	for _, n := range names {
 		e.initialized(c, n)
