@@ -421,6 +421,7 @@ func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result) 
 			res.Unschedulable += len(replan)
 		}
 	}
+	p.d.Metrics.Gauge(metrics.PodsUnschedulable, float64(res.Unschedulable), nil)
 	if d := pa.dropped.Load(); d > 0 {
 		p.log.InfoContext(ctx, "pod events capped", "emitted", pa.events.Load(), "dropped", d)
 	}
@@ -795,7 +796,6 @@ func (pa *pass) unschedulable(ctx context.Context, us []*scheduling.Unschedulabl
 		return
 	}
 	pa.res.Unschedulable += len(us)
-	pa.p.d.Metrics.Gauge(metrics.PodsUnschedulable, float64(len(us)), nil)
 	byReason := map[string][]string{}
 	for _, u := range us {
 		byReason[u.Reason] = append(byReason[u.Reason], u.Pod)
