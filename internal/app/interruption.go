@@ -39,6 +39,15 @@ func (a *App) InterruptionDeps() (interruption.Deps, error) {
 	if err != nil {
 		return interruption.Deps{}, err
 	}
+	// The pass exists to launch replacements now: a burst of unrelated
+	// pending pods must not hold it in the provisioner's batching window
+	// (the provisioner function batches those itself).
+	if pd.Settings.BatchIdle <= 0 || pd.Settings.BatchIdle > interruptionBatchIdle {
+		pd.Settings.BatchIdle = interruptionBatchIdle
+	}
+	if pd.Settings.BatchMax <= 0 || pd.Settings.BatchMax > interruptionBatchMax {
+		pd.Settings.BatchMax = interruptionBatchMax
+	}
 	prov, err := provisioning.New(pd)
 	if err != nil {
 		return interruption.Deps{}, fmt.Errorf("interruption: provisioner: %w", err)
@@ -64,6 +73,12 @@ func (a *App) InterruptionDeps() (interruption.Deps, error) {
 	}
 	return d, nil
 }
+
+// Batching bounds of the interruption function's provisioning pass.
+const (
+	interruptionBatchIdle = 100 * time.Millisecond
+	interruptionBatchMax  = time.Second
+)
 
 // ProvisionPass adapts a provisioner to the interruption controller's
 // replacement pass.

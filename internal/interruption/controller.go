@@ -591,21 +591,30 @@ func (c *Controller) cleanup(ctx context.Context, w *work) error {
 		}
 	}
 	if w.node != nil {
-		// The pods died with the instance; deleting them now lets their
-		// controllers recreate them at once instead of after the pod
-		// garbage collector's quarantine of orphans (40 s and more).
-		pods, err := c.d.Cluster.PodsOnNode(ctx, w.node.Name)
+		// Cordoned first so the scheduler binds no replacement pod to it in
+		// the moment before it is gone.
+		if _, err := c.d.Cluster.Cordon(ctx, w.node.Name); err != nil && !apierrors.IsNotFound(err) && !errors.Is(err, kube.ErrNotFound) {
+			return fmt.Errorf("interruption: cordon node %s: %w", w.node.Name, err)
+		}
+		if err := c.d.Cluster.DeleteNode(ctx, w.node.Name, w.node.UID); err != nil {
+			return fmt.Errorf("interruption: delete node %s: %w", w.node.Name, err)
+		}
+	}
+	// The pods died with the instance; deleting them now lets their
+	// controllers recreate them at once instead of after the pod garbage
+	// collector's quarantine of orphans (40 s and more). By name, so a
+	// retry after the Node is gone still finds them.
+	if name := nodeNameOf(w); name != "" {
+		pods, err := c.d.Cluster.PodsOnNode(ctx, name)
 		if err != nil {
-			return fmt.Errorf("interruption: pods of node %s: %w", w.node.Name, err)
+			return fmt.Errorf("interruption: pods of node %s: %w", name, err)
 		}
 		zero := int64(0)
+		w.log = w.log.With("pods-deleted", podNames(pods))
 		for _, p := range pods {
 			if err := c.d.Cluster.DeletePod(ctx, p, &zero); err != nil && !apierrors.IsNotFound(err) && !errors.Is(err, kube.ErrNotFound) {
 				return fmt.Errorf("interruption: delete pod %s/%s of gone instance: %w", p.Namespace, p.Name, err)
 			}
-		}
-		if err := c.d.Cluster.DeleteNode(ctx, w.node.Name, w.node.UID); err != nil {
-			return fmt.Errorf("interruption: delete node %s: %w", w.node.Name, err)
 		}
 	}
 	for attempt := 0; ; attempt++ {
@@ -668,6 +677,21 @@ func describe(m Message) string {
 		s += ", event " + m.ID
 	}
 	return s
+}
+
+func nodeNameOf(w *work) string {
+	if w.node != nil {
+		return w.node.Name
+	}
+	return w.claim.Status.NodeName
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Namespace + "/" + p.Name
+	}
+	return out
 }
 
 func hasDisruptedTaint(n *corev1.Node) bool {
