@@ -29,9 +29,14 @@ import (
 // included, as a Lambda holds it), the bytes allocated per run (MiB) and
 // the claims created.
 func BenchmarkProvisionerRun(b *testing.B) {
-	for _, pending := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("pods=%d/nodes=500", pending), func(b *testing.B) {
-			cfg := testConfig(b, poolOpts{types: `"m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge", "c5.large", "c5.xlarge", "c5.2xlarge", "c5.4xlarge", "r5.large", "r5.xlarge", "r5.2xlarge", "r5.4xlarge"`, ct: `"spot", "on-demand"`})
+	for _, bc := range []struct {
+		pending int
+		pool    string
+		broad   bool
+	}{{1000, "12types", false}, {10000, "12types", false}, {1000, "cmr-gen6+", true}, {10000, "cmr-gen6+", true}} {
+		pending := bc.pending
+		b.Run(fmt.Sprintf("pods=%d/nodes=500/pool=%s", pending, bc.pool), func(b *testing.B) {
+			cfg := testConfig(b, poolOpts{types: `"m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge", "c5.large", "c5.xlarge", "c5.2xlarge", "c5.4xlarge", "r5.large", "r5.xlarge", "r5.2xlarge", "r5.4xlarge"`, ct: `"spot", "on-demand"`, broad: bc.broad})
 			cat := testCatalog(b)
 			snap := benchSnapshot(b, cat, 500, pending)
 			var peak, allocMiB, claims, total float64

@@ -394,6 +394,9 @@ type poolOpts struct {
 	types  string // YAML list items, e.g. `"m5.large", "m5.xlarge"`
 	ct     string
 	limits string
+	// broad replaces the instance-type list with the seeds' default pool
+	// requirements (categories c, m, r; generation > 5): hundreds of types.
+	broad bool
 }
 
 func testConfig(t testing.TB, o poolOpts) *apis.Config {
@@ -405,6 +408,16 @@ func testConfig(t testing.TB, o poolOpts) *apis.Config {
 		o.ct = `"on-demand"`
 	}
 	body := strings.NewReplacer("%TYPES%", o.types, "%CT%", o.ct, "%LIMITS%", o.limits).Replace(testPoolYAML)
+	if o.broad {
+		body = strings.Replace(body, `        - key: node.kubernetes.io/instance-type
+          operator: In
+          values: [`+o.types+`]`, `        - key: karpenter.k8s.aws/instance-category
+          operator: In
+          values: ["c", "m", "r"]
+        - key: karpenter.k8s.aws/instance-generation
+          operator: Gt
+          values: ["5"]`, 1)
+	}
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(body), 0o644); err != nil {
 		t.Fatal(err)
