@@ -245,6 +245,11 @@ func (c *Controller) Process(ctx context.Context, items []Item) []Outcome {
 	for i, it := range items {
 		a := ActionFor(it.Msg, c.d.Settings.Rebalance)
 		outs[i] = Outcome{InstanceID: it.InstanceID, MessageID: it.MessageID, Action: a}
+		if a == ActionNone && it.Msg.Kind != RebalanceRecommended {
+			// Every instance's pending/running transitions in the account
+			// land here; they need no lookup at all.
+			continue
+		}
 		w, err := c.resolve(ctx, it, &outs[i])
 		if err != nil {
 			outs[i].Err = err

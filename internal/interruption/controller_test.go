@@ -32,8 +32,9 @@ import (
 
 type memStore struct {
 	mu     sync.Mutex
-	claims map[string]*apis.NodeClaim
-	writes int
+	claims  map[string]*apis.NodeClaim
+	writes  int
+	lookups int
 }
 
 func (s *memStore) GetNodeClaim(_ context.Context, name string) (*apis.NodeClaim, error) {
@@ -49,6 +50,7 @@ func (s *memStore) GetNodeClaim(_ context.Context, name string) (*apis.NodeClaim
 func (s *memStore) GetNodeClaimByInstanceID(_ context.Context, id string) (*apis.NodeClaim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lookups++
 	for _, cl := range s.claims {
 		if cl.Status.InstanceID == id {
 			return cl.DeepCopy(), nil
@@ -456,6 +458,17 @@ func TestOwnTerminationEchoIgnored(t *testing.T) {
 	cl, _ := f.st.GetNodeClaim(context.Background(), claimName)
 	if cl.DeletionReason() != apis.DeletionReasonEmpty {
 		t.Errorf("reason changed to %s", cl.DeletionReason())
+	}
+}
+
+// Routine transitions of every instance in the account cost no lookup.
+func TestRoutineStateChangesNotLookedUp(t *testing.T) {
+	f := newFixture(t, "")
+	if got := failures(f.handle(t, stateChange(instanceID, "pending"), stateChange(instanceID, "running"))); len(got) != 0 {
+		t.Fatal(got)
+	}
+	if f.st.lookups != 0 || f.passes != 0 {
+		t.Fatalf("lookups %d passes %d", f.st.lookups, f.passes)
 	}
 }
 
