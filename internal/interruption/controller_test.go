@@ -31,7 +31,7 @@ import (
 // local cloud is in integration_test.go.
 
 type memStore struct {
-	mu     sync.Mutex
+	mu      sync.Mutex
 	claims  map[string]*apis.NodeClaim
 	writes  int
 	lookups int
