@@ -202,7 +202,6 @@ type Item struct {
 	InstanceID string
 	// MessageID is the SQS message carrying it (for failures).
 	MessageID string
-	Received  time.Time
 }
 
 // Outcome is what happened to one item.

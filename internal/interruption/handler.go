@@ -93,7 +93,7 @@ func (h *Handler) HandleSQS(ctx context.Context, ev events.SQSEvent) events.SQSE
 			continue
 		}
 		for _, id := range m.InstanceIDs {
-			items = append(items, Item{Msg: m, InstanceID: id, MessageID: rec.MessageId, Received: received})
+			items = append(items, Item{Msg: m, InstanceID: id, MessageID: rec.MessageId})
 		}
 	}
 	for _, o := range c.Process(ctx, items) {
