@@ -1,0 +1,441 @@
+package costmodel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/app"
+	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/settings"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+// One local cloud per package; short simulated delays so instances become
+// Nodes within a second.
+var shared = localcloud.NewShared(localcloud.Options{
+	ClusterName: "cost",
+	Sim: awssim.Options{Delays: awssim.Delays{
+		Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
+		ShuttingDown: 300 * time.Millisecond, SpotInterruption: 2 * time.Minute,
+	}},
+})
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
+
+// counter is a reverse proxy in front of dynalite or the AWS simulator that
+// counts what the functions ask of them: DynamoDB request units (estimated
+// from item bytes on the wire, see units) and SQS requests by operation.
+type counter struct {
+	mu       sync.Mutex
+	ops      map[string]int
+	rru, wru float64
+	sqs      map[string]int // "SendMessage" -> n
+}
+
+func newCounter() *counter { return &counter{ops: map[string]int{}, sqs: map[string]int{}} }
+
+type counts struct {
+	ops      map[string]int
+	rru, wru float64
+	sqs      map[string]int
+}
+
+func (c *counter) snapshot() counts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := counts{ops: map[string]int{}, sqs: map[string]int{}, rru: c.rru, wru: c.wru}
+	for k, v := range c.ops {
+		s.ops[k] = v
+	}
+	for k, v := range c.sqs {
+		s.sqs[k] = v
+	}
+	return s
+}
+
+func (a counts) sub(b counts) counts {
+	d := counts{ops: map[string]int{}, sqs: map[string]int{}, rru: a.rru - b.rru, wru: a.wru - b.wru}
+	for k, v := range a.ops {
+		if v-b.ops[k] != 0 {
+			d.ops[k] = v - b.ops[k]
+		}
+	}
+	for k, v := range a.sqs {
+		if v-b.sqs[k] != 0 {
+			d.sqs[k] = v - b.sqs[k]
+		}
+	}
+	return d
+}
+
+func (d counts) sqsTotal() int {
+	n := 0
+	for _, v := range d.sqs {
+		n += v
+	}
+	return n
+}
+
+// units estimates DynamoDB request units from the bytes of one call: a
+// strongly consistent read costs 1 RRU per 4 KiB returned, a write 1 WRU per
+// KiB sent. The JSON envelope inflates both a little, so the estimate errs
+// high.
+func units(op string, reqBytes, respBytes int) (rru, wru float64) {
+	ceil := func(n, unit int) float64 { return float64(max(1, (n+unit-1)/unit)) }
+	switch op {
+	case "GetItem", "Query", "Scan", "BatchGetItem":
+		return ceil(respBytes, 4096), 0
+	case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem":
+		return 0, ceil(reqBytes, 1024)
+	}
+	return 0, 0
+}
+
+func (c *counter) proxy(t testing.TB, target string) string {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		target := r.Header.Get("X-Amz-Target")
+		rec := &sizeWriter{ResponseWriter: w}
+		rp.ServeHTTP(rec, r)
+		svc, op, _ := strings.Cut(target, ".")
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch {
+		case strings.HasPrefix(svc, "DynamoDB"):
+			c.ops[op]++
+			rr, ww := units(op, len(body), rec.n)
+			c.rru += rr
+			c.wru += ww
+		case svc == "AmazonSQS":
+			c.sqs[op]++
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+type sizeWriter struct {
+	http.ResponseWriter
+	n int
+}
+
+func (s *sizeWriter) Write(p []byte) (int, error) {
+	s.n += len(p)
+	return s.ResponseWriter.Write(p)
+}
+
+func (s *sizeWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// syncBuffer collects the functions' log lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.b.Bytes()...)
+}
+
+// handler is one function's Lambda handler as functions/<name>/main.go
+// hands it to the runtime.
+type handler func(ctx context.Context, raw json.RawMessage) (any, error)
+
+// invocation is what one call of a handler cost.
+type invocation struct {
+	fn, trigger string
+	took        time.Duration
+	alloc       uint64 // bytes allocated during the call (whole process)
+	heap        uint64 // heap in use after the call
+	logBytes    int
+	d           counts
+	err         error
+	res         any
+}
+
+// env is one measurement run: the local cloud behind counting proxies, a
+// fresh table, work queue and NodePool, and every function built through
+// internal/app with the STS-token path to the cluster, as in Lambda.
+type env struct {
+	t        testing.TB
+	ctx      context.Context
+	cloud    *localcloud.Cloud
+	db, sim  *counter
+	logs     *syncBuffer
+	table    string
+	st       *store.Store
+	ns, pool string
+	fns      map[string]handler
+	calls    []invocation
+	workURL  string
+	cfgDir   string
+}
+
+const poolYAML = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: %[1]s
+spec:
+  template:
+    metadata:
+      labels:
+        nodewright.io/cost: %[1]s
+    spec:
+      requirements:
+        - key: node.kubernetes.io/instance-type
+          operator: In
+          values: ["m5.large"]
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: ["on-demand"]
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: %[1]s
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 1s
+    budgets:
+      - nodes: "100%%"
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: %[1]s
+spec:
+  amiSelectorTerms:
+    - alias: al2023@latest
+  role: KarpenterNodeRole-%[2]s
+  subnetSelectorTerms:
+    - tags: {karpenter.sh/discovery: %[2]s}
+  securityGroupSelectorTerms:
+    - tags: {karpenter.sh/discovery: %[2]s}
+`
+
+func newEnv(t testing.TB, name string, level slog.Level) *env {
+	t.Helper()
+	cloud := shared.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	t.Cleanup(cancel)
+	e := &env{t: t, ctx: ctx, cloud: cloud, db: newCounter(), sim: newCounter(), logs: &syncBuffer{}, pool: name, fns: map[string]handler{}}
+	for _, kv := range cloud.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	// The functions reach the cluster through EKS DescribeCluster and an STS
+	// token, never a kubeconfig (as in Lambda).
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", e.db.proxy(t, cloud.DynamoDBEndpoint))
+	t.Setenv("AWS_ENDPOINT_URL", e.sim.proxy(t, cloud.AWSEndpoint))
+
+	cfg, err := settings.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := store.NewDynamoDBClient(cfg)
+	e.table = fmt.Sprintf("cost-%s-%d", name, time.Now().UnixNano()%1e9)
+	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(e.table)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 500*time.Millisecond
+	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(e.table)}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if e.st, err = store.New(db, e.table); err != nil {
+		t.Fatal(err)
+	}
+	q, err := sqs.NewFromConfig(cfg).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(e.table + "-work")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.workURL = sdkaws.ToString(q.QueueUrl)
+
+	e.cfgDir = t.TempDir()
+	if err := os.WriteFile(filepath.Join(e.cfgDir, "pool.yaml"), []byte(fmt.Sprintf(poolYAML, name, cloud.ClusterName)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.ns = cloud.NewNamespace(t)
+	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: e.table, WorkQueueURL: e.workURL, ConfigDir: e.cfgDir,
+		BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, LogLevel: slog.LevelDebug, Rebalance: "ignore"}
+	for _, fn := range []string{"provisioner", "lifecycle", "disruption", "interruption"} {
+		a, err := app.New(ctx, s, app.Options{Function: fn, Out: e.logs})
+		if err != nil {
+			t.Fatalf("%s: %v", fn, err)
+		}
+		switch fn {
+		case "provisioner":
+			h, err := a.ProvisionerHandler()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.fns[fn] = h.Handle
+		case "lifecycle":
+			h, err := a.LifecycleHandler()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.fns[fn] = h.Handle
+		case "disruption":
+			h, err := a.DisruptionHandler()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.fns[fn] = h.Handle
+		case "interruption":
+			h, err := a.InterruptionHandler()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.fns[fn] = h.Handle
+		}
+	}
+	return e
+}
+
+// tick is the EventBridge schedule's event.
+var tick = json.RawMessage(`{"version":"0","id":"tick","detail-type":"Scheduled Event","source":"aws.events","account":"123456789012","region":"us-west-2","time":"2026-11-22T00:00:00Z","resources":[],"detail":{}}`)
+
+// invoke calls one handler and records what it cost. Handlers run one at a
+// time, so the counters' deltas are this invocation's.
+func (e *env) invoke(fn, trigger string, event json.RawMessage) invocation {
+	e.t.Helper()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	alloc0 := ms.TotalAlloc
+	db0, sim0, log0 := e.db.snapshot(), e.sim.snapshot(), e.logs.Len()
+	start := time.Now()
+	res, err := e.fns[fn](e.ctx, event)
+	took := time.Since(start)
+	runtime.ReadMemStats(&ms)
+	d := e.db.snapshot().sub(db0)
+	d.sqs = e.sim.snapshot().sub(sim0).sqs
+	inv := invocation{fn: fn, trigger: trigger, took: took, alloc: ms.TotalAlloc - alloc0, heap: ms.HeapInuse,
+		logBytes: e.logs.Len() - log0, d: d, err: err, res: res}
+	e.calls = append(e.calls, inv)
+	return inv
+}
+
+// createPods creates n pods of cpu each that only this run's pool can take.
+func (e *env) createPods(n int, cpu string) {
+	e.t.Helper()
+	for i := range n {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%d", i), Namespace: e.ns, Labels: map[string]string{"app": "load"}},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"nodewright.io/cost": e.pool},
+				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
+				}}},
+			},
+		}
+		if _, err := e.cloud.KubeClient.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	e.waitFor("pods unschedulable", time.Minute, func() bool {
+		list, err := e.cloud.KubeClient.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		un := 0
+		for _, p := range list.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
+					un++
+				}
+			}
+		}
+		return un == n
+	})
+}
+
+func (e *env) waitFor(what string, d time.Duration, f func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for !f() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// claims returns the live claims.
+func (e *env) claims() []*apis.NodeClaim {
+	e.t.Helper()
+	cls, err := e.st.ListNodeClaims(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cls
+}
+
+// stateChanges is the interruption queue's SQS batch of EC2 state-change
+// notifications (state) for instances, as EventBridge delivers them.
+func stateChanges(region string, instances []string, state string) json.RawMessage {
+	var recs []map[string]any
+	now := time.Now().UTC()
+	for i, id := range instances {
+		env, _ := json.Marshal(map[string]any{
+			"version": "0", "id": fmt.Sprintf("sc-%d-%s", i, id), "detail-type": "EC2 Instance State-change Notification",
+			"source": "aws.ec2", "account": "123456789012", "time": now.Format(time.RFC3339), "region": region,
+			"resources": []string{"arn:aws:ec2:" + region + ":123456789012:instance/" + id},
+			"detail":    map[string]any{"instance-id": id, "state": state},
+		})
+		recs = append(recs, map[string]any{"messageId": fmt.Sprintf("m-%d", i), "receiptHandle": "r", "body": string(env),
+			"attributes":  map[string]any{"SentTimestamp": fmt.Sprint(now.UnixMilli()), "ApproximateReceiveCount": "1"},
+			"eventSource": "aws:sqs", "awsRegion": region})
+	}
+	b, _ := json.Marshal(map[string]any{"Records": recs})
+	return b
+}
