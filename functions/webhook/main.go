@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nodewright/nodewright/internal/admission"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/settings"
 )
@@ -34,17 +35,24 @@ func main() {
 		log.Error("configuration", "error", err.Error())
 		os.Exit(1)
 	}
-	h, err := newHandler(ctx, s, log)
+	rec := metrics.New(os.Stdout, metrics.Dimensions{"cluster": s.ClusterName, "function": "webhook"})
+	h, err := newHandler(ctx, s, log, rec)
 	if err != nil {
 		log.Error("start", "error", err.Error())
 		os.Exit(1)
 	}
 	lambda.Start(func(ctx context.Context, ev events.LambdaFunctionURLRequest) (events.LambdaFunctionURLResponse, error) {
-		return serve(ctx, h, ev), nil
+		resp := serve(ctx, h, ev)
+		// Only sent nudges are recorded (coalesced calls are not), so most
+		// invocations flush nothing and write no EMF line.
+		if err := rec.Flush(); err != nil {
+			log.Warn("flush metrics", "error", err.Error())
+		}
+		return resp, nil
 	})
 }
 
-func newHandler(ctx context.Context, s settings.Settings, log *slog.Logger) (*admission.Handler, error) {
+func newHandler(ctx context.Context, s settings.Settings, log *slog.Logger, rec *metrics.Recorder) (*admission.Handler, error) {
 	cfg, err := settings.AWSConfig(ctx)
 	if err != nil {
 		return nil, err
@@ -58,14 +66,22 @@ func newHandler(ctx context.Context, s settings.Settings, log *slog.Logger) (*ad
 		secret = strings.TrimSpace(aws.ToString(out.SecretString))
 	}
 	q := queue.New(sqs.NewFromConfig(cfg), s.ProvisionQueueURL)
-	return admission.NewHandler(admission.Options{Secret: secret, Nudger: nudger{q}, Coalesce: s.BatchIdle, Logger: log})
+	return admission.NewHandler(admission.Options{Secret: secret, Nudger: nudger{q, rec}, Coalesce: s.BatchIdle, Logger: log})
 }
 
-// nudger adapts the work queue to the admission handler.
-type nudger struct{ q *queue.Queue }
+// nudger adapts the work queue to the admission handler and counts the
+// nudges it sends (nodewright_webhook_nudges_total, on the dashboard).
+type nudger struct {
+	q   *queue.Queue
+	rec *metrics.Recorder
+}
 
 func (n nudger) Nudge(ctx context.Context, hint admission.Hint, delay time.Duration) error {
-	return n.q.Send(ctx, queue.Message{Kind: queue.KindProvision, Subject: hint.Namespace + "/" + hint.Name, Reason: hint.Reason}, delay)
+	err := n.q.Send(ctx, queue.Message{Kind: queue.KindProvision, Subject: hint.Namespace + "/" + hint.Name, Reason: hint.Reason}, delay)
+	if err == nil {
+		n.rec.Add(metrics.WebhookNudges, 1, metrics.Dimensions{"reason": hint.Reason})
+	}
+	return err
 }
 
 // serve adapts a function URL (or API Gateway HTTP API 2.0) event.
