@@ -199,6 +199,7 @@ type harness struct {
 	c        *Controller
 	now      time.Time
 	passes   int // provisioning passes
+	launched []string
 	requeued []string
 }
 
@@ -210,7 +211,10 @@ func newHarness(t *testing.T, f *fixture, s Settings) *harness {
 	c, err := New(Deps{
 		Store: h.st, Cluster: h.cl, Config: f.cfg,
 		Catalog:   func(context.Context) (*catalog.Catalog, error) { return f.cat, nil },
-		Provision: func(context.Context) (ProvisionResult, error) { h.passes++; return ProvisionResult{}, nil },
+		Provision: func(context.Context) (ProvisionResult, error) {
+			h.passes++
+			return ProvisionResult{Launched: h.launched}, nil
+		},
 		Requeue: func(_ context.Context, m queue.Message, _ time.Duration) error {
 			if m.Kind != queue.KindLifecycle {
 				t.Errorf("requeue of kind %s", m.Kind)
@@ -313,6 +317,7 @@ func TestControllerReplaceThenDrain(t *testing.T) {
 	f.node("big", "m5.2xlarge")
 	f.pod("small", "big", "500m", "512Mi")
 	h := newHarness(t, f, Settings{ValidationDelay: -1})
+	h.launched = []string{"claim-new"}
 	res := h.run(t)
 	if !res.Executed || res.Phase != PhaseReplacing || res.Action != ActionReplace || h.passes != 1 {
 		t.Fatalf("first pass: %+v (provisioning passes %d)", res, h.passes)
@@ -340,6 +345,12 @@ func TestControllerReplaceThenDrain(t *testing.T) {
 	}
 	if cl := h.st.claim(repl.Name); cl.Deleting() || cl.IsTrue(apis.ConditionDisrupting) {
 		t.Fatal("replacement touched")
+	}
+	// The replacement is remembered: it will not be turned back into an
+	// m5.2xlarge within the flip-flop window.
+	hist := h.c.history(ctx)
+	if len(hist) != 1 || !slices.Equal(hist[0].Replacements, []string{"claim-new"}) || !slices.Equal(hist[0].FromTypes, []string{"m5.2xlarge"}) {
+		t.Fatalf("history %+v", hist)
 	}
 }
 

@@ -36,7 +36,9 @@ type Settings struct {
 	// FlipFlopWindow: nodes that replaced nodes of type T within this
 	// window are never replaced by T again (default 1 h).
 	FlipFlopWindow time.Duration
-	// LeaseDuration is the disruption lease's length (2 min).
+	// LeaseDuration is the disruption lease's length (6 min: longer than
+	// the function's 5-minute timeout, so a pass never outlives its lease
+	// and no renewal is needed).
 	LeaseDuration time.Duration
 	// MaxEvents caps the Kubernetes events one pass emits (100).
 	MaxEvents int
@@ -58,7 +60,7 @@ func (s *Settings) Defaults() {
 	def(&s.MultiNodeTimeout, time.Minute)
 	def(&s.SingleNodeTimeout, 3*time.Minute)
 	def(&s.FlipFlopWindow, time.Hour)
-	def(&s.LeaseDuration, 2*time.Minute)
+	def(&s.LeaseDuration, 6*time.Minute)
 	if s.MultiNodeMaxCandidates <= 0 {
 		s.MultiNodeMaxCandidates = 100
 	}
