@@ -210,7 +210,7 @@ func newHarness(t *testing.T, f *fixture, s Settings) *harness {
 	h.cl = &fakeCluster{f: f}
 	c, err := New(Deps{
 		Store: h.st, Cluster: h.cl, Config: f.cfg,
-		Catalog:   func(context.Context) (*catalog.Catalog, error) { return f.cat, nil },
+		Catalog: func(context.Context) (*catalog.Catalog, error) { return f.cat, nil },
 		Provision: func(context.Context) (ProvisionResult, error) {
 			h.passes++
 			return ProvisionResult{Launched: h.launched}, nil
