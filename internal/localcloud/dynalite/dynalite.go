@@ -28,6 +28,9 @@ var packageJSON []byte
 //go:embed package-lock.json
 var packageLock []byte
 
+//go:embed abortguard.js
+var abortGuard []byte
+
 // Options configure a dynalite server.
 type Options struct {
 	// TableStateDelay is how long tables stay CREATING/DELETING/UPDATING.
@@ -140,10 +143,14 @@ func (s *Server) start(ctx context.Context, node, cli string, opts Options) erro
 		return err
 	}
 	ms := strconv.FormatInt(opts.TableStateDelay.Milliseconds(), 10)
+	guard := filepath.Join(s.dir, "abortguard.js")
+	if err := os.WriteFile(guard, abortGuard, 0o644); err != nil {
+		return fmt.Errorf("start dynalite: %w", err)
+	}
 	p, err := proc.Start(proc.Spec{
 		Name: "dynalite",
 		Path: node,
-		Args: []string{cli, "--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]),
+		Args: []string{"--require", guard, cli, "--host", "127.0.0.1", "--port", strconv.Itoa(ports[0]),
 			"--createTableMs", ms, "--deleteTableMs", ms, "--updateTableMs", ms},
 		Log: filepath.Join(s.dir, "dynalite.log"),
 	})

@@ -87,3 +87,41 @@ func TestConditionalWriteConflict(t *testing.T) {
 		t.Fatalf("owner = %q after refused write, want %q", got, "first")
 	}
 }
+
+// A client that hangs up in the middle of a request body (a cancelled
+// context) must not take the server down for everyone else.
+func TestSurvivesAbortedRequest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: starts dynalite (npm)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv, err := dynalite.Start(ctx, dynalite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	u, _ := url.Parse(srv.Endpoint())
+	for i := 0; i < 3; i++ {
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Promise a large body, send a little, then reset the connection.
+		_, _ = c.Write([]byte("POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\n" +
+			"Content-Type: application/x-amz-json-1.0\r\nContent-Length: 100000\r\n\r\n{\"Limit\":"))
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetLinger(0)
+		}
+		c.Close()
+	}
+	time.Sleep(200 * time.Millisecond)
+	client := dynamodb.New(dynamodb.Options{
+		Region:       "us-west-2",
+		BaseEndpoint: aws.String(srv.Endpoint()),
+		Credentials:  credentials.NewStaticCredentialsProvider("k", "s", ""),
+	})
+	if _, err := client.ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatalf("dynalite stopped serving after aborted requests: %v", err)
+	}
+}
