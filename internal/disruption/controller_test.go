@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -201,11 +203,12 @@ type harness struct {
 	passes   int // provisioning passes
 	launched []string
 	requeued []string
+	metrics  *bytes.Buffer
 }
 
 func newHarness(t *testing.T, f *fixture, s Settings) *harness {
 	t.Helper()
-	h := &harness{f: f, now: f.now}
+	h := &harness{f: f, now: f.now, metrics: &bytes.Buffer{}}
 	h.st = newMemStore(func() time.Time { return h.now }, f.claims)
 	h.cl = &fakeCluster{f: f}
 	c, err := New(Deps{
@@ -223,6 +226,7 @@ func newHarness(t *testing.T, f *fixture, s Settings) *harness {
 			return nil
 		},
 		Now: func() time.Time { return h.now }, Holder: "test", Settings: s,
+		Metrics: metrics.New(h.metrics, nil),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -282,6 +286,11 @@ func TestControllerValidatesOnALaterPass(t *testing.T) {
 	}
 	if _, err := h.st.GetKV(ctx, CommandKey); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("finished command left in the store: %v", err)
+	}
+	for _, m := range []string{metrics.DisruptionDecisions, metrics.DisruptionEligibleNodes, metrics.DisruptionActions, metrics.NodeClaimsDisrupted, metrics.ClusterCostPerHour} {
+		if !strings.Contains(h.metrics.String(), m) {
+			t.Errorf("metric %s not recorded", m)
+		}
 	}
 	// The other node is now the last one; the victim is deleting and the
 	// budget (10% of 2 = 1) is spent.
