@@ -751,7 +751,24 @@ func (w crashEC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstanc
 // work, no claim ever gets two instances and no instance is left without
 // its claim.
 func TestCrashBetweenEveryExternalCall(t *testing.T) {
-	h := newHarness(t, poolSpec{types: `["m5.large"]`})
+	crashSweep(t, poolSpec{types: `["m5.large"]`})
+}
+
+// The same with spot short everywhere: every run goes through a capacity
+// error, the claim's deletion and a re-plan onto on-demand, and is killed
+// at each of those steps too.
+func TestCrashBetweenEveryExternalCallWithCapacityErrors(t *testing.T) {
+	h := newHarness(t, poolSpec{})
+	for _, z := range h.zones() {
+		pool := ec2sim.Pool{InstanceType: "m5.large", Zone: z, CapacityType: "spot"}
+		h.sim.EC2().SetCapacity(pool, 0)
+		t.Cleanup(func() { h.sim.EC2().SetCapacity(pool, -1) })
+	}
+	crashSweep(t, poolSpec{types: `["m5.large"]`, ct: `["spot", "on-demand"]`})
+}
+
+func crashSweep(t *testing.T, ps poolSpec) {
+	h := newHarness(t, ps)
 	base := h.pool
 	// Count a clean run's steps.
 	clean := &crasher{cancel: func() {}}
@@ -759,6 +776,11 @@ func TestCrashBetweenEveryExternalCall(t *testing.T) {
 	res := h.run(h.crashDeps(clean))
 	if len(res.Launched) != 2 {
 		t.Fatalf("clean run: %+v", res)
+	}
+	for _, cl := range h.claims() {
+		if cl.Labels[apis.CapacityTypeLabelKey] != "on-demand" {
+			t.Fatalf("clean run launched %s", cl.Labels[apis.CapacityTypeLabelKey])
+		}
 	}
 	steps := clean.n
 	t.Logf("a clean run makes %d external calls: %s", steps, strings.Join(clean.calls, " "))
@@ -781,7 +803,7 @@ func TestCrashBetweenEveryExternalCall(t *testing.T) {
 				phase = time.Now()
 			}
 			h.pool = fmt.Sprintf("%s-k%d", base, k)
-			h.cfg = h.config(poolSpec{types: `["m5.large"]`})
+			h.cfg = h.config(ps)
 			h.newTable()
 			h.sim.ResetCalls()
 			h.createPods(h.pool, 2, "1")
@@ -824,14 +846,18 @@ func TestCrashBetweenEveryExternalCall(t *testing.T) {
 			if n := len(h.claims()); n != 2 {
 				t.Errorf("crash after %s: want 2 claims for 2 one-per-node pods, got %d", crashedAt, n)
 			}
-			// The call log: exactly one CreateFleet token succeeded per claim
-			// (a token retried after a lost answer returns the same instance).
+			// The call log: exactly one on-demand CreateFleet token (on-demand
+			// never runs short here) per claim; a token retried after a lost
+			// answer returns the same instance. Spot calls answer with
+			// capacity errors inside a successful response.
 			tokens := map[string]bool{}
 			for _, c := range h.fleetCalls(true) {
-				tokens[c.Params["ClientToken"]] = true
+				if c.Params["TargetCapacitySpecification.DefaultTargetCapacityType"] == "on-demand" {
+					tokens[c.Params["ClientToken"]] = true
+				}
 			}
 			if len(tokens) != 2 {
-				t.Errorf("crash after %s: %d distinct successful CreateFleet tokens, want 2", crashedAt, len(tokens))
+				t.Errorf("crash after %s: %d distinct on-demand CreateFleet tokens, want 2", crashedAt, len(tokens))
 			}
 			// And a third run has nothing left to do.
 			if res := h.run(h.deps(nil)); len(res.Created) != 0 || len(res.Resumed) != 0 {
