@@ -11,19 +11,30 @@ import (
 
 // Methods, in the order they are tried (the first that acts wins).
 const (
-	MethodEmptiness   = "emptiness"
-	MethodDrift       = "drift"
-	MethodMultiNode   = "multi-node-consolidation"
-	MethodSingleNode  = "single-node-consolidation"
-	MethodRepack      = "repack"
-	ActionDelete      = "delete"
-	ActionReplace     = "replace"
-	PhaseValidating   = "Validating"
-	PhaseReplacing    = "Replacing"
-	ReasonDisrupting  = "Disrupting"
-	ReasonBlocked     = "DisruptionBlocked"
-	ReasonUnconsol    = "Unconsolidatable"
-	ConditionReasonFn = "Disruption"
+	MethodEmptiness  = "emptiness"
+	MethodDrift      = "drift"
+	MethodMultiNode  = "multi-node-consolidation"
+	MethodSingleNode = "single-node-consolidation"
+	MethodRepack     = "repack"
+)
+
+// Actions a command takes.
+const (
+	ActionDelete  = "delete"
+	ActionReplace = "replace"
+)
+
+// Phases of a persisted command.
+const (
+	PhaseValidating = "Validating"
+	PhaseReplacing  = "Replacing"
+)
+
+// Node event reasons (Karpenter's).
+const (
+	ReasonDisrupting = "Disrupting"
+	ReasonBlocked    = "DisruptionBlocked"
+	ReasonUnconsol   = "Unconsolidatable"
 )
 
 // CommandNode is one node a command disrupts, as decided.
