@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
@@ -371,5 +372,33 @@ func TestHandlerEvents(t *testing.T) {
 	}
 	if _, err := h.Handle(context.Background(), []byte(`[1,2]`)); err == nil {
 		t.Error("malformed event accepted")
+	}
+}
+
+// Pods of a node being drained get their capacity before they are evicted
+// (Karpenter's provisioner does the same), and only once.
+func TestDeletingNodePodsGetCapacity(t *testing.T) {
+	e := newEnv(t, poolOpts{}, nil)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "old", Labels: map[string]string{apis.NodePoolLabelKey: "default", "team": "web"}},
+		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: apis.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	e.cluster.snap.Nodes = []*corev1.Node{node}
+	for _, p := range pods("web", 2, "500m", "512Mi") {
+		p.Spec.NodeName, p.Status = "old", corev1.PodStatus{Phase: corev1.PodRunning}
+		e.cluster.snap.PodsByNode["old"] = append(e.cluster.snap.PodsByNode["old"], p)
+	}
+	daemon := pod("agent", "100m", "64Mi")
+	daemon.Spec.NodeName, daemon.OwnerReferences = "old", []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent"}}
+	e.cluster.snap.PodsByNode["old"] = append(e.cluster.snap.PodsByNode["old"], daemon)
+
+	res := e.run(Trigger{Source: TriggerSchedule})
+	if len(res.Launched) != 1 || res.Nominated != 2 {
+		t.Fatalf("want one claim for the two workload pods, got %+v", res)
+	}
+	if res := e.run(Trigger{Source: TriggerSchedule}); len(res.Created) != 0 {
+		t.Fatalf("second run created %v", res.Created)
 	}
 }
