@@ -278,15 +278,25 @@ func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logge
 		// but re-check often so tests observe it promptly.
 		"--node-monitor-period=2s",
 		"--profiling=false",
+		// The default 20 QPS throttles the disruption and garbage-collection
+		// controllers during bursts that tests provoke on purpose.
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
 	)
 	if err != nil {
 		return nil, err
 	}
+	// The scheduler's client rate limit (50 QPS by default) is what slows
+	// marking a burst of pods Unschedulable: each is a status write. EKS runs
+	// its scheduler well above that, so the local one does too.
+	schedConfig := filepath.Join(p.Dir, "kube-scheduler-config.yaml")
+	if err := os.WriteFile(schedConfig, []byte(fmt.Sprintf(schedulerConfigYAML, filepath.Join(p.Dir, "kube-scheduler.kubeconfig"))), 0o644); err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
 	if _, err := p.start("kube-scheduler", bins.KubeScheduler,
-		"--kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
+		"--config="+schedConfig,
 		"--authentication-kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
 		"--authorization-kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
-		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
 		"--profiling=false",
@@ -465,3 +475,13 @@ func writeWebhookKubeconfig(path, url string) error {
 	}
 	return nil
 }
+
+const schedulerConfigYAML = `apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %s
+  qps: 500
+  burst: 1000
+leaderElection:
+  leaderElect: false
+`
