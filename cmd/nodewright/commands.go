@@ -8,5 +8,6 @@ func subcommands() []*cobra.Command {
 		newValidateCmd(),
 		newSimulateCmd(),
 		newLocalCmd(),
+		newDemoCmd(),
 	}
 }

@@ -1,26 +1,20 @@
 // Command webhook is the admission webhook Lambda: the kube-apiserver calls it
 // (through a function URL) when the scheduler marks a pod Unschedulable; it
-// always allows and nudges the provisioner through the work queue.
+// always allows and nudges the provisioner through the provision queue.
 package main
 
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
-	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nodewright/nodewright/internal/admission"
+	"github.com/nodewright/nodewright/internal/app"
 	"github.com/nodewright/nodewright/internal/metrics"
-	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/settings"
 )
 
@@ -28,15 +22,17 @@ func main() {
 	ctx := context.Background()
 	s, err := settings.FromEnv(settings.Getenv)
 	log := settings.Logger(os.Stdout, s.LogLevel, "webhook")
-	if err == nil {
-		err = s.Require(settings.EnvProvisionQueueURL)
-	}
 	if err != nil {
 		log.Error("configuration", "error", err.Error())
 		os.Exit(1)
 	}
+	cfg, err := settings.AWSConfig(ctx)
+	if err != nil {
+		log.Error("start", "error", err.Error())
+		os.Exit(1)
+	}
 	rec := metrics.New(os.Stdout, metrics.Dimensions{"cluster": s.ClusterName, "function": "webhook"})
-	h, err := newHandler(ctx, s, log, rec)
+	h, err := app.WebhookHandler(ctx, s, cfg, log, rec)
 	if err != nil {
 		log.Error("start", "error", err.Error())
 		os.Exit(1)
@@ -50,38 +46,6 @@ func main() {
 		}
 		return resp, nil
 	})
-}
-
-func newHandler(ctx context.Context, s settings.Settings, log *slog.Logger, rec *metrics.Recorder) (*admission.Handler, error) {
-	cfg, err := settings.AWSConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	secret := s.WebhookSecret
-	if secret == "" && s.WebhookSecretARN != "" {
-		out, err := secretsmanager.NewFromConfig(cfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.WebhookSecretARN)})
-		if err != nil {
-			return nil, fmt.Errorf("read webhook secret: %w", err)
-		}
-		secret = strings.TrimSpace(aws.ToString(out.SecretString))
-	}
-	q := queue.New(sqs.NewFromConfig(cfg), s.ProvisionQueueURL)
-	return admission.NewHandler(admission.Options{Secret: secret, Nudger: nudger{q, rec}, Coalesce: s.BatchIdle, Logger: log})
-}
-
-// nudger adapts the work queue to the admission handler and counts the
-// nudges it sends (nodewright_webhook_nudges_total, on the dashboard).
-type nudger struct {
-	q   *queue.Queue
-	rec *metrics.Recorder
-}
-
-func (n nudger) Nudge(ctx context.Context, hint admission.Hint, delay time.Duration) error {
-	err := n.q.Send(ctx, queue.Message{Kind: queue.KindProvision, Subject: hint.Namespace + "/" + hint.Name, Reason: hint.Reason}, delay)
-	if err == nil {
-		n.rec.Add(metrics.WebhookNudges, 1, metrics.Dimensions{"reason": hint.Reason})
-	}
-	return err
 }
 
 // serve adapts a function URL (or API Gateway HTTP API 2.0) event.

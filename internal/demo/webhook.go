@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/internal/admission"
-	"github.com/nodewright/nodewright/internal/queue"
+	"github.com/nodewright/nodewright/internal/app"
 )
 
 // The match conditions the CDK stack's webhook registrar installs
@@ -196,15 +196,14 @@ func registerWebhook(ctx context.Context, cs kubernetes.Interface, endpoint stri
 	return nil
 }
 
-// queueNudger sends the webhook's nudges to the provision queue, as the
-// webhook function does.
+// queueNudger is the webhook function's nudger with a tap for the timeline.
 type queueNudger struct {
-	q      *queue.Queue
+	app.ProvisionNudger
 	onSend func(admission.Hint)
 }
 
 func (n queueNudger) Nudge(ctx context.Context, hint admission.Hint, delay time.Duration) error {
-	err := n.q.Send(ctx, queue.Message{Kind: queue.KindProvision, Subject: hint.Namespace + "/" + hint.Name, Reason: hint.Reason}, delay)
+	err := n.ProvisionNudger.Nudge(ctx, hint, delay)
 	if err == nil && n.onSend != nil {
 		n.onSend(hint)
 	}

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -24,8 +24,8 @@ func (s sender) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...
 func TestNudgerCountsSentNudges(t *testing.T) {
 	var out bytes.Buffer
 	rec := metrics.New(&out, metrics.Dimensions{"cluster": "c", "function": "webhook"})
-	ok := nudger{queue.New(sender{}, "https://sqs.local/q"), rec}
-	bad := nudger{queue.New(sender{errors.New("throttled")}, "https://sqs.local/q"), rec}
+	ok := ProvisionNudger{Queue: queue.New(sender{}, "https://sqs.local/q"), Metrics: rec}
+	bad := ProvisionNudger{Queue: queue.New(sender{errors.New("throttled")}, "https://sqs.local/q"), Metrics: rec}
 	for range 2 {
 		if err := ok.Nudge(context.Background(), admission.Hint{Namespace: "ns", Name: "p", Reason: "Unschedulable"}, 0); err != nil {
 			t.Fatal(err)
