@@ -28,11 +28,15 @@ type poolState struct {
 	daemons   []hostPort
 	maskCache map[string]bitset
 
-	limitNames  []corev1.ResourceName
-	limitRemain []int64
-	limitUse    [][]int64 // per type, capacity in limitNames order
-	nodesLimit  int64     // -1 = unlimited
-	minValues   bool
+	// Limits left after existing nodes and planned claims. A remainder may
+	// go negative (existing nodes can exceed a limit lowered after they
+	// launched); negative and zero both mean "no more of this resource".
+	limitNames   []corev1.ResourceName
+	limitRemain  []int64
+	limitUse     [][]int64 // per type, capacity in limitNames order
+	nodesLimited bool      // false: limits.nodes unset, nodesRemain unused
+	nodesRemain  int64
+	minValues    bool
 }
 
 // isTypeKey reports whether an instance type decides the label key.
@@ -198,7 +202,7 @@ func (d *daemon) matchesNode(labels map[string]string, taints []corev1.Taint) bo
 }
 
 func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemons []*daemon, unavailable map[OfferingKey]bool) (*poolState, error) {
-	p := &poolState{np: np, taints: np.Taints, maskCache: map[string]bitset{}, nodesLimit: -1}
+	p := &poolState{np: np, taints: np.Taints, maskCache: map[string]bitset{}}
 	reqs := np.Requirements
 	for k, v := range np.Labels {
 		reqs = reqs.Add(Requirement{Key: k, values: []string{v}})
@@ -270,7 +274,7 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 		rn := corev1.ResourceName(n)
 		q := np.Limits[rn]
 		if rn == "nodes" {
-			p.nodesLimit = q.Value()
+			p.nodesLimited, p.nodesRemain = true, q.Value()
 			continue
 		}
 		p.limitNames = append(p.limitNames, rn)
@@ -293,20 +297,31 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 }
 
 // chargeExisting subtracts an existing node's capacity from the limits.
+// Remainders are allowed to go below zero: more existing nodes than the
+// limit (or a limit lowered under current usage) must still read as "no
+// more", never wrap around to anything that looks unlimited.
 func (p *poolState) chargeExisting(capacity corev1.ResourceList) {
 	for i, rn := range p.limitNames {
 		if q, ok := capacity[rn]; ok {
 			p.limitRemain[i] -= quantityValue(rn, q)
 		}
 	}
-	if p.nodesLimit >= 0 {
-		p.nodesLimit--
+	if p.nodesLimited {
+		p.nodesRemain--
 	}
 }
 
-// withinLimits reports whether type i could still launch.
+// nodesExhausted reports whether limits.nodes allows no further claim.
+func (p *poolState) nodesExhausted() bool {
+	return p.nodesLimited && p.nodesRemain <= 0
+}
+
+// withinLimits reports whether type i could still launch. A type using
+// none of an exactly spent resource still fits (as in Karpenter, a GPU
+// limit used up does not stop CPU-only nodes); a limit already exceeded
+// (negative remainder) stops every type, since no use is below zero.
 func (p *poolState) withinLimits(i int) bool {
-	if p.nodesLimit == 0 || p.nodesLimit < -1 {
+	if p.nodesExhausted() {
 		return false
 	}
 	for j := range p.limitNames {
@@ -321,8 +336,8 @@ func (p *poolState) withinLimits(i int) bool {
 // Karpenter does: the launch may resolve to any of them. It returns what
 // was reserved, the ceiling for any later change of the claim's options.
 func (p *poolState) charge(options bitset) []int64 {
-	if p.nodesLimit > 0 {
-		p.nodesLimit--
+	if p.nodesLimited {
+		p.nodesRemain--
 	}
 	if len(p.limitNames) == 0 {
 		return nil

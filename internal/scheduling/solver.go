@@ -1134,7 +1134,7 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 	if mask.empty() {
 		return 0, name + ": no instance type matches"
 	}
-	if p.nodesLimit == 0 {
+	if p.nodesExhausted() {
 		return 0, name + ": node limit reached"
 	}
 	opts := newBitset(len(p.types))

@@ -341,18 +341,25 @@ func planErrors(in *scheduling.Input, plan *scheduling.Plan) []string {
 				}
 			}
 		}
+		planned := 0
 		for _, c := range plan.NodeClaims {
 			if c.NodePool != pool.Name {
 				continue
 			}
 			nodes++
+			planned++
 			for _, it := range types(pool.Name) {
 				if it.Name == c.InstanceType {
 					add(it.Capacity)
 				}
 			}
 		}
+		// Existing nodes alone may exceed a limit (it was lowered, or they
+		// were counted late); the plan is wrong only if it adds to such a pool.
 		for name, lim := range pool.Limits {
+			if planned == 0 {
+				break
+			}
 			if name == "nodes" {
 				if nodes > lim.Value() {
 					bad("pool %s: %d nodes > limit %s", pool.Name, nodes, lim.String())
