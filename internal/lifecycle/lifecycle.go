@@ -334,13 +334,15 @@ func (c *Controller) reconcile(ctx context.Context, cl *apis.NodeClaim, v view) 
 }
 
 // poll is the delay before looking again at a claim waiting since since:
-// Settings.Poll at first, growing with the wait to at most maxPoll, so a
-// node that takes long to boot costs a few dozen looks, not hundreds.
+// Settings.Poll at first, then a tenth of the wait so far (pods wait for
+// registration, so the lag stays ~10% of the boot time), at most maxPoll,
+// so a node that never boots costs about a hundred looks over the 15 min
+// registration TTL, not hundreds.
 func (c *Controller) poll(since, now time.Time) time.Duration {
-	return min(max(now.Sub(since)/5, c.s.Poll), maxPoll)
+	return min(max(now.Sub(since)/10, c.s.Poll), maxPoll)
 }
 
-const maxPoll = 30 * time.Second
+const maxPoll = 15 * time.Second
 
 // markAndTerminate marks the claim and takes the first termination step.
 func (c *Controller) markAndTerminate(ctx context.Context, cl *apis.NodeClaim, reason, msg, action string) (Outcome, error) {
