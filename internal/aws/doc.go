@@ -21,6 +21,30 @@
 // limit keep the first 119 characters and append "-" and 8 hex characters of
 // the SHA-256 of the full name.
 //
+// # One instance per NodeClaim
+//
+// Launch never launches twice for one NodeClaim, even when a CreateFleet
+// response is lost and EC2's eventually consistent DescribeInstances does not
+// show the instance yet. The rules:
+//
+//   - Launch first looks for a pending or running instance tagged
+//     karpenter.sh/nodeclaim=<claim> and adopts it.
+//   - Attempt n of a claim always sends ClientToken(cluster, claim, n). A lost
+//     response retried with the same parameters gets the original fleet back
+//     (its instance, or its capacity errors).
+//   - Launch moves on to token n+1 only after a CreateFleet response for token
+//     n arrived and showed no instance (capacity errors, a stale template or
+//     an exhausted subnet).
+//   - IdempotentParameterMismatch means token n was used by an earlier run
+//     with other parameters (the ICE set or the options changed since): a
+//     launch with it happened. Launch then looks for the claim's instance by
+//     tag, with backoff, for up to Options.LaunchConfirmWait (30 s) and adopts
+//     it; if none shows up it fails with ErrLaunchInDoubt and the caller
+//     requeues the claim. It never takes a new token in that case. A claim
+//     whose lost launch in fact produced no instance stays in doubt until the
+//     claim's launch timeout deletes it; its replacement has a new name and so
+//     new tokens.
+//
 // # Tags
 //
 // Instances, volumes and network interfaces carry

@@ -24,6 +24,13 @@ func IsCapacityError(code string) bool {
 // NodeClaim is unavailable; the provisioner re-plans the claim's pods.
 var ErrInsufficientCapacity = errors.New("insufficient capacity")
 
+// ErrLaunchInDoubt is wrapped by Launch when CreateFleet says a launch with
+// the claim's ClientToken already happened (IdempotentParameterMismatch) but
+// DescribeInstances does not show its instance yet. The caller requeues the
+// claim; Launch never launches again for it until the first launch is found
+// or known to have produced no instance.
+var ErrLaunchInDoubt = errors.New("an earlier launch of this claim may have succeeded and is not visible yet")
+
 // ErrNotOwned is wrapped by Terminate for instances this cluster does not own.
 var ErrNotOwned = errors.New("instance not owned by this cluster")
 

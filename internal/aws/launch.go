@@ -114,8 +114,16 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 		if err != nil {
 			switch code := apiErrorCode(err); {
 			case code == "IdempotentParameterMismatch":
-				// An earlier run used this token with other offerings; take the next one.
-				continue
+				// An earlier run sent this token with other parameters (its
+				// response was lost, then the ICE set or the options moved on):
+				// a launch with this token happened. Taking the next token could
+				// launch a second instance, so find the first one or give up.
+				inst, err := p.awaitClaimInstance(ctx, name)
+				if err != nil {
+					return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
+				}
+				p.log.InfoContext(ctx, "earlier launch with the same client token found; adopting it", "nodeclaim", name, "instance", inst.ID)
+				return inst, nil
 			case strings.HasPrefix(code, "InvalidLaunchTemplate"):
 				// A template was garbage-collected under us; forget cached names and retry.
 				p.templates.invalidateAll()
@@ -154,6 +162,36 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 		}
 	}
 	return Instance{}, &LaunchError{NodeClaim: name, Errors: lastErrs, Err: fmt.Errorf("%w: gave up after %d CreateFleet attempts", ErrInsufficientCapacity, maxLaunchAttempts)}
+}
+
+// awaitClaimInstance looks for the claim's instance with backoff for up to
+// LaunchConfirmWait: EC2's reads are eventually consistent, so an instance
+// launched moments ago may not be listed yet. It returns an error wrapping
+// ErrLaunchInDoubt when none shows up.
+func (p *Provider) awaitClaimInstance(ctx context.Context, name string) (Instance, error) {
+	deadline := time.Now().Add(p.opts.LaunchConfirmWait)
+	delay := 200 * time.Millisecond
+	for {
+		inst, err := p.findClaimInstance(ctx, name)
+		if err != nil {
+			return Instance{}, err
+		}
+		if inst != nil {
+			return *inst, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return Instance{}, fmt.Errorf("%w: no instance tagged for it after %s", ErrLaunchInDoubt, p.opts.LaunchConfirmWait)
+		}
+		t := time.NewTimer(min(delay, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Instance{}, fmt.Errorf("%w: %w", ErrLaunchInDoubt, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
 }
 
 // plan picks the capacity type (spot when the claim allows it and a spot
@@ -359,7 +397,9 @@ func (p *Provider) Tags(claim *apis.NodeClaim, nc *apis.EC2NodeClass) map[string
 
 // ClientToken is the CreateFleet idempotency token of a claim's attempt:
 // the same claim and attempt always send the same token, so a retried call
-// after a lost response returns the instance already launched.
+// after a lost response returns the instance already launched. Launch moves
+// to attempt n+1 only after attempt n's response showed no instance; see
+// the package doc for the one-instance-per-claim rule.
 func ClientToken(cluster, nodeClaim string, attempt int) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%d", cluster, nodeClaim, attempt))
 	return "nw-" + hex.EncodeToString(sum[:16])

@@ -28,6 +28,10 @@ type Options struct {
 	// InstanceProfileName maps an EC2NodeClass role to its instance profile
 	// (default InstanceProfileName, the CDK app's convention).
 	InstanceProfileName func(cluster, role string) string
+	// LaunchConfirmWait is how long Launch keeps looking (with backoff) for
+	// the instance of an earlier launch with the same ClientToken before it
+	// gives up and returns ErrLaunchInDoubt (default 30 seconds).
+	LaunchConfirmWait time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger receives structured logs (default slog.Default()).
@@ -52,6 +56,9 @@ func (o *Options) defaults() error {
 	}
 	if o.MaxInstanceTypes <= 0 {
 		o.MaxInstanceTypes = 60
+	}
+	if o.LaunchConfirmWait <= 0 {
+		o.LaunchConfirmWait = 30 * time.Second
 	}
 	if o.InstanceProfileName == nil {
 		o.InstanceProfileName = InstanceProfileName

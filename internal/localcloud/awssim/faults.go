@@ -25,6 +25,10 @@ type Fault struct {
 	Skip int
 	// Times limits how many matching calls are affected after Skip (0 = all).
 	Times int
+	// LoseResponse lets the call take effect and then answers with Code
+	// instead of its response, as when a response is lost on the way back
+	// (EC2 calls only; other services ignore it and fail before serving).
+	LoseResponse bool
 }
 
 type faultState struct {
@@ -77,8 +81,9 @@ func (s *Server) ClearFaults() {
 	s.faults.list = nil
 }
 
-// check returns the latency to add and the error to return for one call.
-func (f *faults) check(service, operation string) (time.Duration, *protocol.APIError) {
+// check returns the latency to add and the error to return for one call,
+// and whether that error replaces the response of a served call.
+func (f *faults) check(service, operation string) (time.Duration, *protocol.APIError, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var latency time.Duration
@@ -97,8 +102,8 @@ func (f *faults) check(service, operation string) (time.Duration, *protocol.APIE
 			if st == 0 {
 				st = http.StatusBadRequest
 			}
-			return latency, &protocol.APIError{Code: fs.Code, Message: fs.Message, Status: st}
+			return latency, &protocol.APIError{Code: fs.Code, Message: fs.Message, Status: st}, fs.LoseResponse
 		}
 	}
-	return latency, nil
+	return latency, nil, false
 }

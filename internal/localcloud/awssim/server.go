@@ -328,17 +328,26 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// begin applies faults and returns a func that records the call.
+// begin applies faults and returns a func that records the call. Services
+// that do not serve lost responses fail before serving; use beginLossy to
+// learn that the fault is a lost response instead.
 func (s *Server) begin(ctx context.Context, service, op string, params map[string]string) (*protocol.APIError, func(*protocol.APIError, int)) {
+	ferr, _, done := s.beginLossy(ctx, service, op, params)
+	return ferr, done
+}
+
+// beginLossy is begin that also reports whether ferr replaces the response
+// of a call that must still be served (Fault.LoseResponse).
+func (s *Server) beginLossy(ctx context.Context, service, op string, params map[string]string) (*protocol.APIError, bool, func(*protocol.APIError, int)) {
 	start := time.Now()
-	latency, ferr := s.faults.check(service, op)
+	latency, ferr, lost := s.faults.check(service, op)
 	if latency > 0 {
 		select {
 		case <-time.After(latency):
 		case <-ctx.Done():
 		}
 	}
-	return ferr, func(e *protocol.APIError, status int) {
+	return ferr, lost, func(e *protocol.APIError, status int) {
 		c := Call{Time: s.opts.Now(), Service: service, Operation: op, Params: params, Status: status, Duration: time.Since(start)}
 		if e != nil {
 			c.ErrorCode, c.Status = e.Code, e.Status
@@ -349,13 +358,19 @@ func (s *Server) begin(ctx context.Context, service, op string, params map[strin
 }
 
 func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request, reqID, action string, form url.Values) {
-	ferr, done := s.begin(r.Context(), "ec2", action, flatten(form))
-	if ferr != nil {
+	ferr, lost, done := s.beginLossy(r.Context(), "ec2", action, flatten(form))
+	if ferr != nil && !lost {
 		done(ferr, 0)
 		protocol.WriteError(w, protocol.EC2Query, reqID, ferr, "")
 		return
 	}
 	out, err := s.ec2.Handle(r.Context(), action, form)
+	if ferr != nil {
+		// Served, but the caller never hears how it went.
+		done(ferr, 0)
+		protocol.WriteError(w, protocol.EC2Query, reqID, ferr, "")
+		return
+	}
 	if err != nil {
 		ae := protocol.AsAPIError(err)
 		done(ae, 0)

@@ -63,6 +63,7 @@ type Cloud struct {
 	releases      map[string]int    // AMI releases published per family
 	ssm           map[string]string // SSM parameter name -> value (EKS AMI parameters)
 	observers     []func(Transition)
+	hideNew       int // see HideNewInstances
 }
 
 // Pool is an EC2 capacity pool.

@@ -18,6 +18,9 @@ type instance struct {
 	capacityType string
 	userData     string
 	reservation  string
+	// hidden counts the DescribeInstances calls that still miss this
+	// instance (EC2's eventual consistency after a launch).
+	hidden int
 }
 
 var stateCodes = map[types.InstanceStateName]int32{
@@ -169,6 +172,15 @@ func (c *Cloud) checkInstanceIDs(ids []string) error {
 	return nil
 }
 
+// HideNewInstances makes every instance launched from now on invisible to
+// its first n DescribeInstances calls, as EC2's eventually consistent reads
+// can be right after a launch (0 turns it off for later launches).
+func (c *Cloud) HideNewInstances(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hideNew = n
+}
+
 // DescribeInstances lists instances by id and filters, paginated.
 func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput) (*ec2.DescribeInstancesOutput, error) {
 	if len(in.InstanceIds) > 0 && in.MaxResults != nil {
@@ -186,6 +198,10 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 	var sel []*instance
 	for _, id := range ids {
 		inst := c.instances[id]
+		if inst.hidden > 0 {
+			inst.hidden--
+			continue
+		}
 		ok, err := matchFilters(in.Filters, inst.attrs)
 		if err != nil {
 			return nil, err

@@ -68,7 +68,7 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 	c.resourceTags[volID] = &volTags
 	c.resourceTags[eniID] = &eniTags
 	dns := c.privateDNSName(ip)
-	inst := &instance{capacityType: string(life), userData: aws.ToString(data.UserData), reservation: c.newID("r")}
+	inst := &instance{capacityType: string(life), userData: aws.ToString(data.UserData), reservation: c.newID("r"), hidden: c.hideNew}
 	inst.Instance = types.Instance{
 		InstanceId: aws.String(id), InstanceType: types.InstanceType(cd.itype), ImageId: cd.image.ImageId,
 		Architecture: cd.image.Architecture, State: state(types.InstanceStateNamePending),
