@@ -367,7 +367,7 @@ func (c *Controller) resolve(ctx context.Context, it Item, out *Outcome) (*work,
 		return nil, nil
 	}
 	w := &work{item: it, out: out, claim: cl, log: log}
-	node, err := c.node(ctx, cl)
+	node, err := c.d.Cluster.ClaimNode(ctx, cl)
 	if err != nil {
 		return nil, fmt.Errorf("interruption: nodeclaim %s: %w", cl.Name, err)
 	}
@@ -377,38 +377,6 @@ func (c *Controller) resolve(ctx context.Context, it Item, out *Outcome) (*work,
 		w.log = log.With("node", node.Name)
 	}
 	return w, nil
-}
-
-// node returns the claim's Node, or nil while it has none.
-func (c *Controller) node(ctx context.Context, cl *apis.NodeClaim) (*corev1.Node, error) {
-	nodes := c.d.Cluster.Clientset().CoreV1().Nodes()
-	if name := cl.Status.NodeName; name != "" {
-		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("get node %s: %w", name, err)
-		case cl.Status.ProviderID == "" || n.Spec.ProviderID == "" || n.Spec.ProviderID == cl.Status.ProviderID:
-			return n, nil
-		}
-	}
-	if cl.Status.ProviderID == "" {
-		return nil, nil
-	}
-	opts := metav1.ListOptions{}
-	if pool := cl.NodePoolName(); pool != "" {
-		opts.LabelSelector = apis.NodePoolLabelKey + "=" + pool
-	}
-	list, err := nodes.List(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	for i := range list.Items {
-		if list.Items[i].Spec.ProviderID == cl.Status.ProviderID {
-			return &list.Items[i], nil
-		}
-	}
-	return nil, nil
 }
 
 // acknowledge handles an owned instance's message that needs no action:

@@ -294,3 +294,36 @@ func (c *Client) DeleteNode(ctx context.Context, name string, uid types.UID) err
 	}
 	return fmt.Errorf("delete node %s: %w", name, err)
 }
+
+// NodeFor finds the Node backing a NodeClaim: the Node named nodeName when
+// the claim recorded one and its providerID does not contradict the claim's,
+// else the Node carrying providerID among those matching labelSelector (a
+// node that registered but was never recorded, or one re-registered under
+// another name). It returns nil and no error when there is none, so callers
+// can tell "no node (yet/any more)" from a failed read.
+func (c *Client) NodeFor(ctx context.Context, nodeName, providerID, labelSelector string) (*corev1.Node, error) {
+	nodes := c.cs.CoreV1().Nodes()
+	if nodeName != "" {
+		n, err := nodes.Get(ctx, nodeName, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return nil, fmt.Errorf("get node %s: %w", nodeName, err)
+		case providerID == "" || n.Spec.ProviderID == "" || n.Spec.ProviderID == providerID:
+			return n, nil
+		}
+	}
+	if providerID == "" {
+		return nil, nil
+	}
+	list, err := nodes.List(ctx, metav1.ListOptions{LabelSelector: labelSelector})
+	if err != nil {
+		return nil, fmt.Errorf("list nodes %q: %w", labelSelector, err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.ProviderID == providerID {
+			return &list.Items[i], nil
+		}
+	}
+	return nil, nil
+}

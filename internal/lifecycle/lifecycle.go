@@ -27,7 +27,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -679,33 +678,7 @@ type lazyView struct {
 func (v *lazyView) cs() kubernetes.Interface { return v.c.d.Cluster.Clientset() }
 
 func (v *lazyView) node(ctx context.Context, cl *apis.NodeClaim) (*corev1.Node, error) {
-	if name := cl.Status.NodeName; name != "" {
-		n, err := v.cs().CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("get node %s: %w", name, err)
-		case cl.Status.ProviderID == "" || n.Spec.ProviderID == cl.Status.ProviderID:
-			return n, nil
-		}
-	}
-	if cl.Status.ProviderID == "" {
-		return nil, nil
-	}
-	opts := metav1.ListOptions{}
-	if pool := cl.NodePoolName(); pool != "" {
-		opts.LabelSelector = apis.NodePoolLabelKey + "=" + pool
-	}
-	list, err := v.cs().CoreV1().Nodes().List(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	for i := range list.Items {
-		if list.Items[i].Spec.ProviderID == cl.Status.ProviderID {
-			return &list.Items[i], nil
-		}
-	}
-	return nil, nil
+	return v.c.d.Cluster.ClaimNode(ctx, cl)
 }
 
 func (v *lazyView) pods(ctx context.Context, node string) ([]*corev1.Pod, error) {

@@ -261,7 +261,7 @@ func newSnapView(c *Controller, snap *kube.Snapshot, instances []nwaws.Instance,
 }
 
 func (v *snapView) match(cl *apis.NodeClaim) *corev1.Node {
-	if n := v.byName[cl.Status.NodeName]; n != nil && (cl.Status.ProviderID == "" || n.Spec.ProviderID == cl.Status.ProviderID) {
+	if n := v.byName[cl.Status.NodeName]; n != nil && (cl.Status.ProviderID == "" || n.Spec.ProviderID == "" || n.Spec.ProviderID == cl.Status.ProviderID) {
 		return n
 	}
 	if cl.Status.ProviderID != "" {

@@ -74,6 +74,7 @@ const (
 // Cluster is what the workflow needs of the API server (*kube.Client).
 type Cluster interface {
 	Clientset() kubernetes.Interface
+	ClaimNode(ctx context.Context, cl *apis.NodeClaim) (*corev1.Node, error)
 	AddTaint(ctx context.Context, node string, t corev1.Taint) (*corev1.Node, error)
 	PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error)
 	Evict(ctx context.Context, pod *corev1.Pod, o kube.EvictOptions) error
@@ -173,7 +174,7 @@ func (t *Terminator) Step(ctx context.Context, claim *apis.NodeClaim) (Result, e
 	log := t.d.Log.With("nodeclaim", cl.Name, "nodepool", cl.NodePoolName(), "instance-id", cl.Status.InstanceID,
 		"reason", cl.DeletionReason())
 
-	node, err := t.findNode(ctx, cl)
+	node, err := t.d.Cluster.ClaimNode(ctx, cl)
 	if err != nil {
 		return Result{}, fmt.Errorf("terminate nodeclaim %s: %w", cl.Name, err)
 	}
@@ -287,40 +288,6 @@ func reasonText(cl *apis.NodeClaim) string {
 		return r
 	}
 	return "marked for deletion"
-}
-
-// findNode returns the claim's Node: status.nodeName when the lifecycle
-// registered it, else the pool's Node carrying the claim's providerID
-// (a node that registered but was never recorded). nil when there is none.
-func (t *Terminator) findNode(ctx context.Context, cl *apis.NodeClaim) (*corev1.Node, error) {
-	nodes := t.d.Cluster.Clientset().CoreV1().Nodes()
-	if name := cl.Status.NodeName; name != "" {
-		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("get node %s: %w", name, err)
-		case cl.Status.ProviderID == "" || n.Spec.ProviderID == "" || n.Spec.ProviderID == cl.Status.ProviderID:
-			return n, nil
-		}
-	}
-	if cl.Status.ProviderID == "" {
-		return nil, nil
-	}
-	opts := metav1.ListOptions{}
-	if pool := cl.NodePoolName(); pool != "" {
-		opts.LabelSelector = apis.NodePoolLabelKey + "=" + pool
-	}
-	list, err := nodes.List(ctx, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	for i := range list.Items {
-		if list.Items[i].Spec.ProviderID == cl.Status.ProviderID {
-			return &list.Items[i], nil
-		}
-	}
-	return nil, nil
 }
 
 func hasDisruptedTaint(n *corev1.Node) bool {
