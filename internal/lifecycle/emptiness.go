@@ -123,6 +123,9 @@ func EmptyCandidate(cl *apis.NodeClaim, np *apis.NodePool, node *corev1.Node, po
 		return EmptinessCheck{Reason: "its NodePool is not configured"}
 	case cl.Deleting():
 		return EmptinessCheck{Reason: "already deleting"}
+	case cl.IsTrue(apis.ConditionDisrupting):
+		// The disruption controller is replacing it and deletes it itself.
+		return EmptinessCheck{Reason: "already being disrupted"}
 	case !cl.IsTrue(apis.ConditionInitialized):
 		return EmptinessCheck{Reason: "not initialized"}
 	case node == nil:
@@ -146,9 +149,11 @@ func EmptyCandidate(cl *apis.NodeClaim, np *apis.NodePool, node *corev1.Node, po
 
 // AllowedDisruptions is how many more of a pool's nodes may be disrupted for
 // reason right now: the minimum of its active budgets over the pool's
-// nodes, minus the nodes already being deleted and the NotReady ones
-// (Karpenter counts both against the budget). claims are the pool's live
-// claims, ready tells whether a claim's node is Ready.
+// nodes, minus the nodes already being deleted, those the disruption
+// controller is replacing (Disrupting: they go once their replacement is
+// up) and the NotReady ones, as Karpenter counts all three against the
+// budget. claims are the pool's live claims, ready tells whether a claim's
+// node is Ready.
 func AllowedDisruptions(np *apis.NodePool, claims []*apis.NodeClaim, ready func(*apis.NodeClaim) bool, reason apis.DisruptionReason, now time.Time) (int, error) {
 	total := len(claims)
 	allowed, err := np.Spec.Disruption.AllowedDisruptions(now, reason, total)
@@ -156,7 +161,7 @@ func AllowedDisruptions(np *apis.NodePool, claims []*apis.NodeClaim, ready func(
 		return 0, fmt.Errorf("nodepool %s: %w", np.Name, err)
 	}
 	for _, cl := range claims {
-		if cl.Deleting() || (cl.IsTrue(apis.ConditionInitialized) && !ready(cl)) {
+		if cl.Deleting() || cl.IsTrue(apis.ConditionDisrupting) || (cl.IsTrue(apis.ConditionInitialized) && !ready(cl)) {
 			allowed--
 		}
 	}

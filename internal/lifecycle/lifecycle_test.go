@@ -159,6 +159,11 @@ func TestEmptyCandidate(t *testing.T) {
 	if c := EmptyCandidate(deleting, np, n, nil, t0.Add(time.Hour)); c.Candidate {
 		t.Error("deleting claim is a candidate")
 	}
+	disrupting := initializedClaim(t0)
+	disrupting.SetCondition(apis.ConditionDisrupting, metav1.ConditionTrue, string(apis.DisruptionReasonDrifted), "", metav1.NewTime(t0))
+	if c := EmptyCandidate(disrupting, np, n, nil, t0.Add(time.Hour)); c.Candidate {
+		t.Error("claim the disruption controller is replacing is an emptiness candidate")
+	}
 }
 
 func TestAllowedDisruptions(t *testing.T) {
@@ -175,6 +180,13 @@ func TestAllowedDisruptions(t *testing.T) {
 	notReady := func(cl *apis.NodeClaim) bool { return cl != claims[1] }
 	if n, _ := AllowedDisruptions(np, claims, notReady, apis.DisruptionReasonEmpty, t0); n != 0 {
 		t.Fatalf("deleting and NotReady nodes not counted against the budget: %d", n)
+	}
+	// A replacement in progress (Disrupting, not yet deleting) spends the
+	// budget too: 20% of 10 with one disrupting leaves one.
+	claims[0] = initializedClaim(t0)
+	claims[0].SetCondition(apis.ConditionDisrupting, metav1.ConditionTrue, string(apis.DisruptionReasonUnderutilized), "replacing", metav1.NewTime(t0))
+	if n, _ := AllowedDisruptions(np, claims, allReady, apis.DisruptionReasonEmpty, t0); n != 1 {
+		t.Fatalf("Disrupting node not counted against the budget: %d allowed, want 1", n)
 	}
 	// A budget for another reason does not apply; a scheduled zero budget
 	// outside its window does not either.
