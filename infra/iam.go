@@ -26,15 +26,21 @@ import (
 //   - RegistrarRole, for the CloudFormation custom resource: read the secret
 //     and describe the cluster, nothing else; runs only during deployments.
 //
-// Every EC2 mutation is tied to this cluster's ownership tag: creation needs
-// the tags in the request (aws:RequestTag), termination and deletion need them
-// on the resource (aws:ResourceTag), so the functions cannot touch anything
-// another cluster or a person created.
+// Every EC2 mutation is tied to this cluster's ownership tag and to
+// nodewright.io/managed-by=nodewright: creation needs the tags in the request
+// (aws:RequestTag), tagging, termination and deletion need them on the
+// resource (aws:ResourceTag), so the functions cannot touch anything another
+// cluster or a person created, nor Karpenter's instances and templates, which
+// carry the same cluster and karpenter.* tags (both can run during a
+// migration). The managed-by tag cannot be added after creation (TagOwnInstances
+// allows only the NodeClaim/Name tags), so it cannot be put on someone
+// else's instance to make it terminable.
 
 // Tag keys come from internal/aws, which puts them on what it creates:
 // instances, volumes and interfaces carry the cluster's owned tag,
-// eks:eks-cluster-name and karpenter.sh/nodepool; launch templates (shared
-// per EC2NodeClass) carry the owned tag, karpenter.k8s.aws/cluster and
+// nodewright.io/managed-by, eks:eks-cluster-name and karpenter.sh/nodepool;
+// launch templates (shared per EC2NodeClass) carry the owned tag,
+// nodewright.io/managed-by, karpenter.k8s.aws/cluster and
 // karpenter.k8s.aws/ec2nodeclass.
 
 func (b *builder) controllerRole() {
@@ -66,10 +72,19 @@ func (b *builder) controllerRole() {
 	launchRequestTags := map[string]interface{}{
 		"aws:RequestTag/" + ownedKey:                "owned",
 		"aws:RequestTag/" + nwaws.TagEKSClusterName: cluster,
+		"aws:RequestTag/" + nwaws.TagManagedBy:      nwaws.ManagedBy,
 	}
 	templateRequestTags := map[string]interface{}{
 		"aws:RequestTag/" + ownedKey:             "owned",
 		"aws:RequestTag/" + nwaws.TagClusterName: cluster,
+		"aws:RequestTag/" + nwaws.TagManagedBy:   nwaws.ManagedBy,
+	}
+	// What nodewright created: its cluster's owned tag and the managed-by tag.
+	ours := func() map[string]interface{} {
+		return map[string]interface{}{
+			"aws:ResourceTag/" + ownedKey:           "owned",
+			"aws:ResourceTag/" + nwaws.TagManagedBy: nwaws.ManagedBy,
+		}
 	}
 	add := func(p *awsiam.PolicyStatementProps) {
 		b.ControllerRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(p))
@@ -105,7 +120,7 @@ func (b *builder) controllerRole() {
 		Actions:   jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
 		Resources: &launchTemplates,
 		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"aws:ResourceTag/" + ownedKey: "owned"},
+			"StringEquals": ours(),
 			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodeClass: "*"},
 		},
 	})
@@ -147,9 +162,7 @@ func (b *builder) controllerRole() {
 		Actions:   jsii.Strings("ec2:CreateTags"),
 		Resources: &[]*string{ec2("instance/*")},
 		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{
-				"aws:ResourceTag/" + ownedKey: "owned",
-			},
+			"StringEquals": ours(),
 			"StringLike": map[string]interface{}{
 				"aws:ResourceTag/" + nwaws.TagNodePool: "*",
 			},
@@ -163,7 +176,7 @@ func (b *builder) controllerRole() {
 		Actions:   jsii.Strings("ec2:TerminateInstances"),
 		Resources: &[]*string{ec2("instance/*")},
 		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"aws:ResourceTag/" + ownedKey: "owned"},
+			"StringEquals": ours(),
 			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodePool: "*"},
 		},
 	})
@@ -172,7 +185,7 @@ func (b *builder) controllerRole() {
 		Actions:   jsii.Strings("ec2:DeleteLaunchTemplate"),
 		Resources: &launchTemplates,
 		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"aws:ResourceTag/" + ownedKey: "owned"},
+			"StringEquals": ours(),
 			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodeClass: "*"},
 		},
 	})

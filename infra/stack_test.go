@@ -730,6 +730,9 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	_, _, j := full(t)
 	owned := "aws:ResourceTag/kubernetes.io/cluster/" + testCluster
 	requested := "aws:RequestTag/kubernetes.io/cluster/" + testCluster
+	// Karpenter's instances and templates carry the same cluster tags; only
+	// the managed-by tag keeps nodewright off them during a migration.
+	managed := "nodewright.io/managed-by"
 	nodeRole := logicalID(t, j, "AWS::IAM::Role", "NodeRole")
 	table := logicalID(t, j, "AWS::DynamoDB::Table", "Table")
 	seen := map[string]bool{}
@@ -748,6 +751,9 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			if s.cond("StringEquals", owned) != "owned" {
 				t.Errorf("%s: %v without %s=owned: %s", s.Policy, s.Actions, owned, js(s.Condition))
 			}
+			if s.cond("StringEquals", "aws:ResourceTag/"+managed) != "nodewright" {
+				t.Errorf("%s: %v without aws:ResourceTag/%s=nodewright (would reach Karpenter's resources): %s", s.Policy, s.Actions, managed, js(s.Condition))
+			}
 		}
 		for _, a := range []string{"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate", "ec2:CreateTags"} {
 			if !s.has(a) {
@@ -755,6 +761,9 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			}
 			switch {
 			case s.cond("StringEquals", requested) == "owned":
+				if s.cond("StringEquals", "aws:RequestTag/"+managed) != "nodewright" {
+					t.Errorf("%s: %s request-tag condition lacks %s=nodewright", s.Policy, a, managed)
+				}
 				if s.cond("StringEquals", "aws:RequestTag/eks:eks-cluster-name") != testCluster && s.cond("StringEquals", "aws:RequestTag/karpenter.k8s.aws/cluster") != testCluster {
 					t.Errorf("%s: %s request-tag condition lacks the cluster name tag", s.Policy, a)
 				}
@@ -767,6 +776,17 @@ func TestIAMLeastPrivilege(t *testing.T) {
 					t.Errorf("%s: %s: launch templates must be tagged with their EC2NodeClass, instances with their NodePool", s.Policy, a)
 				}
 			case s.cond("StringEquals", owned) == "owned":
+				if s.cond("StringEquals", "aws:ResourceTag/"+managed) != "nodewright" {
+					t.Errorf("%s: %s on resources without %s=nodewright", s.Policy, a, managed)
+				}
+				// Tagging after creation must not be able to add the managed-by
+				// tag, or Karpenter's instance could be made terminable.
+				if a == "ec2:CreateTags" {
+					keys := js(s.cond("ForAllValues:StringEquals", "aws:TagKeys"))
+					if keys == "null" || strings.Contains(keys, managed) {
+						t.Errorf("%s: CreateTags after creation may add %s (allowed keys %s)", s.Policy, managed, keys)
+					}
+				}
 				if a == "ec2:CreateLaunchTemplate" {
 					t.Errorf("%s: CreateLaunchTemplate must be conditioned on request tags", s.Policy)
 				}

@@ -47,10 +47,22 @@
 //
 // # Tags
 //
-// Instances, volumes and network interfaces carry
+// Instances, volumes, network interfaces and fleets carry
 // kubernetes.io/cluster/<cluster>=owned, eks:eks-cluster-name=<cluster>,
-// karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass,
-// Name=<nodeclaim> and the EC2NodeClass's spec.tags. Launch templates carry
-// the cluster tag and karpenter.k8s.aws/cluster=<cluster>. Terminate refuses any
-// instance without the cluster tag.
+// nodewright.io/managed-by=nodewright (TagManagedBy), karpenter.sh/nodepool,
+// karpenter.sh/nodeclaim, nodewright.io/ec2nodeclass (TagInstanceNodeClass),
+// Name=<nodeclaim> and the EC2NodeClass's spec.tags (which cannot override
+// these). Launch templates carry the cluster tag, TagManagedBy,
+// karpenter.k8s.aws/cluster=<cluster> and karpenter.k8s.aws/ec2nodeclass.
+//
+// Karpenter tags its instances and templates with the same cluster and
+// karpenter.* tags, so TagManagedBy is what ownership means here:
+// ListClusterInstances (garbage collection), the crash-recovery lookup in
+// Launch, LaunchTemplates (template GC) and Terminate all require it.
+// Terminate refuses any instance without both the cluster tag and
+// TagManagedBy, so nodewright never terminates an instance it did not launch.
+// The other way round, instances do not carry karpenter.k8s.aws/ec2nodeclass,
+// one of the three tags Karpenter's instance garbage collector lists by, so a
+// Karpenter still running during a migration does not terminate nodewright's
+// instances as NodeClaim-less leaks.
 package aws

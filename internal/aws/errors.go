@@ -31,8 +31,9 @@ var ErrInsufficientCapacity = errors.New("insufficient capacity")
 // or known to have produced no instance.
 var ErrLaunchInDoubt = errors.New("an earlier launch of this claim may have succeeded and is not visible yet")
 
-// ErrNotOwned is wrapped by Terminate for instances this cluster does not own.
-var ErrNotOwned = errors.New("instance not owned by this cluster")
+// ErrNotOwned is wrapped by Terminate for instances nodewright did not launch
+// for this cluster.
+var ErrNotOwned = errors.New("instance not launched by nodewright for cluster")
 
 // ErrNodeClassNotReady is wrapped when an EC2NodeClass resolves to no subnets,
 // security groups or AMIs: launching cannot succeed until it is fixed.

@@ -150,12 +150,14 @@ func (p *Provider) describeMany(ctx context.Context, ids []string) (map[string]I
 // liveStates are the states of an instance that still exists or may come back.
 var liveStates = []string{"pending", "running", "stopping", "stopped", "shutting-down"}
 
-// ListClusterInstances returns every non-terminated instance carrying this
-// cluster's ownership tag, oldest first (the lifecycle's garbage collector
-// compares them with the NodeClaim records).
+// ListClusterInstances returns every non-terminated instance nodewright
+// launched for this cluster (its ownership tag and TagManagedBy), oldest
+// first (the lifecycle's garbage collector compares them with the NodeClaim
+// records). Karpenter's instances, with the same cluster tags, are not listed.
 func (p *Provider) ListClusterInstances(ctx context.Context) ([]Instance, error) {
 	got, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: sdkaws.String("tag-key"), Values: []string{ClusterTagKey(p.opts.ClusterName)}},
+		{Name: sdkaws.String("tag:" + TagManagedBy), Values: []string{ManagedBy}},
 		{Name: sdkaws.String("instance-state-name"), Values: liveStates},
 	}})
 	if err != nil {
@@ -182,6 +184,7 @@ func (p *Provider) findClaimInstance(ctx context.Context, nodeClaim string) (*In
 	got, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: sdkaws.String("tag:" + TagNodeClaim), Values: []string{nodeClaim}},
 		{Name: sdkaws.String("tag-key"), Values: []string{ClusterTagKey(p.opts.ClusterName)}},
+		{Name: sdkaws.String("tag:" + TagManagedBy), Values: []string{ManagedBy}},
 		{Name: sdkaws.String("instance-state-name"), Values: []string{"pending", "running"}},
 	}})
 	if err != nil {
@@ -195,14 +198,17 @@ func (p *Provider) findClaimInstance(ctx context.Context, nodeClaim string) (*In
 	return nil, nil
 }
 
+// owns reports whether nodewright launched i for this cluster: the cluster's
+// ownership tag alone would also match Karpenter's instances.
 func (p *Provider) owns(i Instance) bool {
 	v, ok := i.Tags[ClusterTagKey(p.opts.ClusterName)]
-	return ok && (v == "owned" || v == "shared")
+	return ok && (v == "owned" || v == "shared") && i.Tags[TagManagedBy] == ManagedBy
 }
 
-// Terminate terminates instances that carry this cluster's ownership tag.
-// It describes them first: ids EC2 no longer knows, or already terminated,
-// count as done; an instance without the tag is never touched and makes
+// Terminate terminates instances nodewright launched for this cluster (its
+// ownership tag and TagManagedBy). It describes them first: ids EC2 no
+// longer knows, or already terminated, count as done; any other instance
+// (another cluster's, Karpenter's, a person's) is never touched and makes
 // Terminate return an error wrapping ErrNotOwned (the owned ones in the same
 // call are still terminated).
 func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
@@ -233,7 +239,7 @@ func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
 		p.log.InfoContext(ctx, "terminated instances", "instances", owned)
 	}
 	if len(refused) > 0 {
-		return fmt.Errorf("terminate %v: %w %s (no %s tag)", refused, ErrNotOwned, p.opts.ClusterName, ClusterTagKey(p.opts.ClusterName))
+		return fmt.Errorf("terminate %v: %w %s (want tags %s=owned and %s=%s)", refused, ErrNotOwned, p.opts.ClusterName, ClusterTagKey(p.opts.ClusterName), TagManagedBy, ManagedBy)
 	}
 	return nil
 }

@@ -212,7 +212,8 @@ func TestLaunchOverTheWire(t *testing.T) {
 	}
 	for k, v := range map[string]string{
 		"kubernetes.io/cluster/demo": "owned", "eks:eks-cluster-name": "demo", "karpenter.sh/nodepool": "default",
-		"karpenter.sh/nodeclaim": claim.Name, "karpenter.k8s.aws/ec2nodeclass": "default", "Name": claim.Name, "team": "payments",
+		"karpenter.sh/nodeclaim": claim.Name, "nodewright.io/ec2nodeclass": "default", "Name": claim.Name, "team": "payments",
+		"nodewright.io/managed-by": "nodewright",
 	} {
 		if got.Tags[k] != v {
 			t.Errorf("instance tag %s=%q, want %q", k, got.Tags[k], v)

@@ -385,10 +385,11 @@ func (p *Provider) Tags(claim *apis.NodeClaim, nc *apis.EC2NodeClass) map[string
 		tags[k] = v
 	}
 	tags[ClusterTagKey(p.opts.ClusterName)] = "owned"
+	tags[TagManagedBy] = ManagedBy
 	tags[TagEKSClusterName] = p.opts.ClusterName
 	tags[TagNodePool] = claim.NodePoolName()
 	tags[TagNodeClaim] = claim.Name
-	tags[TagNodeClass] = nc.Name
+	tags[TagInstanceNodeClass] = nc.Name
 	if _, ok := nc.Spec.Tags[TagName]; !ok {
 		tags[TagName] = claim.Name
 	}

@@ -41,10 +41,26 @@ type templateSpec struct {
 }
 
 // Name is the deterministic launch template name: nodewright/<cluster>/<hash>.
+// The hash covers the template's tags too: a template made before a tag was
+// added (IAM lets launches use only templates carrying TagManagedBy) is
+// replaced by a new one rather than reused.
 func (s templateSpec) Name() string {
-	b, _ := json.Marshal(s) // plain data
+	b, _ := json.Marshal(struct {
+		templateSpec
+		Tags map[string]string `json:"tags"`
+	}{s, s.tags()}) // plain data
 	sum := sha256.Sum256(b)
 	return "nodewright/" + s.Cluster + "/" + hex.EncodeToString(sum[:10])
+}
+
+// tags are the tags the launch template carries.
+func (s templateSpec) tags() map[string]string {
+	return map[string]string{
+		ClusterTagKey(s.Cluster): "owned",
+		TagClusterName:           s.Cluster,
+		TagNodeClass:             s.NodeClass,
+		TagManagedBy:             ManagedBy,
+	}
 }
 
 // defaultBlockDevices are the root volumes Karpenter gives each AMI family
@@ -265,11 +281,7 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 		LaunchTemplateData: data,
 		TagSpecifications: []ec2types.TagSpecification{{
 			ResourceType: ec2types.ResourceTypeLaunchTemplate,
-			Tags: ec2Tags(map[string]string{
-				ClusterTagKey(spec.Cluster): "owned",
-				TagClusterName:              spec.Cluster,
-				TagNodeClass:                spec.NodeClass,
-			}),
+			Tags:         ec2Tags(spec.tags()),
 		}},
 	})
 	if err != nil {
@@ -304,7 +316,10 @@ type LaunchTemplate struct {
 func (p *Provider) LaunchTemplates(ctx context.Context) ([]LaunchTemplate, error) {
 	var out []LaunchTemplate
 	pager := ec2.NewDescribeLaunchTemplatesPaginator(p.clients.EC2, &ec2.DescribeLaunchTemplatesInput{
-		Filters: []ec2types.Filter{{Name: sdkaws.String("tag:" + TagClusterName), Values: []string{p.opts.ClusterName}}},
+		Filters: []ec2types.Filter{
+			{Name: sdkaws.String("tag:" + TagClusterName), Values: []string{p.opts.ClusterName}},
+			{Name: sdkaws.String("tag:" + TagManagedBy), Values: []string{ManagedBy}},
+		},
 	})
 	prefix := "nodewright/" + p.opts.ClusterName + "/"
 	for pager.HasMorePages() {
@@ -315,8 +330,9 @@ func (p *Provider) LaunchTemplates(ctx context.Context) ([]LaunchTemplate, error
 		for _, lt := range page.LaunchTemplates {
 			tags := tagMap(lt.Tags)
 			name := sdkaws.ToString(lt.LaunchTemplateName)
-			// Both the tag and our name prefix: never touch a template we did not make.
-			if tags[TagClusterName] != p.opts.ClusterName || !strings.HasPrefix(name, prefix) {
+			// The tags and our name prefix: never touch a template we did not
+			// make (Karpenter's carry the same cluster tag).
+			if tags[TagClusterName] != p.opts.ClusterName || tags[TagManagedBy] != ManagedBy || !strings.HasPrefix(name, prefix) {
 				continue
 			}
 			out = append(out, LaunchTemplate{

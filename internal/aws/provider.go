@@ -140,6 +140,26 @@ const (
 	TagName           = "Name"
 )
 
+// TagManagedBy (with value ManagedBy) marks every instance, volume, network
+// interface, fleet and launch template nodewright creates. Karpenter's
+// resources carry the same cluster and karpenter.sh/* tags, so this tag is
+// the only thing that tells them apart: nodewright lists, adopts and
+// terminates only instances that carry it, and its IAM policy (infra/)
+// allows TerminateInstances only on them, so both can run side by side
+// during a migration. It is only ever set at creation.
+const (
+	TagManagedBy = "nodewright.io/managed-by"
+	ManagedBy    = "nodewright"
+)
+
+// TagInstanceNodeClass names the EC2NodeClass on instances, volumes and
+// network interfaces. It is not Karpenter's karpenter.k8s.aws/ec2nodeclass
+// (which launch templates keep): Karpenter's instance garbage collector
+// lists instances carrying karpenter.sh/nodepool, karpenter.k8s.aws/ec2nodeclass
+// and eks:eks-cluster-name and terminates those without a NodeClaim object
+// after 30 seconds, which during a migration would be all of nodewright's.
+const TagInstanceNodeClass = "nodewright.io/ec2nodeclass"
+
 // InstanceProfileName is the instance profile the CDK app creates for an
 // EC2NodeClass role (see the package documentation).
 func InstanceProfileName(cluster, role string) string {
