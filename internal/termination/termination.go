@@ -110,10 +110,43 @@ type Deps struct {
 	EvictConcurrency int
 }
 
-// Terminator runs termination Steps. Safe for concurrent use on different
-// claims.
+// Terminator runs termination Steps. Safe for concurrent use: Steps on the
+// same claim run one at a time (a work-queue message and a schedule pass
+// often arrive together), and a Step that finds the claim tombstoned by
+// another process midway stops quietly with PhaseAlreadyDeleted.
 type Terminator struct {
-	d Deps
+	d     Deps
+	mu    sync.Mutex
+	inUse map[string]*claimLock
+}
+
+// claimLock serializes the Steps of one claim; refs counts the Steps
+// holding or waiting for it, so the entry goes when the last one is done.
+type claimLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// lock waits for the claim's other Steps in this process and returns the
+// unlock.
+func (t *Terminator) lock(name string) func() {
+	t.mu.Lock()
+	l := t.inUse[name]
+	if l == nil {
+		l = &claimLock{}
+		t.inUse[name] = l
+	}
+	l.refs++
+	t.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		t.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(t.inUse, name)
+		}
+		t.mu.Unlock()
+	}
 }
 
 // New returns a Terminator.
@@ -130,7 +163,7 @@ func New(d Deps) (*Terminator, error) {
 	if d.EvictConcurrency <= 0 {
 		d.EvictConcurrency = 16
 	}
-	return &Terminator{d: d}, nil
+	return &Terminator{d: d, inUse: map[string]*claimLock{}}, nil
 }
 
 // Phases a Step reports.
@@ -160,6 +193,7 @@ type Result struct {
 // Step advances the termination of claim (which must be marked for
 // deletion). It re-reads the claim, so a stale copy is fine.
 func (t *Terminator) Step(ctx context.Context, claim *apis.NodeClaim) (Result, error) {
+	defer t.lock(claim.Name)()
 	cl, err := t.d.Store.GetNodeClaim(ctx, claim.Name)
 	if errors.Is(err, store.ErrNotFound) {
 		return Result{Done: true, Phase: PhaseAlreadyDeleted}, nil
@@ -207,13 +241,17 @@ func (t *Terminator) Step(ctx context.Context, claim *apis.NodeClaim) (Result, e
 			if res.Blocked > 0 {
 				msg += fmt.Sprintf(" (%d blocked by PodDisruptionBudgets)", res.Blocked)
 			}
-			t.setCondition(ctx, log, cl, ConditionDrained, metav1.ConditionFalse, "Draining", msg, now)
+			if t.setCondition(ctx, log, cl, ConditionDrained, metav1.ConditionFalse, "Draining", msg, now) {
+				return alreadyDeleted(res), nil
+			}
 			if res.Blocked > 0 {
 				t.event(ctx, node, kube.EventWarning, ReasonFailedDraining, "Failed to drain node, %s", msg)
 			}
 			return res, nil
 		}
-		t.setCondition(ctx, log, cl, ConditionDrained, metav1.ConditionTrue, "Drained", "", now)
+		if t.setCondition(ctx, log, cl, ConditionDrained, metav1.ConditionTrue, "Drained", "", now) {
+			return alreadyDeleted(res), nil
+		}
 
 		pending, err := t.attachedVolumes(ctx, node)
 		if err != nil {
@@ -224,15 +262,21 @@ func (t *Terminator) Step(ctx context.Context, claim *apis.NodeClaim) (Result, e
 		case pending > 0 && !(hasDeadline && !now.Before(deadline)):
 			res.Phase = PhaseVolumes
 			res.RequeueAfter = backoff(cl, now)
-			t.setCondition(ctx, log, cl, ConditionVolumesDetached, metav1.ConditionFalse, "AwaitingVolumeDetachment",
-				fmt.Sprintf("%d VolumeAttachments still on the node", pending), now)
+			if t.setCondition(ctx, log, cl, ConditionVolumesDetached, metav1.ConditionFalse, "AwaitingVolumeDetachment",
+				fmt.Sprintf("%d VolumeAttachments still on the node", pending), now) {
+				return alreadyDeleted(res), nil
+			}
 			return res, nil
 		case pending > 0:
 			log.WarnContext(ctx, "terminationGracePeriod elapsed with volumes still attached; terminating anyway", "volumeattachments", pending)
-			t.setCondition(ctx, log, cl, ConditionVolumesDetached, metav1.ConditionFalse, "TerminationGracePeriodElapsed",
-				fmt.Sprintf("%d VolumeAttachments left behind", pending), now)
+			if t.setCondition(ctx, log, cl, ConditionVolumesDetached, metav1.ConditionFalse, "TerminationGracePeriodElapsed",
+				fmt.Sprintf("%d VolumeAttachments left behind", pending), now) {
+				return alreadyDeleted(res), nil
+			}
 		default:
-			t.setCondition(ctx, log, cl, ConditionVolumesDetached, metav1.ConditionTrue, "VolumesDetached", "", now)
+			if t.setCondition(ctx, log, cl, ConditionVolumesDetached, metav1.ConditionTrue, "VolumesDetached", "", now) {
+				return alreadyDeleted(res), nil
+			}
 		}
 	}
 
@@ -248,7 +292,9 @@ func (t *Terminator) Step(ctx context.Context, claim *apis.NodeClaim) (Result, e
 		default:
 			log.InfoContext(ctx, "instance terminating")
 		}
-		t.setCondition(ctx, log, cl, ConditionInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "instance "+id, now)
+		if t.setCondition(ctx, log, cl, ConditionInstanceTerminating, metav1.ConditionTrue, "InstanceTerminating", "instance "+id, now) {
+			return alreadyDeleted(res), nil
+		}
 		if node != nil {
 			t.event(ctx, node, kube.EventNormal, ReasonTerminating, "Terminating instance %s: %s", id, reasonText(cl))
 		}
@@ -260,8 +306,13 @@ func (t *Terminator) Step(ctx context.Context, claim *apis.NodeClaim) (Result, e
 		}
 		log.InfoContext(ctx, "node deleted")
 	}
-	if err := t.tombstone(ctx, cl.Name); err != nil {
+	deleted, err := t.tombstone(ctx, cl.Name)
+	if err != nil {
 		return Result{}, err
+	}
+	if !deleted {
+		log.DebugContext(ctx, "nodeclaim already tombstoned by another termination step")
+		return alreadyDeleted(res), nil
 	}
 	t.metric(metrics.NodeClaimsTerminated, metrics.Dimensions{"nodepool": cl.NodePoolName(), "reason": cl.DeletionReason()})
 	log.InfoContext(ctx, "nodeclaim terminated", "since-mark", now.Sub(cl.DeletionTimestamp.Time).Round(time.Millisecond).String())
@@ -557,42 +608,60 @@ func (t *Terminator) attachedVolumes(ctx context.Context, node *corev1.Node) (in
 	return n, nil
 }
 
-// tombstone deletes the claim's latest version.
-func (t *Terminator) tombstone(ctx context.Context, name string) error {
+// tombstone deletes the claim's latest version and reports whether this
+// call did (false: another Step got there first).
+func (t *Terminator) tombstone(ctx context.Context, name string) (bool, error) {
 	for attempt := 0; ; attempt++ {
 		cur, err := t.d.Store.GetNodeClaim(ctx, name)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil
+			return false, nil
 		}
 		if err != nil {
-			return fmt.Errorf("tombstone nodeclaim %s: %w", name, err)
+			return false, fmt.Errorf("tombstone nodeclaim %s: %w", name, err)
 		}
 		err = t.d.Store.DeleteNodeClaim(ctx, cur)
-		if err == nil || errors.Is(err, store.ErrNotFound) {
-			return nil
+		if err == nil {
+			return true, nil
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
 		}
 		if !errors.Is(err, store.ErrConflict) || attempt >= 7 {
-			return fmt.Errorf("tombstone nodeclaim %s: %w", name, err)
+			return false, fmt.Errorf("tombstone nodeclaim %s: %w", name, err)
 		}
 	}
 }
 
-// setCondition records progress on the claim when it changes. Failures are
-// logged, not returned: the condition is informational and the next Step
-// derives the same state from the world.
-func (t *Terminator) setCondition(ctx context.Context, log *slog.Logger, cl *apis.NodeClaim, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) {
+// alreadyDeleted ends a Step whose claim another Step (another process)
+// tombstoned meanwhile: the workflow is done, and not this Step's to count.
+func alreadyDeleted(res Result) Result {
+	res.Done, res.Phase, res.RequeueAfter = true, PhaseAlreadyDeleted, 0
+	return res
+}
+
+// setCondition records progress on the claim when it changes and reports
+// whether the claim is gone (tombstoned by a concurrent Step elsewhere: the
+// caller stops, the work is done). Other failures are logged, not returned:
+// the condition is informational and the next Step derives the same state
+// from the world.
+func (t *Terminator) setCondition(ctx context.Context, log *slog.Logger, cl *apis.NodeClaim, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) (gone bool) {
 	if c := cl.Condition(typ); c != nil && c.Status == status && c.Reason == reason {
-		return
+		return false
 	}
 	updated, err := t.d.Store.MutateNodeClaim(ctx, cl.Name, func(c *apis.NodeClaim) error {
 		c.SetCondition(typ, status, reason, msg, metav1.NewTime(now))
 		return nil
 	})
+	if errors.Is(err, store.ErrNotFound) {
+		log.DebugContext(ctx, "nodeclaim tombstoned by another termination step meanwhile", "condition", typ)
+		return true
+	}
 	if err != nil {
 		log.WarnContext(ctx, "recording termination progress", "condition", typ, "error", err)
-		return
+		return false
 	}
 	*cl = *updated
+	return false
 }
 
 func (t *Terminator) event(ctx context.Context, n *corev1.Node, typ, reason, format string, args ...any) {
