@@ -231,7 +231,7 @@ spec:
       requirements:
         - key: node.kubernetes.io/instance-type
           operator: In
-          values: ["m5.large"]
+          values: ["m5.large", "m5a.large", "m6i.large", "m6a.large", "m7i.large"]
         - key: karpenter.sh/capacity-type
           operator: In
           values: ["on-demand"]
@@ -241,7 +241,7 @@ spec:
         name: %[1]s
   disruption:
     consolidationPolicy: WhenEmpty
-    consolidateAfter: 1s
+    consolidateAfter: 15s
     budgets:
       - nodes: "100%%"
 ---
