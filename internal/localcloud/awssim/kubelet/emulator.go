@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
@@ -100,6 +101,12 @@ func (e *Emulator) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
+// statusRetry spaces the status posts of a registration that keeps
+// conflicting: eight tries, 10 ms doubling (about 2.5 s in all).
+func statusRetry() wait.Backoff {
+	return wait.Backoff{Steps: 8, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.1}
+}
+
 func (e *Emulator) register(inst ec2types.Instance, userData string) {
 	id := aws.ToString(inst.InstanceId)
 	e.mu.Lock()
@@ -138,8 +145,10 @@ func (e *Emulator) register(inst ec2types.Instance, userData string) {
 		return
 	}
 	// Status is a subresource: kubelet posts it separately, racing KWOK's
-	// own status updates, hence the retry on conflict.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// own status updates and the lifecycle's label/taint patches, hence the
+	// re-read and retry on conflict (statusRetry: a busy registration
+	// outlasts client-go's DefaultRetry of 5 x 10 ms).
+	err = retry.RetryOnConflict(statusRetry(), func() error {
 		if created == nil {
 			if created, err = e.cfg.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); err != nil {
 				return err
