@@ -183,6 +183,9 @@ func (c *Controller) Run(ctx context.Context) (*Result, error) {
 	}
 	res.CostPerHour = clusterCost(v.Cluster)
 	c.d.Metrics.Gauge(metrics.ClusterCostPerHour, res.CostPerHour, nil)
+	for pool, cost := range poolCosts(v.Cluster) {
+		c.d.Metrics.Gauge(metrics.ClusterCostPerHour, cost, metrics.Dimensions{"nodepool": pool})
+	}
 
 	cmd, version, err := c.loadCommand(ctx)
 	if err != nil {
@@ -674,6 +677,22 @@ func (c *Controller) event(ctx context.Context, v *View, node, typ, reason, form
 }
 
 // clusterCost is what the managed nodes cost per hour.
+// poolCosts is clusterCost by NodePool (the dashboard's cost per pool).
+func poolCosts(cl *state.Cluster) map[string]float64 {
+	out := map[string]float64{}
+	for _, n := range cl.Nodes {
+		if n.Claim == nil {
+			continue
+		}
+		labels := n.Claim.Labels
+		if n.Node != nil {
+			labels = n.Node.Labels
+		}
+		out[n.Claim.NodePoolName()] += offeringPrice(cl.Catalog, labels[catalog.LabelInstanceType], labels[catalog.LabelTopologyZone], labels[apis.CapacityTypeLabelKey])
+	}
+	return out
+}
+
 func clusterCost(cl *state.Cluster) float64 {
 	sum := 0.0
 	for _, n := range cl.Nodes {

@@ -292,6 +292,13 @@ func TestControllerValidatesOnALaterPass(t *testing.T) {
 			t.Errorf("metric %s not recorded", m)
 		}
 	}
+	byPool := false
+	for _, line := range strings.Split(h.metrics.String(), "\n") {
+		byPool = byPool || strings.Contains(line, `"`+metrics.ClusterCostPerHour+`"`) && strings.Contains(line, `"nodepool":`)
+	}
+	if !byPool {
+		t.Errorf("no %s by nodepool:\n%s", metrics.ClusterCostPerHour, h.metrics.String())
+	}
 	// The other node is now the last one; the victim is deleting and the
 	// budget (10% of 2 = 1) is spent.
 	if res = h.run(t); res.Decided {
