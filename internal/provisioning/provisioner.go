@@ -60,6 +60,17 @@ const (
 // snapshotParts is what a provisioning pass reads (PDBs are disruption's).
 const snapshotParts = kube.PartPendingPods | kube.PartBoundPods | kube.PartNodes | kube.PartDaemonSets | kube.PartVolumes
 
+// createdReason is the reason dimension of karpenter_nodeclaims_created_total:
+// "provisioning" for pending pods (schedule, webhook nudges), "replacement"
+// when the disruption or interruption function runs the pass to replace
+// nodes it is about to take away (they call with TriggerManual).
+func createdReason(tr Trigger) string {
+	if tr.Source == TriggerManual {
+		return "replacement"
+	}
+	return "provisioning"
+}
+
 // Trigger says why a run starts.
 type Trigger struct {
 	Source string
@@ -171,7 +182,7 @@ func (p *Provisioner) Run(ctx context.Context, tr Trigger) (*Result, error) {
 	defer stop()
 
 	runStart := p.d.Now()
-	err = p.run(runCtx, lease, res)
+	err = p.run(runCtx, lease, res, createdReason(tr))
 	if cause := context.Cause(runCtx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		err = fmt.Errorf("%w (%v)", err, cause)
 	}
@@ -288,10 +299,12 @@ func allBefore(ts []time.Time, t time.Time) bool {
 
 // pass is one run's working state.
 type pass struct {
-	p       *Provisioner
-	lease   *store.Lease
-	run     string
-	res     *Result
+	p     *Provisioner
+	lease *store.Lease
+	run   string
+	res   *Result
+	// reason is the "reason" dimension of karpenter_nodeclaims_created_total.
+	reason  string
 	snap    *kube.Snapshot
 	catalog *catalog.Catalog
 	events  atomic.Int64
@@ -333,8 +346,8 @@ type outcome struct {
 	done     bool // the claim is launched and recorded (or was already)
 }
 
-func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result) error {
-	pa := &pass{p: p, lease: lease, run: strconv.FormatInt(lease.Token, 10), res: res, nominated: map[string]nomination{}}
+func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result, reason string) error {
+	pa := &pass{p: p, lease: lease, run: strconv.FormatInt(lease.Token, 10), res: res, nominated: map[string]nomination{}, reason: reason}
 	waitEvents := pa.startEvents(ctx)
 	defer waitEvents()
 	// The batch window is mostly waiting: fetch the catalog and warm the
@@ -602,7 +615,7 @@ func (pa *pass) launch(ctx context.Context, j *job) outcome {
 			return o
 		default:
 			pa.appendResult(&pa.res.Created, cl.Name)
-			p.d.Metrics.Add(metrics.NodeClaimsCreated, 1, metrics.Dimensions{"nodepool": cl.NodePoolName()})
+			p.d.Metrics.Add(metrics.NodeClaimsCreated, 1, metrics.Dimensions{"nodepool": cl.NodePoolName(), "reason": pa.reason})
 		}
 	}
 	if cl.IsTrue(apis.ConditionLaunched) {
