@@ -50,6 +50,7 @@ import (
 	"github.com/nodewright/nodewright/internal/app"
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
@@ -86,6 +87,12 @@ type Options struct {
 	// Tick is the period of the functions' schedule (default 5s; one
 	// minute in AWS).
 	Tick time.Duration
+	// RegistrationCheck is the delay of the provisioner's lifecycle
+	// follow-up after a launch (default 3s; the function's own default is
+	// 30 s). The simulated kubelet registers within seconds, so a shorter
+	// follow-up lets time_to_running measure nodewright rather than the
+	// wait for the next follow-up or schedule tick.
+	RegistrationCheck time.Duration
 	// Timeout bounds each phase: scale-up to all Running, scale-down to no
 	// nodes (default 5 minutes).
 	Timeout time.Duration
@@ -159,6 +166,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	if o.Tick <= 0 {
 		o.Tick = 5 * time.Second
+	}
+	if o.RegistrationCheck <= 0 {
+		o.RegistrationCheck = 3 * time.Second
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 5 * time.Minute
@@ -314,7 +324,14 @@ func (d *run) setup(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ph, err := d.prov.ProvisionerHandler()
+	// The provisioner's handler as ProvisionerHandler builds it, with the
+	// demo's shorter registration follow-up.
+	pd, err := d.prov.ProvisionerDeps()
+	if err != nil {
+		return err
+	}
+	pd.Settings.RegistrationCheck = d.o.RegistrationCheck
+	ph, err := provisioning.NewHandler(pd)
 	if err != nil {
 		return err
 	}
