@@ -1,14 +1,12 @@
 package interruption_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +17,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	appsv1 "k8s.io/api/apps/v1"
@@ -38,6 +35,7 @@ import (
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
@@ -92,23 +90,6 @@ spec:
     - tags: {karpenter.sh/discovery: %[2]s}
 `
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // batch is one invocation of the handler by the test's event source mapping.
 type batch struct {
 	received time.Time // ReceiveMessage returned
@@ -133,7 +114,7 @@ type harness struct {
 	ns      string
 	pool    string
 	cfg     *apis.Config
-	logs    *syncBuffer
+	logs    *cloudtest.SyncBuffer
 	sqs     *sqs.Client
 	qURL    string
 	qName   string
@@ -155,69 +136,31 @@ func newHarness(t testing.TB) *harness {
 	cloud := shared.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	none := filepath.Join(t.TempDir(), "none")
-	for _, kv := range append(cloud.Env(), "AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_PROFILE=", "AWS_SESSION_TOKEN=") {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	h := &harness{t: t, ctx: ctx, cloud: cloud, sim: cloud.AWS, logs: &syncBuffer{}}
+	cloudtest.SetEnv(t, cloud)
+	h := &harness{t: t, ctx: ctx, cloud: cloud, sim: cloud.AWS, logs: &cloudtest.SyncBuffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("logs:\n%s", h.logs.String())
 		}
 	})
 	// Unique per harness: a benchmark builds one per run under one name.
-	h.pool = fmt.Sprintf("%s-%d", dnsName(t.Name()), harnesses.Add(1))
+	h.pool = fmt.Sprintf("%s-%d", cloudtest.DNSName(t.Name(), 30), harnesses.Add(1))
 	awsCfg, err := settings.AWSConfig(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	db := store.NewDynamoDBClient(awsCfg)
 	h.table = fmt.Sprintf("intr-%s-%d", h.pool, time.Now().UnixNano()%1e9)
-	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(h.table)); err != nil {
-		t.Fatalf("create table: %v", err)
-	}
-	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
-	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(h.table)}, time.Minute); err != nil {
-		t.Fatalf("wait for table: %v", err)
-	}
-	if h.store, err = store.New(db, h.table); err != nil {
-		t.Fatal(err)
-	}
+	h.store = cloudtest.NewTable(ctx, t, db, h.table)
 	t.Cleanup(h.terminateAll)
 	h.ns = cloud.NewNamespace(t)
-	dir := t.TempDir()
-	body := fmt.Sprintf(poolTemplate, h.pool, cloud.ClusterName)
-	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if h.cfg, err = apis.Load(dir); err != nil {
-		t.Fatalf("config: %v", err)
-	}
+	h.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolTemplate, h.pool, cloud.ClusterName))
 	h.sqs = sqs.NewFromConfig(awsCfg)
 	h.createQueues(awsCfg.Region)
 	h.app = h.newApp(interruption.RebalanceIgnore)
 	h.setHandler(h.app)
 	h.startLoops()
 	return h
-}
-
-func dnsName(s string) string {
-	s = strings.ToLower(s)
-	var b strings.Builder
-	for _, r := range s {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteRune('-')
-		}
-	}
-	out := strings.Trim(b.String(), "-")
-	if len(out) > 30 {
-		out = out[len(out)-30:]
-	}
-	return strings.Trim(out, "-")
 }
 
 // createQueues creates the interruption queue with its DLQ (as the CDK stack
@@ -227,17 +170,11 @@ func (h *harness) createQueues(region string) {
 	h.t.Helper()
 	suffix := strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
 	h.qName, h.dlqName = "intr-"+h.pool+"-"+suffix, "intr-"+h.pool+"-"+suffix+"-dlq"
-	if _, err := h.sqs.CreateQueue(h.ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(h.dlqName)}); err != nil {
-		h.t.Fatal(err)
-	}
+	cloudtest.CreateQueue(h.ctx, h.t, h.sqs, h.dlqName, nil)
 	redrive, _ := json.Marshal(map[string]any{"deadLetterTargetArn": h.sim.SQS().QueueARN(h.dlqName), "maxReceiveCount": maxReceiveCount})
-	out, err := h.sqs.CreateQueue(h.ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(h.qName), Attributes: map[string]string{
+	h.qURL = cloudtest.CreateQueue(h.ctx, h.t, h.sqs, h.qName, map[string]string{
 		"VisibilityTimeout": "1", "RedrivePolicy": string(redrive),
-	}})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.qURL = sdkaws.ToString(out.QueueUrl)
+	})
 	bus := h.sim.Events()
 	for _, r := range []struct{ name, source, detailType string }{
 		{"Spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"},

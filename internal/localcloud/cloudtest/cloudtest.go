@@ -1,0 +1,124 @@
+// Package cloudtest holds the fixtures the controllers' integration tests
+// share on a local cloud (internal/localcloud): the process environment
+// pointing the SDKs at it, a fresh DynamoDB table per test, SQS queues, a
+// NodePool/EC2NodeClass document loaded as apis.Config, and a log buffer
+// safe for concurrent handlers.
+//
+// It is an ordinary package so several test packages can import it, but
+// only _test files may: production code never depends on it.
+package cloudtest
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+// SetEnv points the unmodified AWS SDK and client-go at cloud for the rest
+// of t. The developer's own AWS config and credentials files and profile
+// are hidden, so a test can never reach a real account through them.
+func SetEnv(t testing.TB, cloud *localcloud.Cloud) {
+	t.Helper()
+	none := filepath.Join(t.TempDir(), "none")
+	for _, kv := range append(cloud.Env(), "AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_PROFILE=", "AWS_SESSION_TOKEN=") {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+}
+
+// NewTable creates table with the store's schema through db, waits until
+// it is active and returns a Store on it.
+func NewTable(ctx context.Context, t testing.TB, db *dynamodb.Client, table string, opts ...store.Option) *store.Store {
+	t.Helper()
+	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
+		t.Fatalf("create table: %v", err)
+	}
+	// The waiter's default first delay is 20 s; dynalite is ready in milliseconds.
+	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
+		t.Fatalf("wait for table: %v", err)
+	}
+	s, err := store.New(db, table, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// CreateQueue creates the SQS queue name with attrs (nil for the
+// defaults) and returns its URL.
+func CreateQueue(ctx context.Context, t testing.TB, c *sqs.Client, name string, attrs map[string]string) string {
+	t.Helper()
+	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	return sdkaws.ToString(out.QueueUrl)
+}
+
+// LoadConfig loads doc (NodePools and EC2NodeClasses in YAML) the way the
+// functions load their configuration directory.
+func LoadConfig(t testing.TB, doc string) *apis.Config {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := apis.Load(dir)
+	if err != nil {
+		t.Fatalf("load config: %v\n%s", err, doc)
+	}
+	return cfg
+}
+
+// DNSName turns a test name into a DNS label of at most max characters
+// (keeping the end, where subtests differ), for NodePool and queue names.
+func DNSName(s string, max int) string {
+	s = strings.ToLower(s)
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteRune('-')
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) > max {
+		out = out[len(out)-max:]
+	}
+	return strings.Trim(out, "-")
+}
+
+// SyncBuffer collects the logs of handlers running concurrently, to print
+// when a test fails.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
