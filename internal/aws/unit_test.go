@@ -197,7 +197,8 @@ func TestClientTokenAndNames(t *testing.T) {
 	s1 := templateSpec{Cluster: "demo", ImageID: "ami-1", UserData: "x"}
 	s2 := s1
 	s2.ImageID = "ami-2"
-	if s1.Name() != s1.Name() || s1.Name() == s2.Name() || !strings.HasPrefix(s1.Name(), "nodewright/demo/") {
+	again := s1
+	if s1.Name() != again.Name() || s1.Name() == s2.Name() || !strings.HasPrefix(s1.Name(), "nodewright/demo/") {
 		t.Errorf("template names %s %s", s1.Name(), s2.Name())
 	}
 }

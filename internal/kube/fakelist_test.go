@@ -189,7 +189,7 @@ func synthPod(ns, name, node string, unschedulable bool) *corev1.Pod {
 			Name: name, Namespace: ns, UID: types.UID("uid-" + ns + "-" + name), ResourceVersion: "123",
 			CreationTimestamp: created, GenerateName: "app-7d9f8c-",
 			Labels:          map[string]string{"app": "web", "pod-template-hash": "7d9f8c"},
-			Annotations:     map[string]string{corev1.LastAppliedConfigAnnotation: string(fields.Raw)},
+			Annotations:     map[string]string{corev1.LastAppliedConfigAnnotation: fields.GetRawString()},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-7d9f8c", UID: "0c9c"}},
 			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: "Update", APIVersion: "v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: &fields}},
 		},

@@ -252,9 +252,7 @@ func listPages[L any, T any](ctx context.Context, page int64, base metav1.ListOp
 
 func stripObjectMeta(m *metav1.ObjectMeta) {
 	m.ManagedFields = nil
-	if _, ok := m.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
-		delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
-	}
+	delete(m.Annotations, corev1.LastAppliedConfigAnnotation)
 }
 
 func stripMeta[T any](obj *T) {

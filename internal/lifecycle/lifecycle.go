@@ -28,7 +28,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
@@ -674,8 +673,6 @@ func (c *Controller) deleteEmpty(ctx context.Context, log *slog.Logger, cl *apis
 type lazyView struct {
 	c *Controller
 }
-
-func (v *lazyView) cs() kubernetes.Interface { return v.c.d.Cluster.Clientset() }
 
 func (v *lazyView) node(ctx context.Context, cl *apis.NodeClaim) (*corev1.Node, error) {
 	return v.c.d.Cluster.ClaimNode(ctx, cl)

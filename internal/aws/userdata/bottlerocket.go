@@ -15,7 +15,7 @@ func bottlerocket(o Options) (string, error) {
 	doc := map[string]any{}
 	if o.Custom != "" {
 		if _, err := toml.Decode(o.Custom, &doc); err != nil {
-			return "", fmt.Errorf("Bottlerocket user data: EC2NodeClass userData is not valid TOML: %w", err)
+			return "", fmt.Errorf("bottlerocket user data: EC2NodeClass userData is not valid TOML: %w", err)
 		}
 	}
 	settings, err := subTable(doc, "settings")
@@ -94,7 +94,7 @@ func bottlerocket(o Options) (string, error) {
 
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(doc); err != nil {
-		return "", fmt.Errorf("Bottlerocket user data: encode TOML: %w", err)
+		return "", fmt.Errorf("bottlerocket user data: encode TOML: %w", err)
 	}
 	return buf.String(), nil
 }
@@ -109,7 +109,7 @@ func subTable(m map[string]any, key string) (map[string]any, error) {
 	}
 	t, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("Bottlerocket user data: %q must be a TOML table, got %T", key, v)
+		return nil, fmt.Errorf("bottlerocket user data: %q must be a TOML table, got %T", key, v)
 	}
 	return t, nil
 }
