@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/nodewright/nodewright/internal/admission"
 )
 
 // Resource properties set by the CDK stack (infra/webhook.go). CloudFormation
@@ -31,19 +33,6 @@ const (
 const (
 	managedByLabel = "app.kubernetes.io/managed-by"
 	managedByValue = "nodewright"
-
-	// The webhook is only a hint that makes provisioning faster than the
-	// 1-minute schedule: it must never slow down or block the scheduler.
-	webhookTimeoutSeconds = 2
-
-	// unschedulableCondition selects the scheduler's status update that marks
-	// a pod Unschedulable, so the API server calls us for nothing else. The
-	// has() guards keep the expression total: an error in a match condition
-	// would otherwise be subject to failurePolicy (Ignore, but still a call).
-	unschedulableCondition = `has(object.status) && has(object.status.conditions) && ` +
-		`object.status.conditions.exists(c, c.type == 'PodScheduled' && c.status == 'False' && ` +
-		`has(c.reason) && c.reason == 'Unschedulable')`
-	notBoundCondition = `!has(object.spec.nodeName) || object.spec.nodeName == ''`
 )
 
 // registrar serves the custom resource.
@@ -182,48 +171,15 @@ func endpointURL(functionURL, pathPrefix, secret string) string {
 }
 
 func desiredConfiguration(w webhookProps, secret string) *admissionv1.ValidatingWebhookConfiguration {
-	failurePolicy := admissionv1.Ignore
-	sideEffects := admissionv1.SideEffectClassNoneOnDryRun
-	matchPolicy := admissionv1.Equivalent
-	scope := admissionv1.NamespacedScope
-	timeout := int32(webhookTimeoutSeconds)
-	u := endpointURL(w.functionURL, w.pathPrefix, secret)
 	var ca []byte
 	if w.caBundle != "" {
 		ca = []byte(w.caBundle)
 	}
-	return &admissionv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: w.name,
-			Labels: map[string]string{
-				managedByLabel:               managedByValue,
-				"nodewright.io/cluster-name": truncateLabel(w.clusterName),
-			},
-		},
-		Webhooks: []admissionv1.ValidatingWebhook{{
-			// A webhook name must be a fully qualified domain-like name.
-			Name:                    "pending-pods.nodewright.io",
-			ClientConfig:            admissionv1.WebhookClientConfig{URL: &u, CABundle: ca},
-			AdmissionReviewVersions: []string{"v1"},
-			SideEffects:             &sideEffects,
-			FailurePolicy:           &failurePolicy,
-			MatchPolicy:             &matchPolicy,
-			TimeoutSeconds:          &timeout,
-			Rules: []admissionv1.RuleWithOperations{{
-				Operations: []admissionv1.OperationType{admissionv1.Update},
-				Rule: admissionv1.Rule{
-					APIGroups:   []string{""},
-					APIVersions: []string{"v1"},
-					Resources:   []string{"pods/status"},
-					Scope:       &scope,
-				},
-			}},
-			MatchConditions: []admissionv1.MatchCondition{
-				{Name: "unschedulable", Expression: unschedulableCondition},
-				{Name: "not-bound", Expression: notBoundCondition},
-			},
-		}},
+	labels := map[string]string{
+		managedByLabel:               managedByValue,
+		"nodewright.io/cluster-name": truncateLabel(w.clusterName),
 	}
+	return admission.WebhookConfiguration(w.name, labels, endpointURL(w.functionURL, w.pathPrefix, secret), ca)
 }
 
 // truncateLabel keeps a cluster name (up to 100 characters) within the 63
