@@ -22,6 +22,7 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/localcloud/dynalite"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -55,20 +56,7 @@ func newStore(t *testing.T, ctx context.Context) *store.Store {
 		Region:      "us-west-2",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
 	}, func(o *dynamodb.Options) { o.BaseEndpoint = sdkaws.String(dynaliteEndpoint) })
-	table := fmt.Sprintf("awsstore-%d", time.Now().UnixNano())
-	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
-		t.Fatal(err)
-	}
-	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
-	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.New(db, table)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return cloudtest.NewTable(ctx, t, db, fmt.Sprintf("awsstore-%d", time.Now().UnixNano()))
 }
 
 func TestPricesRoundTrip(t *testing.T) {
