@@ -802,6 +802,7 @@ func (e *env) rawInstance(claimTag string) string {
 	}
 	tags := []ec2types.Tag{
 		{Key: sdkaws.String(nwaws.ClusterTagKey(e.cloud.ClusterName)), Value: sdkaws.String("owned")},
+		{Key: sdkaws.String(nwaws.TagManagedBy), Value: sdkaws.String(nwaws.ManagedBy)},
 		{Key: sdkaws.String(nwaws.TagNodePool), Value: sdkaws.String("default")},
 		{Key: sdkaws.String(nwaws.TagNodeClaim), Value: sdkaws.String(claimTag)},
 	}
