@@ -315,6 +315,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{`nodepools/default.yaml:22: spec.metadataOptions.httpPutResponseHopLimit: 65 is outside 1..64`}},
 		{"restricted tag", classFirst(edit(class, "  kubelet:", "  tags:\n    kubernetes.io/cluster/demo: owned\n  kubelet:")),
 			[]string{`nodepools/default.yaml:22: spec.tags[kubernetes.io/cluster/demo]: tag contains a restricted tag matching kubernetes.io/cluster/`}},
+		{"nodewright ownership tag", classFirst(edit(class, "  kubelet:", "  tags:\n    nodewright.io/managed-by: nodewright\n  kubelet:")),
+			[]string{`nodepools/default.yaml:22: spec.tags[nodewright.io/managed-by]: tag contains a restricted tag matching nodewright.io/`}},
 		{"instanceStorePolicy", classFirst(edit(class, "  kubelet:", "  instanceStorePolicy: RAID1\n  kubelet:")),
 			[]string{`nodepools/default.yaml:21: spec.instanceStorePolicy: "RAID1" is not one of RAID0`}},
 		{"bool field", classFirst(edit(class, "  kubelet:", "  detailedMonitoring: yes\n  kubelet:")),

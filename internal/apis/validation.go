@@ -400,6 +400,9 @@ func validateEC2NodeClass(nc *EC2NodeClass) []fieldErr {
 			v.add(p, "tag contains a restricted tag matching karpenter.sh/nodeclaim")
 		case k == NodeClassLabelKey:
 			v.add(p, "tag contains a restricted tag matching karpenter.k8s.aws/ec2nodeclass")
+		case strings.HasPrefix(k, "nodewright.io/"):
+			// nodewright's ownership tags decide what it may terminate.
+			v.add(p, "tag contains a restricted tag matching nodewright.io/")
 		}
 	}
 

@@ -643,7 +643,10 @@ func (pa *pass) launch(ctx context.Context, j *job) outcome {
 			}
 		}
 		inst, err = p.d.Launcher.Launch(ctx, nwaws.LaunchRequest{NodeClaim: cl, NodeClass: nc, InstanceTypes: types})
-		if err == nil || errors.Is(err, nwaws.ErrInsufficientCapacity) || errors.Is(err, nwaws.ErrNodeClassNotReady) || ctx.Err() != nil {
+		// A launch in doubt already waited for its instance to show up; the
+		// lifecycle's launch timeout settles it, not another attempt here.
+		if err == nil || errors.Is(err, nwaws.ErrInsufficientCapacity) || errors.Is(err, nwaws.ErrNodeClassNotReady) ||
+			errors.Is(err, nwaws.ErrLaunchInDoubt) || ctx.Err() != nil {
 			break
 		}
 		log.WarnContext(ctx, "launch attempt failed", "attempt", attempt+1, "error", err)
