@@ -217,7 +217,13 @@ func (s *Store) UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
+	return s.putClaimIfCurrent(ctx, "update", nc, v, item)
+}
+
+// putClaimIfCurrent writes item (version v+1 of nc) only while the stored
+// claim is live at version v, and moves nc to v+1 on success.
+func (s *Store) putClaimIfCurrent(ctx context.Context, op string, nc *apis.NodeClaim, v int64, item map[string]types.AttributeValue) error {
+	_, err := s.api.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 aws.String(s.table),
 		Item:                      item,
 		ConditionExpression:       aws.String("#v = :v AND #del = :false"),
@@ -225,10 +231,10 @@ func (s *Store) UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":v": nAttr(v), ":false": &types.AttributeValueMemberBOOL{Value: false}},
 	})
 	if isConditionFailed(err) {
-		return s.classifyClaimConflict(ctx, "update", nc.Name, v)
+		return s.classifyClaimConflict(ctx, op, nc.Name, v)
 	}
 	if err != nil {
-		return fmt.Errorf("update nodeclaim %s: %w", nc.Name, err)
+		return fmt.Errorf("%s nodeclaim %s: %w", op, nc.Name, err)
 	}
 	nc.ResourceVersion = strconv.FormatInt(v+1, 10)
 	return nil
@@ -298,21 +304,7 @@ func (s *Store) DeleteNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
 	item["deleted"] = &types.AttributeValueMemberBOOL{Value: true}
 	item["deletedAt"] = nAttr(now.Unix())
 	item[AttrExpiresAt] = nAttr(now.Add(s.tombstoneTTL).Unix())
-	_, err = s.api.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.table),
-		Item:                      item,
-		ConditionExpression:       aws.String("#v = :v AND #del = :false"),
-		ExpressionAttributeNames:  map[string]string{"#v": "version", "#del": "deleted"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":v": nAttr(v), ":false": &types.AttributeValueMemberBOOL{Value: false}},
-	})
-	if isConditionFailed(err) {
-		return s.classifyClaimConflict(ctx, "delete", nc.Name, v)
-	}
-	if err != nil {
-		return fmt.Errorf("delete nodeclaim %s: %w", nc.Name, err)
-	}
-	nc.ResourceVersion = strconv.FormatInt(v+1, 10)
-	return nil
+	return s.putClaimIfCurrent(ctx, "delete", nc, v, item)
 }
 
 // ListNodeClaims returns every live claim, sorted by name (strongly
