@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -40,6 +38,7 @@ import (
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 	"github.com/nodewright/nodewright/internal/termination"
@@ -166,11 +165,7 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	cloud := shared.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	none := filepath.Join(t.TempDir(), "none")
-	for _, kv := range append(cloud.Env(), "AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_PROFILE=", "AWS_SESSION_TOKEN=") {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	cloudtest.SetEnv(t, cloud)
 	e := &env{t: t, ctx: ctx, cloud: cloud, cs: cloud.KubeClient, clock: &clock{}, budget: "10", id: seq.Add(1)}
 	for _, o := range opts {
 		o(e)
@@ -182,17 +177,7 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	n := seq.Add(1)
 	table := fmt.Sprintf("lifecycle-%d-%d", time.Now().UnixNano()%1e6, n)
 	db := store.NewDynamoDBClient(awsCfg)
-	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
-		t.Fatalf("create table: %v", err)
-	}
-	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
-	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
-		t.Fatalf("wait for table: %v", err)
-	}
-	if e.st, err = store.New(db, table, store.WithClock(e.clock.Now)); err != nil {
-		t.Fatal(err)
-	}
+	e.st = cloudtest.NewTable(ctx, t, db, table, store.WithClock(e.clock.Now))
 	clients, _, err := nwaws.NewClients(ctx, cloud.Region)
 	if err != nil {
 		t.Fatal(err)
@@ -202,25 +187,15 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	}
 	e.ec2 = ec2.NewFromConfig(awsCfg)
 	e.sqs = sqs.NewFromConfig(awsCfg)
-	q, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(fmt.Sprintf("work-%d-%d", time.Now().UnixNano()%1e6, n))})
-	if err != nil {
-		t.Fatalf("create work queue: %v", err)
-	}
-	e.work = *q.QueueUrl
+	e.work = cloudtest.CreateQueue(ctx, t, e.sqs, fmt.Sprintf("work-%d-%d", time.Now().UnixNano()%1e6, n), nil)
 	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.REST), nil); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	doc := fmt.Sprintf(poolYAML, "default", e.budget, cloud.ClusterName)
 	if e.configYAML != "" {
 		doc = fmt.Sprintf(e.configYAML, cloud.ClusterName)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if e.cfg, err = apis.Load(dir); err != nil {
-		t.Fatalf("load config: %v", err)
-	}
+	e.cfg = cloudtest.LoadConfig(t, doc)
 	if e.cat, err = e.p.Catalog(ctx, nil); err != nil {
 		t.Fatalf("catalog: %v", err)
 	}
