@@ -373,6 +373,13 @@ func (e *env) createPods(n int, cpu string) {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%d", i), Namespace: e.ns, Labels: map[string]string{"app": "load"}},
 			Spec: corev1.PodSpec{
 				NodeSelector: map[string]string{"nodewright.io/cost": e.pool},
+				// What the DefaultTolerationSeconds admission plugin adds in
+				// EKS: a node briefly NotReady must not evict the pod (the
+				// local control plane's taint-eviction controller did).
+				Tolerations: []corev1.Toleration{
+					{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
+					{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
+				},
 				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
 					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
 				}}},

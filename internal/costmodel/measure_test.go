@@ -131,7 +131,7 @@ func measure(t testing.TB, n int, level slog.Level) (*measurement, *env) {
 	// Steady state starts once every pod runs on its node (the lifecycle
 	// lifts the unregistered taint; the scheduler binds).
 	deadline = time.Now().Add(5 * time.Minute)
-	for running := 0; running < n; {
+	for i, running := 0, 0; running < n; i++ {
 		rec("launch", "lifecycle")
 		running = 0
 		pods, err := e.cloud.KubeClient.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
@@ -143,12 +143,20 @@ func measure(t testing.TB, n int, level slog.Level) (*measurement, *env) {
 				running++
 			}
 		}
-		if running < n && len(e.claims()) < n {
+		if running < n && (len(e.claims()) < n || i%10 == 9) {
 			// A node emptied before its pod bound was reclaimed; the
 			// schedule re-provisions, as in AWS.
 			rec("launch", "provisioner")
 		}
 		if time.Now().After(deadline) {
+			for _, p := range pods.Items {
+				if p.Status.Phase != "Running" {
+					t.Logf("pod %s: node %q phase %s conditions %+v", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Conditions)
+				}
+			}
+			for _, c := range e.claims() {
+				t.Logf("claim %s: node %q deleting %v conditions %+v", c.Name, c.Status.NodeName, c.Deleting(), c.Status.Conditions)
+			}
 			t.Fatalf("%d of %d pods running after 5 minutes", running, n)
 		}
 		time.Sleep(200 * time.Millisecond)
