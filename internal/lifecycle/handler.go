@@ -1,7 +1,6 @@
 package lifecycle
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,26 +51,14 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 			h.C.log.WarnContext(ctx, "flushing metrics", "error", err)
 		}
 	}()
-	var probe struct {
-		Records    json.RawMessage `json:"Records"`
-		DetailType string          `json:"detail-type"`
-		Source     string          `json:"source"`
+	inv, err := queue.DecodeInvocation(raw)
+	if err != nil {
+		return nil, fmt.Errorf("lifecycle: %w", err)
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("lifecycle: decode event: %w", err)
+	if !inv.Scheduled {
+		return h.handleSQS(ctx, inv.SQS), nil
 	}
-	switch {
-	case len(probe.Records) > 0 && !bytes.Equal(bytes.TrimSpace(probe.Records), []byte("null")):
-		var ev events.SQSEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, fmt.Errorf("lifecycle: decode SQS event: %w", err)
-		}
-		return h.handleSQS(ctx, ev), nil
-	case probe.DetailType == "Scheduled Event":
-		return h.C.ReconcileAll(ctx)
-	default:
-		return nil, fmt.Errorf("lifecycle: unrecognised event (neither SQS records nor a Scheduled Event; detail-type %q, source %q)", probe.DetailType, probe.Source)
-	}
+	return h.C.ReconcileAll(ctx)
 }
 
 // handleSQS reconciles each claim named in the batch once (duplicates of

@@ -1,7 +1,6 @@
 package provisioning
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,30 +36,18 @@ func NewHandler(d Deps) (*Handler, error) {
 // for schedule ticks. A failed run fails the invocation (SQS redelivers the
 // nudges; the schedule retries on the next tick).
 func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
-	var probe struct {
-		Records    json.RawMessage `json:"Records"`
-		DetailType string          `json:"detail-type"`
-		Source     string          `json:"source"`
+	inv, err := queue.DecodeInvocation(raw)
+	if err != nil {
+		return nil, fmt.Errorf("provisioner: %w", err)
 	}
-	if err := json.Unmarshal(raw, &probe); err != nil {
-		return nil, fmt.Errorf("provisioner: decode event: %w", err)
+	if !inv.Scheduled {
+		return h.handleSQS(ctx, inv.SQS)
 	}
-	switch {
-	case len(probe.Records) > 0 && !bytes.Equal(bytes.TrimSpace(probe.Records), []byte("null")):
-		var ev events.SQSEvent
-		if err := json.Unmarshal(raw, &ev); err != nil {
-			return nil, fmt.Errorf("provisioner: decode SQS event: %w", err)
-		}
-		return h.handleSQS(ctx, ev)
-	case probe.DetailType == "Scheduled Event":
-		res, err := h.P.Run(ctx, Trigger{Source: TriggerSchedule})
-		if err != nil {
-			return nil, err
-		}
-		return res, nil
-	default:
-		return nil, fmt.Errorf("provisioner: unrecognised event (neither SQS records nor a Scheduled Event; detail-type %q, source %q)", probe.DetailType, probe.Source)
+	res, err := h.P.Run(ctx, Trigger{Source: TriggerSchedule})
+	if err != nil {
+		return nil, err
 	}
+	return res, nil
 }
 
 func (h *Handler) handleSQS(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
