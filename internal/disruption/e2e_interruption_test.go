@@ -25,6 +25,7 @@ import (
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/interruption"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -302,31 +303,7 @@ func budgetBlocked(e *env) map[string]bool {
 // within 90 s.
 func watchDisruptedTaint(e *env, node string) (wait func() time.Time) {
 	e.t.Helper()
-	w, err := e.cs.CoreV1().Nodes().Watch(e.ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	done := make(chan time.Time, 1)
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if ok && slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == apis.DisruptedTaintKey }) {
-				done <- time.Now()
-				return
-			}
-		}
-		done <- time.Time{}
-	}()
-	return func() time.Time {
-		select {
-		case at := <-done:
-			return at
-		case <-time.After(90 * time.Second):
-			w.Stop()
-			return time.Time{}
-		}
-	}
+	return cloudtest.WatchTaint(e.ctx, e.t, e.cs, node, apis.DisruptedTaintKey, 90*time.Second)
 }
 
 func fleetCallsSince(e *env, since time.Time) []time.Time {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,9 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +35,7 @@ import (
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
@@ -129,11 +127,7 @@ func newEnv(t *testing.T, types, disruptionBlock string) *env {
 	cloud := shared.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
-	none := filepath.Join(t.TempDir(), "none")
-	for _, kv := range append(cloud.Env(), "AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_PROFILE=", "AWS_SESSION_TOKEN=") {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
+	cloudtest.SetEnv(t, cloud)
 	n := seq.Add(1)
 	e := &env{t: t, ctx: ctx, cloud: cloud, cs: cloud.KubeClient, pool: fmt.Sprintf("dis%d-%d", time.Now().UnixNano()%1e5, n)}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
@@ -142,17 +136,7 @@ func newEnv(t *testing.T, types, disruptionBlock string) *env {
 	}
 	table := fmt.Sprintf("disruption-%d-%d", time.Now().UnixNano()%1e6, n)
 	db := store.NewDynamoDBClient(awsCfg)
-	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
-		t.Fatalf("create table: %v", err)
-	}
-	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
-	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
-		t.Fatalf("wait for table: %v", err)
-	}
-	if e.st, err = store.New(db, table); err != nil {
-		t.Fatal(err)
-	}
+	e.st = cloudtest.NewTable(ctx, t, db, table)
 	clients, _, err := nwaws.NewClients(ctx, cloud.Region)
 	if err != nil {
 		t.Fatal(err)
@@ -161,22 +145,11 @@ func newEnv(t *testing.T, types, disruptionBlock string) *env {
 		t.Fatal(err)
 	}
 	e.sqs = sqs.NewFromConfig(awsCfg)
-	q, err := e.sqs.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(fmt.Sprintf("dwork-%d-%d", time.Now().UnixNano()%1e6, n))})
-	if err != nil {
-		t.Fatalf("create work queue: %v", err)
-	}
-	e.work = *q.QueueUrl
+	e.work = cloudtest.CreateQueue(ctx, t, e.sqs, fmt.Sprintf("dwork-%d-%d", time.Now().UnixNano()%1e6, n), nil)
 	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.REST), nil); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	doc := fmt.Sprintf(poolYAML, cloud.ClusterName, e.pool, types, disruptionBlock)
-	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(doc), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if e.cfg, err = apis.Load(dir); err != nil {
-		t.Fatalf("load config: %v", err)
-	}
+	e.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolYAML, cloud.ClusterName, e.pool, types, disruptionBlock))
 	if e.cat, err = e.p.Catalog(ctx, nil); err != nil {
 		t.Fatalf("catalog: %v", err)
 	}

@@ -1,7 +1,6 @@
 package provisioning_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +31,7 @@ import (
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
@@ -63,7 +62,7 @@ type harness struct {
 	ns     string
 	pool   string
 	cfg    *apis.Config
-	logs   *syncBuffer
+	logs   *cloudtest.SyncBuffer
 	region string
 }
 
@@ -72,23 +71,6 @@ type noAbort struct{ rt http.RoundTripper }
 
 func (n noAbort) RoundTrip(r *http.Request) (*http.Response, error) {
 	return n.rt.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type poolSpec struct {
@@ -102,17 +84,14 @@ func newHarness(t testing.TB, ps poolSpec) *harness {
 	cloud := shared.Get(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	for _, kv := range cloud.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	h := &harness{t: t, ctx: ctx, cloud: cloud, sim: cloud.AWS, region: cloud.Region, logs: &syncBuffer{}}
+	cloudtest.SetEnv(t, cloud)
+	h := &harness{t: t, ctx: ctx, cloud: cloud, sim: cloud.AWS, region: cloud.Region, logs: &cloudtest.SyncBuffer{}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("provisioner logs:\n%s", h.logs.String())
 		}
 	})
-	h.pool = dnsName(t.Name())
+	h.pool = cloudtest.DNSName(t.Name(), 40)
 	h.newTable()
 	t.Cleanup(h.terminateAll)
 	var err error
@@ -139,37 +118,7 @@ func (h *harness) newTable() {
 		o.HTTPClient = &http.Client{Transport: noAbort{http.DefaultTransport}}
 	})
 	h.table = fmt.Sprintf("nw-%s-%d", h.pool, time.Now().UnixNano()%1e9)
-	if _, err := db.CreateTable(h.ctx, store.Schema.CreateTableInput(h.table)); err != nil {
-		h.t.Fatalf("create table: %v", err)
-	}
-	// The waiter's default first delay is 20 s; dynalite is ready in milliseconds.
-	fast := func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 500*time.Millisecond
-	}
-	if err := dynamodb.NewTableExistsWaiter(db, fast).Wait(h.ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(h.table)}, time.Minute); err != nil {
-		h.t.Fatalf("wait for table: %v", err)
-	}
-	h.store, err = store.New(db, h.table)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-func dnsName(s string) string {
-	s = strings.ToLower(s)
-	var b strings.Builder
-	for _, r := range s {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteRune('-')
-		}
-	}
-	out := strings.Trim(b.String(), "-")
-	if len(out) > 40 {
-		out = out[len(out)-40:]
-	}
-	return strings.Trim(out, "-")
+	h.store = cloudtest.NewTable(h.ctx, h.t, db, h.table)
 }
 
 const poolTemplate = `apiVersion: karpenter.sh/v1
@@ -217,16 +166,7 @@ func (h *harness) config(ps poolSpec) *apis.Config {
 	if ps.ct == "" {
 		ps.ct = `["on-demand"]`
 	}
-	dir := h.t.TempDir()
-	body := fmt.Sprintf(poolTemplate, h.pool, ps.types, ps.ct, ps.limits, h.cloud.ClusterName)
-	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(body), 0o644); err != nil {
-		h.t.Fatal(err)
-	}
-	cfg, err := apis.Load(dir)
-	if err != nil {
-		h.t.Fatalf("config: %v\n%s", err, body)
-	}
-	return cfg
+	return cloudtest.LoadConfig(h.t, fmt.Sprintf(poolTemplate, h.pool, ps.types, ps.ct, ps.limits, h.cloud.ClusterName))
 }
 
 // createPods creates pods only this test's NodePool can take and waits for
@@ -273,17 +213,7 @@ func (h *harness) createPods(prefix string, n int, cpu string) []*corev1.Pod {
 
 func (h *harness) eventually(what string, d time.Duration, f func() (bool, string)) {
 	h.t.Helper()
-	deadline := time.Now().Add(d)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := f()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(100 * time.Millisecond)
-	}
-	h.t.Fatalf("timed out waiting for %s: %s", what, last)
+	cloudtest.Eventually(h.t, what, d, f)
 }
 
 // deps builds a fresh "process": new SDK clients, provider and caches, as a

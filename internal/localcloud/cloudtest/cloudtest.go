@@ -13,6 +13,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,9 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/localcloud"
@@ -121,4 +125,72 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Eventually polls f every 100 ms until it reports done, and fails t with
+// f's last message if that takes longer than d.
+func Eventually(t testing.TB, what string, d time.Duration, f func() (done bool, msg string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := f()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+// WatchTaint starts watching node now; wait reports when the API server
+// first showed the node with a taint of key, or zero if it did not within
+// the given time after wait was called.
+func WatchTaint(ctx context.Context, t testing.TB, cs kubernetes.Interface, node, key string, within time.Duration) (wait func() time.Time) {
+	t.Helper()
+	w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan time.Time, 1)
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if ok && slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == key }) {
+				done <- time.Now()
+				return
+			}
+		}
+		done <- time.Time{}
+	}()
+	return func() time.Time {
+		select {
+		case at := <-done:
+			return at
+		case <-time.After(within):
+			w.Stop()
+			return time.Time{}
+		}
+	}
+}
+
+// Clock is a controller clock for tests: real time plus an offset the test
+// advances (expiry, TTLs, consolidateAfter) without waiting.
+type Clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
 }
