@@ -96,7 +96,6 @@ func (b *builder) functions(layerDir string) {
 	// Names from internal/settings, which every function reads.
 	common := map[string]*string{
 		settings.EnvClusterName:       jsii.String(b.cfg.ClusterName),
-		settings.EnvMetricsNamespace:  jsii.String(MetricsNamespace),
 		settings.EnvLogLevel:          jsii.String(b.cfg.LogLevel),
 		settings.EnvProvisionQueueURL: b.ProvisionQueue.QueueUrl(),
 	}

@@ -561,7 +561,7 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("%s: in VPC = %v, want %v", name, inVPC, size.InVPC)
 		}
 		env := js(p["Environment"])
-		for _, k := range []string{settings.EnvClusterName, settings.EnvLogLevel, settings.EnvMetricsNamespace} {
+		for _, k := range []string{settings.EnvClusterName, settings.EnvLogLevel} {
 			if !strings.Contains(env, `"`+k+`"`) {
 				t.Errorf("%s: env lacks %s", name, k)
 			}

@@ -9,5 +9,7 @@ func subcommands() []*cobra.Command {
 		newSimulateCmd(),
 		newLocalCmd(),
 		newDemoCmd(),
+		newGetCmd(),
+		newDescribeCmd(),
 	}
 }

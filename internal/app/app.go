@@ -72,7 +72,8 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	log := settings.Logger(o.Out, s.LogLevel, o.Function).With("cluster", s.ClusterName)
+	base := settings.Logger(o.Out, s.LogLevel, o.Function)
+	log := base.With("cluster", s.ClusterName)
 	cfg := o.Config
 	if cfg == nil {
 		if s.ConfigDir == "" {
@@ -97,7 +98,7 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	ice := nwaws.NewICECache(awsstore.ICE{Store: st}, 3*time.Minute, o.Now)
-	provider, err := nwaws.New(nwaws.Options{ClusterName: s.ClusterName, Region: awsCfg.Region, Now: o.Now, Logger: log}, clients, ice)
+	provider, err := nwaws.New(nwaws.Options{ClusterName: s.ClusterName, Region: awsCfg.Region, Now: o.Now, Logger: base}, clients, ice)
 	if err != nil {
 		return nil, err
 	}

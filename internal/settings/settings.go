@@ -31,7 +31,6 @@ const (
 	EnvBatchIdle         = "NODEWRIGHT_BATCH_IDLE"
 	EnvBatchMax          = "NODEWRIGHT_BATCH_MAX"
 	EnvLogLevel          = "NODEWRIGHT_LOG_LEVEL"
-	EnvMetricsNamespace  = "NODEWRIGHT_METRICS_NAMESPACE"
 	EnvNodeRoleName      = "NODEWRIGHT_NODE_ROLE_NAME"
 	EnvNodeRoleARN       = "NODEWRIGHT_NODE_ROLE_ARN"
 	EnvInstanceProfile   = "NODEWRIGHT_NODE_INSTANCE_PROFILE"
@@ -51,15 +50,13 @@ type Settings struct {
 	WebhookSecretARN  string
 	ConfigDir         string
 	// Rebalance is "ignore" (Karpenter's behaviour) or "replace".
-	Rebalance string
-	BatchIdle time.Duration
-	BatchMax  time.Duration
-	LogLevel  slog.Level
-	// MetricsNamespace is the CloudWatch namespace of EMF metrics.
-	MetricsNamespace string
-	NodeRoleName     string
-	NodeRoleARN      string
-	InstanceProfile  string
+	Rebalance       string
+	BatchIdle       time.Duration
+	BatchMax        time.Duration
+	LogLevel        slog.Level
+	NodeRoleName    string
+	NodeRoleARN     string
+	InstanceProfile string
 }
 
 // FromEnv reads Settings from getenv (os.Getenv in production).
@@ -76,13 +73,9 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		Rebalance:         "ignore",
 		BatchIdle:         time.Second,
 		BatchMax:          10 * time.Second,
-		MetricsNamespace:  "nodewright",
 		NodeRoleName:      getenv(EnvNodeRoleName),
 		NodeRoleARN:       getenv(EnvNodeRoleARN),
 		InstanceProfile:   getenv(EnvInstanceProfile),
-	}
-	if v := getenv(EnvMetricsNamespace); v != "" {
-		s.MetricsNamespace = v
 	}
 	if v := getenv(EnvRebalance); v != "" {
 		if v != "ignore" && v != "replace" {
