@@ -27,6 +27,7 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 )
 
 const (
@@ -47,24 +48,7 @@ type env struct {
 	sim     *awssim.Server
 	p       *nwaws.Provider
 	clients nwaws.Clients
-	clock   *clock
-}
-
-type clock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.off += d
-	c.mu.Unlock()
+	clock   *cloudtest.Clock
 }
 
 // awsDataDir is ../shared/aws-data (1,300+ real instance types, so paginated
@@ -113,7 +97,7 @@ func newEnv(t testing.TB, fullCatalog bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{}
+	c := &cloudtest.Clock{}
 	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Now: c.Now, Logger: quiet}, clients, nil)
 	if err != nil {
 		t.Fatal(err)
