@@ -306,17 +306,7 @@ func (h *harness) handled(s string) []batch {
 
 func (h *harness) eventually(what string, d time.Duration, f func() (bool, string)) {
 	h.t.Helper()
-	deadline := time.Now().Add(d)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := f()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(100 * time.Millisecond)
-	}
-	h.t.Fatalf("timed out waiting for %s: %s", what, last)
+	cloudtest.Eventually(h.t, what, d, f)
 }
 
 func (h *harness) terminateAll() {
@@ -550,31 +540,7 @@ func (h *harness) waitGone(cl *apis.NodeClaim, node string) {
 // API server's view, from a watch started now).
 func (h *harness) watchTaint(node string) (wait func() time.Time) {
 	h.t.Helper()
-	w, err := h.cloud.KubeClient.CoreV1().Nodes().Watch(h.ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	done := make(chan time.Time, 1)
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if ok && slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == apis.DisruptedTaintKey }) {
-				done <- time.Now()
-				return
-			}
-		}
-		done <- time.Time{}
-	}()
-	return func() time.Time {
-		select {
-		case t := <-done:
-			return t
-		case <-time.After(30 * time.Second):
-			w.Stop()
-			return time.Time{}
-		}
-	}
+	return cloudtest.WatchTaint(h.ctx, h.t, h.cloud.KubeClient, node, apis.DisruptedTaintKey, 30*time.Second)
 }
 
 // spotWarning is the envelope EC2 sends through EventBridge.
