@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,24 +107,6 @@ spec:
       karpenter.sh/discovery: %[3]s
 `
 
-// clock is the controllers' clock: real time plus an offset tests advance.
-type clock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.off += d
-	c.mu.Unlock()
-}
-
 type env struct {
 	t      testing.TB
 	ctx    context.Context
@@ -138,7 +119,7 @@ type env struct {
 	sqs    *sqs.Client
 	work   string // work queue URL
 	cfg    *apis.Config
-	clock  *clock
+	clock  *cloudtest.Clock
 	cat    *catalog.Catalog
 	ns     string
 	budget string
@@ -166,7 +147,7 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	cloudtest.SetEnv(t, cloud)
-	e := &env{t: t, ctx: ctx, cloud: cloud, cs: cloud.KubeClient, clock: &clock{}, budget: "10", id: seq.Add(1)}
+	e := &env{t: t, ctx: ctx, cloud: cloud, cs: cloud.KubeClient, clock: &cloudtest.Clock{}, budget: "10", id: seq.Add(1)}
 	for _, o := range opts {
 		o(e)
 	}
