@@ -54,6 +54,7 @@ var shared = localcloud.NewShared(localcloud.Options{
 
 func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 
+// poolTemplate is the test's NodePool (%[1]s, also its EC2NodeClass).
 const poolTemplate = `apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata:
@@ -75,19 +76,6 @@ spec:
         group: karpenter.k8s.aws
         kind: EC2NodeClass
         name: %[1]s
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: %[1]s
-spec:
-  amiSelectorTerms:
-    - alias: al2023@latest
-  role: KarpenterNodeRole-%[2]s
-  subnetSelectorTerms:
-    - tags: {karpenter.sh/discovery: %[2]s}
-  securityGroupSelectorTerms:
-    - tags: {karpenter.sh/discovery: %[2]s}
 `
 
 // batch is one invocation of the handler by the test's event source mapping.
@@ -154,7 +142,7 @@ func newHarness(t testing.TB) *harness {
 	h.store = cloudtest.NewTable(ctx, t, db, h.table)
 	t.Cleanup(h.terminateAll)
 	h.ns = cloud.NewNamespace(t)
-	h.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolTemplate, h.pool, cloud.ClusterName))
+	h.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolTemplate, h.pool)+cloudtest.NodeClassYAML(h.pool, cloud.ClusterName))
 	h.sqs = sqs.NewFromConfig(awsCfg)
 	h.createQueues(awsCfg.Region)
 	h.app = h.newApp(interruption.RebalanceIgnore)

@@ -11,6 +11,7 @@ package cloudtest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -193,4 +194,27 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.off += d
 	c.mu.Unlock()
+}
+
+// NodeClassYAML is an EC2NodeClass document named name for the local
+// cloud's cluster: AL2023, the cluster's node role, and the subnets and
+// security groups the simulator tags for discovery. Tests append it to their
+// NodePools ("---" included).
+func NodeClassYAML(name, cluster string) string {
+	return fmt.Sprintf(`---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: %[1]s
+spec:
+  role: KarpenterNodeRole-%[2]s
+  amiSelectorTerms:
+  - alias: al2023@latest
+  subnetSelectorTerms:
+  - tags:
+      karpenter.sh/discovery: %[2]s
+  securityGroupSelectorTerms:
+  - tags:
+      karpenter.sh/discovery: %[2]s
+`, name, cluster)
 }
