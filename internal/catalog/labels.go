@@ -43,19 +43,10 @@ const (
 )
 
 // WellKnownLabels are the keys a pod may select on without a NodePool defining
-// them: every node Karpenter launches carries (or knowingly lacks) them.
-var WellKnownLabels = map[string]bool{
-	LabelInstanceType: true, LabelArch: true, LabelOS: true, LabelTopologyZone: true,
-	LabelTopologyRegion: true, LabelTopologyZoneID: true, LabelCapacityType: true, LabelNodePool: true,
-	LabelInstanceCategory: true, LabelInstanceFamily: true, LabelInstanceGeneration: true,
-	LabelInstanceSize: true, LabelInstanceCPU: true, LabelInstanceCPUManufacturer: true,
-	LabelInstanceCPUSustainedClockMhz: true,
-	LabelInstanceMemory:               true, LabelInstanceEBSBandwidth: true, LabelInstanceNetworkBandwidth: true,
-	LabelInstanceGPUName: true, LabelInstanceGPUManufacturer: true, LabelInstanceGPUCount: true,
-	LabelInstanceGPUMemory: true, LabelInstanceAcceleratorName: true,
-	LabelInstanceAcceleratorManufacturer: true, LabelInstanceAcceleratorCount: true,
-	LabelInstanceHypervisor: true, LabelInstanceEncryptionInTransit: true, LabelInstanceLocalNVMe: true,
-}
+// them: every node Karpenter launches carries (or knowingly lacks) them. They
+// are the type-level keys plus those that vary by offering or NodePool.
+var WellKnownLabels = withKeys(TypeLevelLabels,
+	LabelTopologyZone, LabelTopologyZoneID, LabelCapacityType, LabelNodePool)
 
 // TypeLevelLabels are the well-known keys whose value depends only on the
 // instance type (not on zone, capacity type or NodePool). A requirement on one
@@ -70,6 +61,18 @@ var TypeLevelLabels = map[string]bool{
 	LabelInstanceGPUMemory: true, LabelInstanceAcceleratorName: true,
 	LabelInstanceAcceleratorManufacturer: true, LabelInstanceAcceleratorCount: true,
 	LabelInstanceHypervisor: true, LabelInstanceEncryptionInTransit: true, LabelInstanceLocalNVMe: true,
+}
+
+// withKeys is a copy of set with keys added.
+func withKeys(set map[string]bool, keys ...string) map[string]bool {
+	out := make(map[string]bool, len(set)+len(keys))
+	for k, v := range set {
+		out[k] = v
+	}
+	for _, k := range keys {
+		out[k] = true
+	}
+	return out
 }
 
 // Karpenter's naming scheme: category letters, optional "-Ntb" (u-6tb1), generation digits.
