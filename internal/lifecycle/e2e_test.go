@@ -38,21 +38,6 @@ spec:
   disruption:
     consolidationPolicy: WhenEmpty
     consolidateAfter: 5s
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: default
-spec:
-  role: KarpenterNodeRole-%[1]s
-  amiSelectorTerms:
-  - alias: al2023@latest
-  subnetSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[1]s
-  securityGroupSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[1]s
 `
 
 // The whole loop through the real handlers: pending pods -> provisioner

@@ -90,21 +90,6 @@ spec:
     consolidateAfter: 5s
     budgets:
     - nodes: "%[2]s"
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: default
-spec:
-  role: KarpenterNodeRole-%[3]s
-  amiSelectorTerms:
-  - alias: al2023@latest
-  subnetSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[3]s
-  securityGroupSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[3]s
 `
 
 type env struct {
@@ -137,8 +122,8 @@ type envOpt func(*env)
 
 func withBudget(nodes string) envOpt { return func(e *env) { e.budget = nodes } }
 
-// withConfig replaces the NodePool/EC2NodeClass YAML (%[1]s is the
-// cluster name).
+// withConfig replaces the NodePool YAML (the EC2NodeClass "default" is
+// added).
 func withConfig(yaml string) envOpt { return func(e *env) { e.configYAML = yaml } }
 
 func newEnv(t testing.TB, opts ...envOpt) *env {
@@ -172,11 +157,11 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.REST), nil); err != nil {
 		t.Fatal(err)
 	}
-	doc := fmt.Sprintf(poolYAML, "default", e.budget, cloud.ClusterName)
+	doc := fmt.Sprintf(poolYAML, "default", e.budget)
 	if e.configYAML != "" {
-		doc = fmt.Sprintf(e.configYAML, cloud.ClusterName)
+		doc = e.configYAML
 	}
-	e.cfg = cloudtest.LoadConfig(t, doc)
+	e.cfg = cloudtest.LoadConfig(t, doc+cloudtest.NodeClassYAML("default", cloud.ClusterName))
 	if e.cat, err = e.p.Catalog(ctx, nil); err != nil {
 		t.Fatalf("catalog: %v", err)
 	}
