@@ -225,7 +225,7 @@ func useSpot(e *env, types, block string) {
 	if strings.Count(poolYAML, onDemand) != 1 {
 		e.t.Fatalf("the package's pool no longer pins %s once; adapt useSpot", onDemand)
 	}
-	doc := fmt.Sprintf(strings.Replace(poolYAML, onDemand, spot, 1), e.cloud.ClusterName, e.pool, types, block)
+	doc := fmt.Sprintf(strings.Replace(poolYAML, onDemand, spot, 1), e.pool, types, block) + cloudtest.NodeClassYAML("default", e.cloud.ClusterName)
 	cfg, err := apis.LoadData("spot-pool.yaml", []byte(doc))
 	if err != nil {
 		e.t.Fatalf("load the spot pool: %v", err)

@@ -53,12 +53,12 @@ var shared = localcloud.NewShared(localcloud.Options{
 
 func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 
-// poolYAML: %[1]s cluster, %[2]s pool name, %[3]s instance types,
-// %[4]s disruption block.
+// poolYAML: %[1]s pool name, %[2]s instance types, %[3]s disruption
+// block; the EC2NodeClass "default" is cloudtest.NodeClassYAML.
 const poolYAML = `apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata:
-  name: %[2]s
+  name: %[1]s
 spec:
   template:
     spec:
@@ -72,24 +72,9 @@ spec:
         values: ["on-demand"]
       - key: node.kubernetes.io/instance-type
         operator: In
-        values: [%[3]s]
+        values: [%[2]s]
   disruption:
-%[4]s
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: default
-spec:
-  role: KarpenterNodeRole-%[1]s
-  amiSelectorTerms:
-  - alias: al2023@latest
-  subnetSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[1]s
-  securityGroupSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[1]s
+%[3]s
 `
 
 var seq atomic.Int64
@@ -149,7 +134,7 @@ func newEnv(t *testing.T, types, disruptionBlock string) *env {
 	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.REST), nil); err != nil {
 		t.Fatal(err)
 	}
-	e.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolYAML, cloud.ClusterName, e.pool, types, disruptionBlock))
+	e.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolYAML, e.pool, types, disruptionBlock)+cloudtest.NodeClassYAML("default", cloud.ClusterName))
 	if e.cat, err = e.p.Catalog(ctx, nil); err != nil {
 		t.Fatalf("catalog: %v", err)
 	}
