@@ -676,34 +676,34 @@ func (c *Controller) event(ctx context.Context, v *View, node, typ, reason, form
 	}
 }
 
-// clusterCost is what the managed nodes cost per hour.
 // poolCosts is clusterCost by NodePool (the dashboard's cost per pool).
 func poolCosts(cl *state.Cluster) map[string]float64 {
 	out := map[string]float64{}
 	for _, n := range cl.Nodes {
-		if n.Claim == nil {
-			continue
+		if n.Claim != nil {
+			out[n.Claim.NodePoolName()] += nodePrice(cl, n)
 		}
-		labels := n.Claim.Labels
-		if n.Node != nil {
-			labels = n.Node.Labels
-		}
-		out[n.Claim.NodePoolName()] += offeringPrice(cl.Catalog, labels[catalog.LabelInstanceType], labels[catalog.LabelTopologyZone], labels[apis.CapacityTypeLabelKey])
 	}
 	return out
 }
 
+// clusterCost is what the managed nodes cost per hour.
 func clusterCost(cl *state.Cluster) float64 {
 	sum := 0.0
 	for _, n := range cl.Nodes {
-		if n.Claim == nil {
-			continue
+		if n.Claim != nil {
+			sum += nodePrice(cl, n)
 		}
-		labels := n.Claim.Labels
-		if n.Node != nil {
-			labels = n.Node.Labels
-		}
-		sum += offeringPrice(cl.Catalog, labels[catalog.LabelInstanceType], labels[catalog.LabelTopologyZone], labels[apis.CapacityTypeLabelKey])
 	}
 	return sum
+}
+
+// nodePrice is the hourly price of a managed node's offering, read from its
+// Node's labels once registered, else from its claim's.
+func nodePrice(cl *state.Cluster, n *state.Node) float64 {
+	labels := n.Claim.Labels
+	if n.Node != nil {
+		labels = n.Node.Labels
+	}
+	return offeringPrice(cl.Catalog, labels[catalog.LabelInstanceType], labels[catalog.LabelTopologyZone], labels[apis.CapacityTypeLabelKey])
 }
