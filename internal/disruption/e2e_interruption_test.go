@@ -24,7 +24,6 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/interruption"
-	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
@@ -373,21 +372,7 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 		t.Fatalf("create interruption queue: %v", err)
 	}
 	url := sdkaws.ToString(q.QueueUrl)
-	bus := e.cloud.AWS.Events()
-	for _, r := range []struct{ name, source, detailType string }{
-		{"Spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
-		{"Rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"},
-		{"StateChange", "aws.ec2", "EC2 Instance State-change Notification"},
-		{"Health", "aws.health", "AWS Health Event"},
-	} {
-		pattern, _ := json.Marshal(map[string]any{"source": []string{r.source}, "detail-type": []string{r.detailType}})
-		if _, err := bus.PutRule(name+"-"+r.name, string(pattern)); err != nil {
-			t.Fatal(err)
-		}
-		if err := bus.PutTargets(name+"-"+r.name, eventsim.Target{Id: "interruption", Arn: e.cloud.AWS.SQS().QueueARN(name)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cloudtest.RouteInterruptionEvents(t, e.cloud.AWS, name, name)
 	s := settings.Settings{ClusterName: e.cloud.ClusterName, TableName: e.st.Table(), WorkQueueURL: e.work,
 		Rebalance: interruption.RebalanceIgnore, BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelInfo}
 	a, err := app.New(e.ctx, s, app.Options{Function: "interruption", Out: &fn.logs, KubeREST: e.cloud.REST, Config: e.cfg})

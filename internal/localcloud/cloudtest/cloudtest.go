@@ -11,6 +11,7 @@ package cloudtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -29,6 +30,8 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
@@ -217,4 +220,28 @@ spec:
   - tags:
       karpenter.sh/discovery: %[2]s
 `, name, cluster)
+}
+
+// RouteInterruptionEvents puts the CDK stack's four EventBridge rules on the
+// simulator's bus (spot interruption warning, rebalance recommendation,
+// instance state change, AWS Health; named prefix-Spot, ...), each
+// targeting the SQS queue named queue.
+func RouteInterruptionEvents(t testing.TB, sim *awssim.Server, prefix, queue string) {
+	t.Helper()
+	bus := sim.Events()
+	for _, r := range []struct{ name, source, detailType string }{
+		{"Spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
+		{"Rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"},
+		{"StateChange", "aws.ec2", "EC2 Instance State-change Notification"},
+		{"Health", "aws.health", "AWS Health Event"},
+	} {
+		pattern, _ := json.Marshal(map[string]any{"source": []string{r.source}, "detail-type": []string{r.detailType}})
+		name := prefix + "-" + r.name
+		if _, err := bus.PutRule(name, string(pattern)); err != nil {
+			t.Fatal(err)
+		}
+		if err := bus.PutTargets(name, eventsim.Target{Id: "interruption", Arn: sim.SQS().QueueARN(queue)}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
