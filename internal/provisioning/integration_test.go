@@ -143,19 +143,6 @@ spec:
         kind: EC2NodeClass
         name: %[1]s
   %[4]s
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: %[1]s
-spec:
-  amiSelectorTerms:
-    - alias: al2023@latest
-  role: KarpenterNodeRole-%[5]s
-  subnetSelectorTerms:
-    - tags: {karpenter.sh/discovery: %[5]s}
-  securityGroupSelectorTerms:
-    - tags: {karpenter.sh/discovery: %[5]s}
 `
 
 func (h *harness) config(ps poolSpec) *apis.Config {
@@ -166,7 +153,7 @@ func (h *harness) config(ps poolSpec) *apis.Config {
 	if ps.ct == "" {
 		ps.ct = `["on-demand"]`
 	}
-	return cloudtest.LoadConfig(h.t, fmt.Sprintf(poolTemplate, h.pool, ps.types, ps.ct, ps.limits, h.cloud.ClusterName))
+	return cloudtest.LoadConfig(h.t, fmt.Sprintf(poolTemplate, h.pool, ps.types, ps.ct, ps.limits)+cloudtest.NodeClassYAML(h.pool, h.cloud.ClusterName))
 }
 
 // createPods creates pods only this test's NodePool can take and waits for
