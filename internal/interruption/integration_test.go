@@ -34,7 +34,6 @@ import (
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
-	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/settings"
@@ -163,22 +162,7 @@ func (h *harness) createQueues(region string) {
 	h.qURL = cloudtest.CreateQueue(h.ctx, h.t, h.sqs, h.qName, map[string]string{
 		"VisibilityTimeout": "1", "RedrivePolicy": string(redrive),
 	})
-	bus := h.sim.Events()
-	for _, r := range []struct{ name, source, detailType string }{
-		{"Spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
-		{"Rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"},
-		{"StateChange", "aws.ec2", "EC2 Instance State-change Notification"},
-		{"Health", "aws.health", "AWS Health Event"},
-	} {
-		pattern, _ := json.Marshal(map[string]any{"source": []string{r.source}, "detail-type": []string{r.detailType}})
-		name := h.qName + "-" + r.name
-		if _, err := bus.PutRule(name, string(pattern)); err != nil {
-			h.t.Fatal(err)
-		}
-		if err := bus.PutTargets(name, eventsim.Target{Id: "interruption", Arn: h.sim.SQS().QueueARN(h.qName)}); err != nil {
-			h.t.Fatal(err)
-		}
-	}
+	cloudtest.RouteInterruptionEvents(h.t, h.sim, h.qName, h.qName)
 	_ = region
 }
 
