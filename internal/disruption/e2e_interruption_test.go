@@ -1,7 +1,6 @@
 package disruption_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -327,7 +326,7 @@ func fleetCallsSince(e *env, since time.Time) []time.Time {
 // environment's table, configuration and work queue (so the lifecycle the
 // environment steps carries the drain on).
 type interruptionFunction struct {
-	logs lockedBuffer
+	logs cloudtest.SyncBuffer
 
 	mu      sync.Mutex
 	batches []interruptionBatch
@@ -340,23 +339,6 @@ type interruptionBatch struct {
 	err      error
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func startInterruptionFunction(e *env) *interruptionFunction {
 	e.t.Helper()
 	t := e.t
@@ -367,11 +349,7 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 		}
 	})
 	name := fmt.Sprintf("dintr-%s-%d", e.pool, time.Now().UnixNano()%1e6)
-	q, err := e.sqs.CreateQueue(e.ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(name), Attributes: map[string]string{"VisibilityTimeout": "30"}})
-	if err != nil {
-		t.Fatalf("create interruption queue: %v", err)
-	}
-	url := sdkaws.ToString(q.QueueUrl)
+	url := cloudtest.CreateQueue(e.ctx, t, e.sqs, name, map[string]string{"VisibilityTimeout": "30"})
 	cloudtest.RouteInterruptionEvents(t, e.cloud.AWS, name, name)
 	s := settings.Settings{ClusterName: e.cloud.ClusterName, TableName: e.st.Table(), WorkQueueURL: e.work,
 		Rebalance: interruption.RebalanceIgnore, BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelInfo}
