@@ -40,10 +40,10 @@
 //     launch with it happened. Launch then looks for the claim's instance by
 //     tag, with backoff, for up to Options.LaunchConfirmWait (30 s) and adopts
 //     it; if none shows up it fails with ErrLaunchInDoubt and the caller
-//     requeues the claim. It never takes a new token in that case. A claim
-//     whose lost launch in fact produced no instance stays in doubt until the
-//     claim's launch timeout deletes it; its replacement has a new name and so
-//     new tokens.
+//     requeues the claim. It never takes a new token in that case. The
+//     provisioner then gives the claim up and re-plans its pods onto a new
+//     claim (new name, new tokens); should the doubted instance appear after
+//     all, it has no live claim and the lifecycle's GC terminates it.
 //
 // # Tags
 //

@@ -216,7 +216,9 @@ func (h *harness) deps(wrapEC2 func(nwaws.EC2API) nwaws.EC2API) provisioning.Dep
 	}
 	log := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ice := nwaws.NewICECache(awsstore.ICE{Store: h.store}, 3*time.Minute, nil)
-	prov, err := nwaws.New(nwaws.Options{ClusterName: h.cloud.ClusterName, Region: h.region, Logger: log}, clients, ice)
+	// A launch in doubt (a crashed run's token reused with other options) is
+	// settled after LaunchConfirmWait; tests need not wait the default 30 s.
+	prov, err := nwaws.New(nwaws.Options{ClusterName: h.cloud.ClusterName, Region: h.region, Logger: log, LaunchConfirmWait: 2 * time.Second}, clients, ice)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -653,10 +653,21 @@ func (pa *pass) launch(ctx context.Context, j *job) outcome {
 	}
 	if err != nil {
 		p.d.Metrics.Add(metrics.CloudProviderErrors, 1, metrics.Dimensions{"method": "Launch"})
-		if errors.Is(err, nwaws.ErrInsufficientCapacity) {
+		switch {
+		case errors.Is(err, nwaws.ErrInsufficientCapacity):
 			o.capacity = true
 			o.err = err
-			pa.capacityFailed(ctx, log, cl, len(j.pods), err)
+			pa.capacityFailed(ctx, log, cl, len(j.pods), "InsufficientCapacity", err)
+			return o
+		case errors.Is(err, nwaws.ErrLaunchInDoubt):
+			// An earlier, crashed run used this claim's client token and no
+			// instance has shown up for it. The claim is given up under its
+			// name and its pods re-planned onto a new claim (new name, new
+			// tokens); should the doubted instance appear after all, it has
+			// no live claim and the lifecycle's GC terminates it.
+			o.capacity = true
+			o.err = err
+			pa.capacityFailed(ctx, log, cl, len(j.pods), "LaunchInDoubt", err)
 			return o
 		}
 		o.err = err
@@ -723,9 +734,9 @@ func (pa *pass) describe(cl *apis.NodeClaim, inst nwaws.Instance) launched {
 
 // capacityFailed deletes a claim no offering could launch; the tombstone
 // keeps the final state (Launched=False) for people to read.
-func (pa *pass) capacityFailed(ctx context.Context, log *slog.Logger, cl *apis.NodeClaim, pods int, cause error) {
+func (pa *pass) capacityFailed(ctx context.Context, log *slog.Logger, cl *apis.NodeClaim, pods int, reason string, cause error) {
 	pa.appendResult(&pa.res.CapacityFailed, cl.Name)
-	log.WarnContext(ctx, "nodeclaim short of capacity everywhere; re-planning its pods", "pods", pods, "error", cause)
+	log.WarnContext(ctx, "nodeclaim cannot launch; re-planning its pods", "reason", reason, "pods", pods, "error", cause)
 	now := metav1.NewTime(pa.p.d.Now())
 	for range 4 {
 		cur, err := pa.p.d.Store.GetNodeClaim(ctx, cl.Name)
@@ -736,7 +747,7 @@ func (pa *pass) capacityFailed(ctx context.Context, log *slog.Logger, cl *apis.N
 			log.ErrorContext(ctx, "reading nodeclaim to delete", "error", err)
 			return
 		}
-		cur.SetCondition(apis.ConditionLaunched, metav1.ConditionFalse, "InsufficientCapacity", oneLine(cause.Error()), now)
+		cur.SetCondition(apis.ConditionLaunched, metav1.ConditionFalse, reason, oneLine(cause.Error()), now)
 		err = pa.p.d.Store.DeleteNodeClaim(ctx, cur)
 		if err == nil || errors.Is(err, store.ErrNotFound) {
 			return
