@@ -26,16 +26,9 @@ import (
 	"github.com/nodewright/nodewright/internal/app"
 )
 
-// The match conditions the CDK stack's webhook registrar installs
-// (functions/webhookregistrar): only the scheduler's Unschedulable verdict
-// on an unbound pod reaches the webhook.
-const (
-	unschedulableCondition = `has(object.status) && has(object.status.conditions) && ` +
-		`object.status.conditions.exists(c, c.type == 'PodScheduled' && c.status == 'False' && ` +
-		`has(c.reason) && c.reason == 'Unschedulable')`
-	notBoundCondition = `!has(object.spec.nodeName) || object.spec.nodeName == ''`
-	webhookName       = "nodewright-demo"
-)
+// webhookName is the demo's ValidatingWebhookConfiguration, built by the
+// same admission.WebhookConfiguration the CDK stack's registrar installs.
+const webhookName = "nodewright-demo"
 
 // webhookServer is the local stand-in for the webhook function URL: an
 // HTTPS server on 127.0.0.1 with a certificate from a CA generated for this
@@ -153,34 +146,7 @@ func selfSignedServing() ([]byte, tls.Certificate, error) {
 // stack's registrar installs in a real cluster, pointing at the local
 // endpoint.
 func registerWebhook(ctx context.Context, cs kubernetes.Interface, endpoint string, caPEM []byte) error {
-	failurePolicy := admissionv1.Ignore
-	sideEffects := admissionv1.SideEffectClassNoneOnDryRun
-	matchPolicy := admissionv1.Equivalent
-	scope := admissionv1.NamespacedScope
-	timeout := int32(2)
-	cfg := &admissionv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: webhookName, Labels: map[string]string{"app.kubernetes.io/managed-by": "nodewright-demo"}},
-		Webhooks: []admissionv1.ValidatingWebhook{{
-			Name:                    "pending-pods.nodewright.io",
-			ClientConfig:            admissionv1.WebhookClientConfig{URL: &endpoint, CABundle: caPEM},
-			AdmissionReviewVersions: []string{"v1"},
-			SideEffects:             &sideEffects,
-			FailurePolicy:           &failurePolicy,
-			MatchPolicy:             &matchPolicy,
-			TimeoutSeconds:          &timeout,
-			Rules: []admissionv1.RuleWithOperations{{
-				Operations: []admissionv1.OperationType{admissionv1.Update},
-				Rule: admissionv1.Rule{
-					APIGroups: []string{""}, APIVersions: []string{"v1"},
-					Resources: []string{"pods/status"}, Scope: &scope,
-				},
-			}},
-			MatchConditions: []admissionv1.MatchCondition{
-				{Name: "unschedulable", Expression: unschedulableCondition},
-				{Name: "not-bound", Expression: notBoundCondition},
-			},
-		}},
-	}
+	cfg := admission.WebhookConfiguration(webhookName, map[string]string{"app.kubernetes.io/managed-by": "nodewright-demo"}, endpoint, caPEM)
 	api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	_, err := api.Create(ctx, cfg, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
