@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/nodewright/nodewright/internal/admission"
-	"github.com/nodewright/nodewright/internal/app"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/settings"
 )
@@ -32,7 +31,7 @@ func main() {
 		os.Exit(1)
 	}
 	rec := metrics.New(os.Stdout, metrics.Dimensions{"cluster": s.ClusterName, "function": "webhook"})
-	h, err := app.WebhookHandler(ctx, s, cfg, log, rec)
+	h, err := admission.WebhookHandler(ctx, s, cfg, log, rec)
 	if err != nil {
 		log.Error("start", "error", err.Error())
 		os.Exit(1)

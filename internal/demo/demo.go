@@ -352,7 +352,7 @@ func (d *run) setup(ctx context.Context) error {
 	// The webhook function behind its function URL.
 	webhookLog := settings.Logger(&logTap{fn: "webhook", tl: d.tl, raw: d.o.Logs}, s.LogLevel, "webhook")
 	wh, err := admission.NewHandler(admission.Options{Secret: s.WebhookSecret, Coalesce: s.BatchIdle, Logger: webhookLog,
-		Nudger: queueNudger{ProvisionNudger: app.ProvisionNudger{Queue: queue.New(sqsClient, s.ProvisionQueueURL)}}})
+		Nudger: queueNudger{ProvisionNudger: admission.ProvisionNudger{Queue: queue.New(sqsClient, s.ProvisionQueueURL)}}})
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/internal/admission"
-	"github.com/nodewright/nodewright/internal/app"
 )
 
 // webhookName is the demo's ValidatingWebhookConfiguration, built by the
@@ -164,7 +163,7 @@ func registerWebhook(ctx context.Context, cs kubernetes.Interface, endpoint stri
 
 // queueNudger is the webhook function's nudger with a tap for the timeline.
 type queueNudger struct {
-	app.ProvisionNudger
+	admission.ProvisionNudger
 	onSend func(admission.Hint)
 }
 

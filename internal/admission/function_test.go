@@ -1,4 +1,4 @@
-package app
+package admission_test
 
 import (
 	"bytes"
@@ -24,8 +24,8 @@ func (s sender) SendMessage(ctx context.Context, in *sqs.SendMessageInput, _ ...
 func TestNudgerCountsSentNudges(t *testing.T) {
 	var out bytes.Buffer
 	rec := metrics.New(&out, metrics.Dimensions{"cluster": "c", "function": "webhook"})
-	ok := ProvisionNudger{Queue: queue.New(sender{}, "https://sqs.local/q"), Metrics: rec}
-	bad := ProvisionNudger{Queue: queue.New(sender{errors.New("throttled")}, "https://sqs.local/q"), Metrics: rec}
+	ok := admission.ProvisionNudger{Queue: queue.New(sender{}, "https://sqs.local/q"), Metrics: rec}
+	bad := admission.ProvisionNudger{Queue: queue.New(sender{errors.New("throttled")}, "https://sqs.local/q"), Metrics: rec}
 	for range 2 {
 		if err := ok.Nudge(context.Background(), admission.Hint{Namespace: "ns", Name: "p", Reason: "Unschedulable"}, 0); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package app
+package admission
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/nodewright/nodewright/internal/admission"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/settings"
@@ -26,7 +25,7 @@ type ProvisionNudger struct {
 }
 
 // Nudge implements admission.Nudger.
-func (n ProvisionNudger) Nudge(ctx context.Context, hint admission.Hint, delay time.Duration) error {
+func (n ProvisionNudger) Nudge(ctx context.Context, hint Hint, delay time.Duration) error {
 	err := n.Queue.Send(ctx, queue.Message{Kind: queue.KindProvision, Subject: hint.Namespace + "/" + hint.Name, Reason: hint.Reason}, delay)
 	if err == nil {
 		n.Metrics.Add(metrics.WebhookNudges, 1, metrics.Dimensions{"reason": hint.Reason})
@@ -34,11 +33,12 @@ func (n ProvisionNudger) Nudge(ctx context.Context, hint admission.Hint, delay t
 	return err
 }
 
-// WebhookHandler builds the admission webhook. Unlike the controllers it
-// builds no App: its role may only read its secret and send to the provision
+// WebhookHandler builds the webhook function's handler. It lives here, not in
+// internal/app, so the webhook binary links no Kubernetes or EC2 client: it
+// answers the apiserver in milliseconds, cold starts included. It builds no App: its role may only read its secret and send to the provision
 // queue, so it never touches the cluster, EC2 or the table. The secret comes
 // from Settings.WebhookSecret or, in AWS, Secrets Manager.
-func WebhookHandler(ctx context.Context, s settings.Settings, cfg sdkaws.Config, log *slog.Logger, rec *metrics.Recorder) (*admission.Handler, error) {
+func WebhookHandler(ctx context.Context, s settings.Settings, cfg sdkaws.Config, log *slog.Logger, rec *metrics.Recorder) (*Handler, error) {
 	if err := s.Require(settings.EnvProvisionQueueURL); err != nil {
 		return nil, err
 	}
@@ -51,5 +51,5 @@ func WebhookHandler(ctx context.Context, s settings.Settings, cfg sdkaws.Config,
 		secret = strings.TrimSpace(sdkaws.ToString(out.SecretString))
 	}
 	q := queue.New(sqs.NewFromConfig(cfg), s.ProvisionQueueURL)
-	return admission.NewHandler(admission.Options{Secret: secret, Nudger: ProvisionNudger{Queue: q, Metrics: rec}, Coalesce: s.BatchIdle, Logger: log})
+	return NewHandler(Options{Secret: secret, Nudger: ProvisionNudger{Queue: q, Metrics: rec}, Coalesce: s.BatchIdle, Logger: log})
 }
