@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/nodewright/nodewright/internal/aws/awsstore"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/localcloud/dynalite"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -49,20 +50,7 @@ func newStore(t *testing.T, ctx context.Context, clock func() time.Time) *store.
 		Region:      "us-west-2",
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
 	}, func(o *dynamodb.Options) { o.BaseEndpoint = sdkaws.String(dynaliteEndpoint) })
-	table := fmt.Sprintf("inspect-%d", time.Now().UnixNano())
-	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
-		t.Fatal(err)
-	}
-	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
-	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	s, err := store.New(db, table, store.WithClock(clock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return cloudtest.NewTable(ctx, t, db, fmt.Sprintf("inspect-%d", time.Now().UnixNano()), store.WithClock(clock))
 }
 
 // TestStoreRoundTripGolden writes the fixtures through the store the
