@@ -152,6 +152,12 @@ const (
 	ManagedBy    = "nodewright"
 )
 
+// TagOwner names the one stack (its NodeClaim table's ARN, settings.Owner)
+// whose controllers may garbage-collect or terminate a resource. It is set
+// only at creation (IAM allows it on no existing resource), so a second stack
+// for the same cluster, or a re-created table, never owns another's instances.
+const TagOwner = "nodewright.io/owner"
+
 // TagInstanceNodeClass names the EC2NodeClass on instances, volumes and
 // network interfaces. It is not Karpenter's karpenter.k8s.aws/ec2nodeclass
 // (which launch templates keep): Karpenter's instance garbage collector

@@ -37,6 +37,16 @@ const (
 	CloudProviderErrors        = "karpenter_cloudprovider_errors_total"
 	ClusterCostPerHour         = "nodewright_cluster_cost_per_hour"
 	WebhookNudges              = "nodewright_webhook_nudges_total"
+	// GCRefused counts lifecycle passes whose instance garbage collection
+	// would have taken more than the bounded share of the fleet and did
+	// nothing instead (alarmed: a fresh or foreign table looks like this).
+	GCRefused = "nodewright_gc_refused_total"
+	// NodeClaimsUndecodable counts NodeClaim records a listing skipped
+	// because they could not be decoded (alarmed).
+	NodeClaimsUndecodable = "nodewright_nodeclaims_undecodable_total"
+	// FunctionRuns is every function's heartbeat: one per successful
+	// invocation, by function (alarmed with missing data as breaching).
+	FunctionRuns = "nodewright_function_runs_total"
 )
 
 // Unit is a CloudWatch unit name.

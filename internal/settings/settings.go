@@ -35,6 +35,10 @@ const (
 	EnvNodeRoleARN       = "NODEWRIGHT_NODE_ROLE_ARN"
 	EnvInstanceProfile   = "NODEWRIGHT_NODE_INSTANCE_PROFILE"
 	EnvWebhookPrefix     = "NODEWRIGHT_WEBHOOK_PATH_PREFIX"
+	// EnvOwner is the stack-unique owner value (the CDK app sets the
+	// NodeClaim table's ARN) every resource nodewright creates is tagged
+	// with under aws.TagOwner.
+	EnvOwner = "NODEWRIGHT_OWNER"
 )
 
 // Settings is what a function knows about its deployment.
@@ -57,6 +61,8 @@ type Settings struct {
 	NodeRoleName    string
 	NodeRoleARN     string
 	InstanceProfile string
+	// Owner is the value of the owner tag (see EnvOwner).
+	Owner string
 }
 
 // FromEnv reads Settings from getenv (os.Getenv in production).
@@ -76,6 +82,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		NodeRoleName:      getenv(EnvNodeRoleName),
 		NodeRoleARN:       getenv(EnvNodeRoleARN),
 		InstanceProfile:   getenv(EnvInstanceProfile),
+		Owner:             getenv(EnvOwner),
 	}
 	if v := getenv(EnvRebalance); v != "" {
 		if v != "ignore" && v != "replace" {
@@ -105,7 +112,7 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 func (s Settings) Require(names ...string) error {
 	values := map[string]string{
 		EnvClusterName: s.ClusterName, EnvTableName: s.TableName, EnvWorkQueueURL: s.WorkQueueURL, EnvProvisionQueueURL: s.ProvisionQueueURL,
-		EnvInterruptionQueue: s.InterruptionQueue, EnvConfigDir: s.ConfigDir,
+		EnvInterruptionQueue: s.InterruptionQueue, EnvConfigDir: s.ConfigDir, EnvOwner: s.Owner,
 	}
 	for _, n := range names {
 		if values[n] == "" {
