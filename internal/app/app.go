@@ -63,7 +63,7 @@ type Options struct {
 
 // New builds an App for settings s.
 func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
-	if err := s.Require(settings.EnvClusterName, settings.EnvTableName); err != nil {
+	if err := s.Require(settings.EnvClusterName, settings.EnvTableName, settings.EnvOwner); err != nil {
 		return nil, err
 	}
 	if o.Out == nil {
@@ -98,7 +98,7 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	ice := nwaws.NewICECache(awsstore.ICE{Store: st}, 3*time.Minute, o.Now)
-	provider, err := nwaws.New(nwaws.Options{ClusterName: s.ClusterName, Region: awsCfg.Region, Now: o.Now, Logger: base}, clients, ice)
+	provider, err := nwaws.New(nwaws.Options{ClusterName: s.ClusterName, Region: awsCfg.Region, Owner: s.Owner, Now: o.Now, Logger: base}, clients, ice)
 	if err != nil {
 		return nil, err
 	}

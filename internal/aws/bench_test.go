@@ -40,7 +40,7 @@ func BenchmarkCatalogOverTheWire(b *testing.B) {
 	var types int
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Logger: quiet}, e.clients, nil)
+		p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Owner: testOwner, Logger: quiet}, e.clients, nil)
 		if err != nil {
 			b.Fatal(err)
 		}

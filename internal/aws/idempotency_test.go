@@ -37,7 +37,7 @@ func (e *env) loseCreateFleet() (remove func()) {
 
 func (e *env) provider(confirmWait time.Duration) *nwaws.Provider {
 	e.t.Helper()
-	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Now: e.clock.Now, Logger: quiet, LaunchConfirmWait: confirmWait}, e.clients, nil)
+	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Owner: testOwner, Now: e.clock.Now, Logger: quiet, LaunchConfirmWait: confirmWait}, e.clients, nil)
 	if err != nil {
 		e.t.Fatal(err)
 	}

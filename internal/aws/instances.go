@@ -29,6 +29,7 @@ type Instance struct {
 	LaunchTime       time.Time
 	NodeClaim        string // karpenter.sh/nodeclaim tag
 	NodePool         string // karpenter.sh/nodepool tag
+	Owner            string // TagOwner: the stack that launched it ("" before owner tags existed)
 	// LaunchTemplate is the template name the instance was launched from
 	// (set by Launch; GC of templates keeps the ones live claims name).
 	LaunchTemplate string
@@ -66,6 +67,7 @@ func instanceFromEC2(in ec2types.Instance) Instance {
 		CapacityType: "on-demand",
 		NodeClaim:    tags[TagNodeClaim],
 		NodePool:     tags[TagNodePool],
+		Owner:        tags[TagOwner],
 		Tags:         tags,
 	}
 	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
@@ -150,14 +152,16 @@ func (p *Provider) describeMany(ctx context.Context, ids []string) (map[string]I
 // liveStates are the states of an instance that still exists or may come back.
 var liveStates = []string{"pending", "running", "stopping", "stopped", "shutting-down"}
 
-// ListClusterInstances returns every non-terminated instance nodewright
-// launched for this cluster (its ownership tag and TagManagedBy), oldest
-// first (the lifecycle's garbage collector compares them with the NodeClaim
-// records). Karpenter's instances, with the same cluster tags, are not listed.
+// ListClusterInstances returns every non-terminated instance this stack
+// launched for this cluster (its ownership tag, TagManagedBy and this
+// stack's TagOwner), oldest first (the lifecycle's garbage collector
+// compares them with the NodeClaim records). Karpenter's instances, with the
+// same cluster tags, and another nodewright stack's are not listed.
 func (p *Provider) ListClusterInstances(ctx context.Context) ([]Instance, error) {
 	got, err := p.describeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
 		{Name: sdkaws.String("tag-key"), Values: []string{ClusterTagKey(p.opts.ClusterName)}},
 		{Name: sdkaws.String("tag:" + TagManagedBy), Values: []string{ManagedBy}},
+		{Name: sdkaws.String("tag:" + TagOwner), Values: []string{p.opts.Owner}},
 		{Name: sdkaws.String("instance-state-name"), Values: liveStates},
 	}})
 	if err != nil {
@@ -185,6 +189,7 @@ func (p *Provider) findClaimInstance(ctx context.Context, nodeClaim string) (*In
 		{Name: sdkaws.String("tag:" + TagNodeClaim), Values: []string{nodeClaim}},
 		{Name: sdkaws.String("tag-key"), Values: []string{ClusterTagKey(p.opts.ClusterName)}},
 		{Name: sdkaws.String("tag:" + TagManagedBy), Values: []string{ManagedBy}},
+		{Name: sdkaws.String("tag:" + TagOwner), Values: []string{p.opts.Owner}},
 		{Name: sdkaws.String("instance-state-name"), Values: []string{"pending", "running"}},
 	}})
 	if err != nil {
@@ -198,19 +203,33 @@ func (p *Provider) findClaimInstance(ctx context.Context, nodeClaim string) (*In
 	return nil, nil
 }
 
-// owns reports whether nodewright launched i for this cluster: the cluster's
-// ownership tag alone would also match Karpenter's instances.
+// owns reports whether this stack launched i for this cluster: the cluster's
+// ownership tag alone would also match Karpenter's instances, and
+// TagManagedBy alone another nodewright stack's.
 func (p *Provider) owns(i Instance) bool {
+	return p.nodewrightOf(i) && i.Owner == p.opts.Owner
+}
+
+// nodewrightOf reports whether some nodewright stack launched i for this cluster.
+func (p *Provider) nodewrightOf(i Instance) bool {
 	v, ok := i.Tags[ClusterTagKey(p.opts.ClusterName)]
 	return ok && (v == "owned" || v == "shared") && i.Tags[TagManagedBy] == ManagedBy
 }
 
-// Terminate terminates instances nodewright launched for this cluster (its
-// ownership tag and TagManagedBy). It describes them first: ids EC2 no
-// longer knows, or already terminated, count as done; any other instance
-// (another cluster's, Karpenter's, a person's) is never touched and makes
-// Terminate return an error wrapping ErrNotOwned (the owned ones in the same
-// call are still terminated).
+// mayTerminate reports whether Terminate may act on i: this stack's, or
+// nodewright's from before owner tags existed (Terminate is only ever asked
+// for an instance a claim in this stack's table names; garbage collection
+// never lists an untagged one). Another stack's never.
+func (p *Provider) mayTerminate(i Instance) bool {
+	return p.nodewrightOf(i) && (i.Owner == p.opts.Owner || i.Owner == "")
+}
+
+// Terminate terminates instances this stack launched for this cluster (its
+// ownership tag, TagManagedBy and TagOwner; see mayTerminate). It describes
+// them first: ids EC2 no longer knows, or already terminated, count as done;
+// any other instance (another cluster's or stack's, Karpenter's, a person's)
+// is never touched and makes Terminate return an error wrapping ErrNotOwned
+// (the owned ones in the same call are still terminated).
 func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
@@ -225,7 +244,7 @@ func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
 		if !ok || inst.State == "terminated" {
 			continue
 		}
-		if !p.owns(inst) {
+		if !p.mayTerminate(inst) {
 			refused = append(refused, id)
 			continue
 		}
@@ -239,7 +258,8 @@ func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
 		p.log.InfoContext(ctx, "terminated instances", "instances", owned)
 	}
 	if len(refused) > 0 {
-		return fmt.Errorf("terminate %v: %w %s (want tags %s=owned and %s=%s)", refused, ErrNotOwned, p.opts.ClusterName, ClusterTagKey(p.opts.ClusterName), TagManagedBy, ManagedBy)
+		return fmt.Errorf("terminate %v: %w %s (want tags %s=owned, %s=%s and %s=%s)", refused, ErrNotOwned, p.opts.ClusterName,
+			ClusterTagKey(p.opts.ClusterName), TagManagedBy, ManagedBy, TagOwner, p.opts.Owner)
 	}
 	return nil
 }

@@ -33,7 +33,9 @@ import (
 const (
 	testCluster = "demo"
 	testRegion  = "us-west-2"
-	k8sVersion  = "1.33"
+	// testOwner is the owner value of the tests' stack (settings.Owner).
+	testOwner  = "arn:aws:dynamodb:us-west-2:111122223333:table/aws-tests"
+	k8sVersion = "1.33"
 )
 
 // quiet keeps the provider's logs out of test output; tests assert on results.
@@ -98,7 +100,7 @@ func newEnv(t testing.TB, fullCatalog bool) *env {
 		t.Fatal(err)
 	}
 	c := &cloudtest.Clock{}
-	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Now: c.Now, Logger: quiet}, clients, nil)
+	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Owner: testOwner, Now: c.Now, Logger: quiet}, clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -867,7 +869,7 @@ func TestRelaunchAfterLostResponseLaunchesOnce(t *testing.T) {
 	e := newEnv(t, false)
 	clients := e.clients
 	clients.EC2 = &lossyEC2{EC2API: e.clients.EC2, lose: 1}
-	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Logger: quiet}, clients, nil)
+	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Owner: testOwner, Logger: quiet}, clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -905,7 +907,7 @@ func TestRelaunchBeforeInstanceIsVisible(t *testing.T) {
 	clients := e.clients
 	lossy := &lossyEC2{EC2API: e.clients.EC2, lose: 1, blind: true}
 	clients.EC2 = lossy
-	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Logger: quiet}, clients, nil)
+	p, err := nwaws.New(nwaws.Options{ClusterName: testCluster, Region: testRegion, Owner: testOwner, Logger: quiet}, clients, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

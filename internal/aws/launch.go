@@ -386,6 +386,7 @@ func (p *Provider) Tags(claim *apis.NodeClaim, nc *apis.EC2NodeClass) map[string
 	}
 	tags[ClusterTagKey(p.opts.ClusterName)] = "owned"
 	tags[TagManagedBy] = ManagedBy
+	tags[TagOwner] = p.opts.Owner
 	tags[TagEKSClusterName] = p.opts.ClusterName
 	tags[TagNodePool] = claim.NodePoolName()
 	tags[TagNodeClaim] = claim.Name
@@ -443,7 +444,7 @@ func (p *Provider) fleetInput(ctx context.Context, claim *apis.NodeClaim, nc *ap
 				return nil, nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 			}
 			spec := templateSpec{
-				Cluster: p.opts.ClusterName, NodeClass: nc.Name, NodeClassHash: nc.Hash(),
+				Cluster: p.opts.ClusterName, Owner: p.opts.Owner, NodeClass: nc.Name, NodeClassHash: nc.Hash(),
 				ImageID: o.ami.ID, UserData: base64UserData(text), SecurityGroupIDs: securityGroupIDs(sgs),
 				InstanceProfile: profile, BlockDeviceMappings: bdm, MetadataOptions: metadataOptions(nc),
 				DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
@@ -496,6 +497,10 @@ func (p *Provider) fleetInput(ctx context.Context, claim *apis.NodeClaim, nc *ap
 		Context: nc.Spec.Context,
 	}
 	if capacityType == catalog.CapacityTypeSpot {
+		// A spot launch also creates a spot-instances-request, which IAM
+		// authorizes CreateFleet against with its own request tags; untagged,
+		// the stack's policy (like Karpenter's) denies every spot launch.
+		in.TagSpecifications = append(in.TagSpecifications, ec2types.TagSpecification{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: tags})
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	} else {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}

@@ -27,6 +27,7 @@ import (
 // one (never an in-place edit a running launch could observe half-done).
 type templateSpec struct {
 	Cluster             string                                             `json:"cluster"`
+	Owner               string                                             `json:"owner"`
 	NodeClass           string                                             `json:"nodeClass"`
 	NodeClassHash       string                                             `json:"nodeClassHash"`
 	ImageID             string                                             `json:"imageID"`
@@ -60,6 +61,7 @@ func (s templateSpec) tags() map[string]string {
 		TagClusterName:           s.Cluster,
 		TagNodeClass:             s.NodeClass,
 		TagManagedBy:             ManagedBy,
+		TagOwner:                 s.Owner,
 	}
 }
 
@@ -312,13 +314,16 @@ type LaunchTemplate struct {
 	Created   time.Time
 }
 
-// LaunchTemplates lists the launch templates this cluster owns.
+// LaunchTemplates lists the launch templates this stack owns (TagOwner):
+// another stack of the same cluster keeps its own, which this one's
+// garbage collection must never see as unused.
 func (p *Provider) LaunchTemplates(ctx context.Context) ([]LaunchTemplate, error) {
 	var out []LaunchTemplate
 	pager := ec2.NewDescribeLaunchTemplatesPaginator(p.clients.EC2, &ec2.DescribeLaunchTemplatesInput{
 		Filters: []ec2types.Filter{
 			{Name: sdkaws.String("tag:" + TagClusterName), Values: []string{p.opts.ClusterName}},
 			{Name: sdkaws.String("tag:" + TagManagedBy), Values: []string{ManagedBy}},
+			{Name: sdkaws.String("tag:" + TagOwner), Values: []string{p.opts.Owner}},
 		},
 	})
 	prefix := "nodewright/" + p.opts.ClusterName + "/"
@@ -332,7 +337,7 @@ func (p *Provider) LaunchTemplates(ctx context.Context) ([]LaunchTemplate, error
 			name := sdkaws.ToString(lt.LaunchTemplateName)
 			// The tags and our name prefix: never touch a template we did not
 			// make (Karpenter's carry the same cluster tag).
-			if tags[TagClusterName] != p.opts.ClusterName || tags[TagManagedBy] != ManagedBy || !strings.HasPrefix(name, prefix) {
+			if tags[TagClusterName] != p.opts.ClusterName || tags[TagManagedBy] != ManagedBy || tags[TagOwner] != p.opts.Owner || !strings.HasPrefix(name, prefix) {
 				continue
 			}
 			out = append(out, LaunchTemplate{

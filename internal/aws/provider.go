@@ -16,6 +16,11 @@ type Options struct {
 	ClusterName string
 	// Region is the AWS region (required).
 	Region string
+	// Owner is this stack's owner value (settings.Owner, the NodeClaim
+	// table's ARN; required). Everything the provider creates carries it
+	// under TagOwner, and it lists, garbage-collects and terminates only
+	// what carries it.
+	Owner string
 	// DiscoveryTTL bounds how stale subnets, security groups, AMIs and cluster
 	// facts may be (default 1 minute; errors invalidate early).
 	DiscoveryTTL time.Duration
@@ -44,6 +49,9 @@ func (o *Options) defaults() error {
 	}
 	if o.Region == "" {
 		return fmt.Errorf("aws provider: Region is required")
+	}
+	if o.Owner == "" {
+		return fmt.Errorf("aws provider: Owner is required (the stack's %s)", TagOwner)
 	}
 	if o.DiscoveryTTL <= 0 {
 		o.DiscoveryTTL = time.Minute

@@ -29,7 +29,7 @@ func (c *fakeClock) Advance(d time.Duration) { c.t = c.t.Add(d) }
 
 func newTestProvider(t *testing.T, clock *fakeClock) *Provider {
 	t.Helper()
-	p, err := New(Options{ClusterName: "demo", Region: "us-west-2", Now: clock.Now, MaxInstanceTypes: 3, Logger: slog.New(slog.DiscardHandler)}, Clients{EC2: panicEC2{}}, nil)
+	p, err := New(Options{ClusterName: "demo", Region: "us-west-2", Owner: "owner", Now: clock.Now, MaxInstanceTypes: 3, Logger: slog.New(slog.DiscardHandler)}, Clients{EC2: panicEC2{}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

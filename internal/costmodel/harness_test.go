@@ -305,7 +305,7 @@ func newEnv(t testing.TB, name string, level slog.Level) *env {
 		t.Fatal(err)
 	}
 	e.ns = cloud.NewNamespace(t)
-	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: e.table, WorkQueueURL: e.workURL, ConfigDir: e.cfgDir,
+	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: e.table, Owner: cloud.TableARN(e.table), WorkQueueURL: e.workURL, ConfigDir: e.cfgDir,
 		BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, LogLevel: slog.LevelDebug, Rebalance: "ignore"}
 	for _, fn := range []string{"provisioner", "lifecycle", "disruption", "interruption"} {
 		a, err := app.New(ctx, s, app.Options{Function: fn, Out: e.logs})

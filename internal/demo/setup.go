@@ -162,6 +162,7 @@ func functionEnv(cloud *localcloud.Cloud, table string, qs queueSet, configDir, 
 	env["AWS_PROFILE"] = ""
 	env[settings.EnvClusterName] = cloud.ClusterName
 	env[settings.EnvTableName] = table
+	env[settings.EnvOwner] = cloud.TableARN(table)
 	env[settings.EnvWorkQueueURL] = qs.WorkURL
 	env[settings.EnvProvisionQueueURL] = qs.ProvisionURL
 	env[settings.EnvInterruptionQueue] = qs.InterruptionURL

@@ -351,7 +351,7 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 	name := fmt.Sprintf("dintr-%s-%d", e.pool, time.Now().UnixNano()%1e6)
 	url := cloudtest.CreateQueue(e.ctx, t, e.sqs, name, map[string]string{"VisibilityTimeout": "30"})
 	cloudtest.RouteInterruptionEvents(t, e.cloud.AWS, name, name)
-	s := settings.Settings{ClusterName: e.cloud.ClusterName, TableName: e.st.Table(), WorkQueueURL: e.work,
+	s := settings.Settings{ClusterName: e.cloud.ClusterName, TableName: e.st.Table(), Owner: cloudtest.Owner(e.cloud, e.st.Table()), WorkQueueURL: e.work,
 		Rebalance: interruption.RebalanceIgnore, BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelInfo}
 	a, err := app.New(e.ctx, s, app.Options{Function: "interruption", Out: &fn.logs, KubeREST: e.cloud.REST, Config: e.cfg})
 	if err != nil {

@@ -126,7 +126,7 @@ func newEnv(t *testing.T, types, disruptionBlock string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.p, err = nwaws.New(nwaws.Options{ClusterName: cloud.ClusterName, Region: cloud.Region, DiscoveryTTL: time.Second}, clients, nil); err != nil {
+	if e.p, err = nwaws.New(nwaws.Options{ClusterName: cloud.ClusterName, Region: cloud.Region, Owner: cloudtest.Owner(cloud, table), DiscoveryTTL: time.Second}, clients, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.sqs = sqs.NewFromConfig(awsCfg)

@@ -170,7 +170,7 @@ func (h *harness) createQueues(region string) {
 // table, configuration and admin kube config.
 func (h *harness) newApp(rebalance string) *app.App {
 	h.t.Helper()
-	s := settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, Rebalance: rebalance,
+	s := settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, Owner: cloudtest.Owner(h.cloud, h.table), Rebalance: rebalance,
 		BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelDebug}
 	a, err := app.New(h.ctx, s, app.Options{Function: "interruption", Out: h.logs, KubeREST: h.cloud.REST, Config: h.cfg})
 	if err != nil {

@@ -108,6 +108,8 @@ type env struct {
 	cat    *catalog.Catalog
 	ns     string
 	budget string
+	// owner is the env's stack owner value (its table's ARN).
+	owner string
 
 	configYAML string
 	// id makes claim names unique across tests and -count runs: a claim
@@ -144,11 +146,12 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	table := fmt.Sprintf("lifecycle-%d-%d", time.Now().UnixNano()%1e6, n)
 	db := store.NewDynamoDBClient(awsCfg)
 	e.st = cloudtest.NewTable(ctx, t, db, table, store.WithClock(e.clock.Now))
+	e.owner = cloudtest.Owner(cloud, table)
 	clients, _, err := nwaws.NewClients(ctx, cloud.Region)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.p, err = nwaws.New(nwaws.Options{ClusterName: cloud.ClusterName, Region: cloud.Region, Now: e.clock.Now}, clients, nil); err != nil {
+	if e.p, err = nwaws.New(nwaws.Options{ClusterName: cloud.ClusterName, Region: cloud.Region, Owner: e.owner, Now: e.clock.Now}, clients, nil); err != nil {
 		t.Fatal(err)
 	}
 	e.ec2 = ec2.NewFromConfig(awsCfg)
@@ -744,6 +747,7 @@ func (e *env) rawInstance(claimTag string) string {
 	tags := []ec2types.Tag{
 		{Key: sdkaws.String(nwaws.ClusterTagKey(e.cloud.ClusterName)), Value: sdkaws.String("owned")},
 		{Key: sdkaws.String(nwaws.TagManagedBy), Value: sdkaws.String(nwaws.ManagedBy)},
+		{Key: sdkaws.String(nwaws.TagOwner), Value: sdkaws.String(e.owner)},
 		{Key: sdkaws.String(nwaws.TagNodePool), Value: sdkaws.String("default")},
 		{Key: sdkaws.String(nwaws.TagNodeClaim), Value: sdkaws.String(claimTag)},
 	}

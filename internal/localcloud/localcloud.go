@@ -254,6 +254,13 @@ func (c *Cloud) Env() []string {
 	return env
 }
 
+// TableARN is the ARN of DynamoDB table table in this cloud's region and
+// account: what the CDK app passes the functions as their owner value
+// (settings.EnvOwner), so local stacks own their instances the same way.
+func (c *Cloud) TableARN(table string) string {
+	return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", c.Region, awssim.DefaultAccountID, table)
+}
+
 // Close stops every component and removes their temporary files: the
 // simulator first (so its kubelets stop calling the API server), then the
 // control plane and dynalite together. Safe to call more than once.

@@ -218,7 +218,7 @@ func (h *harness) deps(wrapEC2 func(nwaws.EC2API) nwaws.EC2API) provisioning.Dep
 	ice := nwaws.NewICECache(awsstore.ICE{Store: h.store}, 3*time.Minute, nil)
 	// A launch in doubt (a crashed run's token reused with other options) is
 	// settled after LaunchConfirmWait; tests need not wait the default 30 s.
-	prov, err := nwaws.New(nwaws.Options{ClusterName: h.cloud.ClusterName, Region: h.region, Logger: log, LaunchConfirmWait: 2 * time.Second}, clients, ice)
+	prov, err := nwaws.New(nwaws.Options{ClusterName: h.cloud.ClusterName, Region: h.region, Owner: cloudtest.Owner(h.cloud, h.table), Logger: log, LaunchConfirmWait: 2 * time.Second}, clients, ice)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestProvisionerHandlerEndToEnd(t *testing.T) {
 	h.sim.ResetCalls()
 	pods := h.createPods("web", 3, "500m")
 
-	a, err := app.New(h.ctx, settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second},
+	a, err := app.New(h.ctx, settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, Owner: cloudtest.Owner(h.cloud, h.table), BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second},
 		app.Options{Function: "provisioner", Out: h.logs, KubeREST: h.cloud.REST, Config: h.cfg})
 	if err != nil {
 		t.Fatal(err)

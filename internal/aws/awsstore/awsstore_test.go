@@ -108,7 +108,7 @@ func TestICESharedBetweenFunctions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := nwaws.New(nwaws.Options{ClusterName: "demo", Region: "us-west-2"}, clients,
+		p, err := nwaws.New(nwaws.Options{ClusterName: "demo", Region: "us-west-2", Owner: "awsstore-tests"}, clients,
 			nwaws.NewICECache(awsstore.ICE{Store: st}, 3*time.Minute, nil))
 		if err != nil {
 			t.Fatal(err)

@@ -67,6 +67,14 @@ func NewTable(ctx context.Context, t testing.TB, db *dynamodb.Client, table stri
 	return s
 }
 
+// Owner is the owner value (settings.Owner, aws.Options.Owner) of a
+// stack whose NodeClaim table is table: the table's ARN, as the CDK app sets
+// it. Each test's own table makes each test its own stack, so one test's
+// garbage collection never sees another's instances.
+func Owner(cloud *localcloud.Cloud, table string) string {
+	return cloud.TableARN(table)
+}
+
 // CreateQueue creates the SQS queue name with attrs (nil for the
 // defaults) and returns its URL.
 func CreateQueue(ctx context.Context, t testing.TB, c *sqs.Client, name string, attrs map[string]string) string {
