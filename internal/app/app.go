@@ -93,7 +93,8 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.New(store.NewDynamoDBClient(awsCfg), s.TableName, store.WithClock(o.Now))
+	rec := metrics.New(o.Out, metrics.Dimensions{"cluster": s.ClusterName, "function": o.Function})
+	st, err := store.New(store.NewDynamoDBClient(awsCfg), s.TableName, store.WithClock(o.Now), store.WithUndecodable(reportUndecodable(log, rec)))
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
@@ -122,7 +123,7 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 		Kube:      kc,
 		EC2:       provider,
 		SQS:       sqsClient,
-		Metrics:   metrics.New(o.Out, metrics.Dimensions{"cluster": s.ClusterName, "function": o.Function}),
+		Metrics:   rec,
 		Config:    cfg,
 		Now:       o.Now,
 	}
@@ -143,4 +144,13 @@ func regionOf(ctx context.Context) string {
 		return ""
 	}
 	return cfg.Region
+}
+
+// reportUndecodable logs and counts a claim record the store skipped (the
+// stack alarms on the count).
+func reportUndecodable(log *slog.Logger, rec *metrics.Recorder) func(context.Context, store.Undecodable) {
+	return func(ctx context.Context, u store.Undecodable) {
+		log.WarnContext(ctx, "skipping undecodable nodeclaim record", "key", u.Key, "nodeclaim", u.Name, "error", u.Err)
+		rec.Add(metrics.NodeClaimsUndecodable, 1, nil)
+	}
 }

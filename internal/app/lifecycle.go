@@ -38,6 +38,9 @@ func (a *App) LifecycleDeps() (lifecycle.Deps, error) {
 		Log:     a.Log,
 		Now:     a.Now,
 		Holder:  lifecycleHolder(),
+		Settings: lifecycle.Settings{
+			GCMaxShare: a.Settings.GCMaxShare, GCMaxInstances: a.Settings.GCMaxInstances,
+		},
 	}
 	if a.Work != nil {
 		d.Requeue = func(ctx context.Context, msg queue.Message, delay time.Duration) error {

@@ -15,6 +15,28 @@
 // should also send a lifecycle message for it (queue.Message{Kind:
 // queue.KindLifecycle, Subject: claim name}) so the drain starts at once;
 // the schedule picks it up within a minute otherwise.
+//
+// # Safety rules
+//
+// The lifecycle removes capacity, so it keeps these rules (gc.go and
+// internal/termination enforce them; gc_test.go and the termination tests
+// check them over the real wire):
+//   - It never terminates an instance it did not launch: instances are
+//     listed and terminated only with this stack's owner tag
+//     (aws.TagOwner, the table's ARN), so Karpenter's, a person's and another
+//     nodewright stack's are never touched, even for the same cluster.
+//   - It never removes a Node that runs non-daemon pods without the
+//     PDB-respecting drain of internal/termination; an orphaned instance
+//     with such a Node is adopted as a claim marked for deletion and drained.
+//     The named exceptions: a claim whose Node never registered
+//     (RegistrationTimeout) and a spot instance EC2 reclaims.
+//   - It never takes more than a bounded share of the fleet in one garbage
+//     collection pass (Settings.GCMaxShare / GCMaxInstances): more orphans
+//     than that means the table is wrong, and the pass refuses, warns and
+//     raises metrics.GCRefused. Emptiness and expiry go through the
+//     NodePools' disruption budgets.
+//   - A claim record it cannot decode is unknown, never absent: its instance
+//     is kept.
 package lifecycle
 
 import (
@@ -43,6 +65,9 @@ const (
 	ReasonLaunchTimeout       = "LaunchTimeout"
 	ReasonRegistrationTimeout = "RegistrationTimeout"
 	ReasonNodeDeleted         = "NodeDeleted"
+	// ReasonGarbageCollected: an instance of this stack that no claim owns
+	// but whose Node runs pods, adopted so it leaves through the drain.
+	ReasonGarbageCollected = "GarbageCollected"
 )
 
 // EmptinessLease serialises emptiness decisions, so two invocations never
@@ -53,6 +78,8 @@ const EmptinessLease = "lifecycle-emptiness"
 type Store interface {
 	termination.Store
 	ListNodeClaims(ctx context.Context) ([]*apis.NodeClaim, error)
+	ListNodeClaimsReport(ctx context.Context) ([]*apis.NodeClaim, []store.Undecodable, error)
+	CreateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error
 	RecordObservedCapacity(ctx context.Context, o store.ObservedCapacity) error
 	AcquireLease(ctx context.Context, name, holder string, d time.Duration) (*store.Lease, error)
 	ReleaseLease(ctx context.Context, l *store.Lease) error
@@ -105,6 +132,13 @@ type Settings struct {
 	// Poll is how often a claim waiting for registration or initialization
 	// is looked at again (default 2 s).
 	Poll time.Duration
+	// GCMaxShare and GCMaxInstances bound instance garbage collection: a
+	// pass that finds more orphans than the larger of GCMaxInstances and
+	// GCMaxShare of this stack's fleet collects none and raises
+	// metrics.GCRefused instead (defaults 10 % and 5). A fresh, restored or
+	// foreign table looks exactly like a fleet of orphans.
+	GCMaxShare     float64
+	GCMaxInstances int
 }
 
 func (s *Settings) defaults() {
@@ -119,6 +153,12 @@ func (s *Settings) defaults() {
 	}
 	if s.Poll <= 0 {
 		s.Poll = 2 * time.Second
+	}
+	if s.GCMaxShare <= 0 {
+		s.GCMaxShare = 0.10
+	}
+	if s.GCMaxInstances <= 0 {
+		s.GCMaxInstances = 5
 	}
 }
 

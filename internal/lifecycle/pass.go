@@ -15,7 +15,6 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/kube"
-	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/queue"
 )
 
@@ -33,10 +32,15 @@ type PassResult struct {
 	Actions map[string]int `json:"actions,omitempty"`
 	// Garbage collection.
 	TerminatedInstances []string `json:"terminatedInstances,omitempty"`
-	DeletedNodes        []string `json:"deletedNodes,omitempty"`
-	DeletedTemplates    []string `json:"deletedLaunchTemplates,omitempty"`
-	Errors              []string `json:"errors,omitempty"`
-	Requeued            int      `json:"requeued"`
+	// DrainedOrphans are orphaned instances whose Node had pods: adopted as
+	// claims marked for deletion, so they leave through the drain.
+	DrainedOrphans []string `json:"drainedOrphans,omitempty"`
+	// GCRefused says why instance garbage collection did nothing this pass.
+	GCRefused        string   `json:"gcRefused,omitempty"`
+	DeletedNodes     []string `json:"deletedNodes,omitempty"`
+	DeletedTemplates []string `json:"deletedLaunchTemplates,omitempty"`
+	Errors           []string `json:"errors,omitempty"`
+	Requeued         int      `json:"requeued"`
 }
 
 // TemplateGC is implemented by clouds that can delete unused launch
@@ -60,7 +64,7 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("lifecycle: list cluster instances: %w", err)
 	}
-	claims, err := c.d.Store.ListNodeClaims(ctx)
+	claims, skipped, err := c.d.Store.ListNodeClaimsReport(ctx)
 	if err != nil {
 		return res, fmt.Errorf("lifecycle: list nodeclaims: %w", err)
 	}
@@ -101,7 +105,7 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 	}
 	wg.Wait()
 
-	if err := c.collectInstances(ctx, instances, claims, &res); err != nil {
+	if err := c.collectInstances(ctx, v, gcInput{instances: instances, claims: claims, skipped: skipped}, &res); err != nil {
 		errs = append(errs, err)
 		res.Errors = append(res.Errors, err.Error())
 	}
@@ -109,7 +113,9 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 		errs = append(errs, err)
 		res.Errors = append(res.Errors, err.Error())
 	}
-	if gc, ok := c.d.Cloud.(TemplateGC); ok {
+	// A pass that found the table implausible (GC refused) deletes no
+	// launch templates either: the same claims that looked missing name them.
+	if gc, ok := c.d.Cloud.(TemplateGC); ok && res.GCRefused == "" {
 		inUse := map[string]bool{}
 		for _, cl := range claims {
 			if n := cl.Annotations[nwaws.AnnotationLaunchTemplate]; n != "" {
@@ -154,42 +160,6 @@ func (c *Controller) requeue(ctx context.Context, claim, reason string, delay ti
 	if err := c.d.Requeue(ctx, msg, delay); err != nil {
 		return fmt.Errorf("lifecycle: requeue nodeclaim %s: %w", claim, err)
 	}
-	return nil
-}
-
-// collectInstances terminates this cluster's instances that no live claim
-// owns, once older than the GC grace (a launch records its instance on the
-// claim within that time).
-func (c *Controller) collectInstances(ctx context.Context, instances []nwaws.Instance, claims []*apis.NodeClaim, res *PassResult) error {
-	byName := map[string]bool{}
-	byID := map[string]bool{}
-	for _, cl := range claims {
-		byName[cl.Name] = true
-		if cl.Status.InstanceID != "" {
-			byID[cl.Status.InstanceID] = true
-		}
-	}
-	now := c.d.Now()
-	var orphans []string
-	for _, inst := range instances {
-		if byID[inst.ID] || (inst.NodeClaim != "" && byName[inst.NodeClaim]) || instanceGone(inst.State) {
-			continue
-		}
-		if inst.LaunchTime.IsZero() || now.Sub(inst.LaunchTime) < c.s.GCGrace {
-			continue
-		}
-		orphans = append(orphans, inst.ID)
-		c.log.InfoContext(ctx, "garbage collecting instance without a nodeclaim", "instance-id", inst.ID,
-			"nodeclaim", inst.NodeClaim, "nodepool", inst.NodePool, "launched", inst.LaunchTime.UTC().Format(time.RFC3339))
-	}
-	if len(orphans) == 0 {
-		return nil
-	}
-	if err := c.d.Cloud.Terminate(ctx, orphans...); err != nil {
-		c.d.Metrics.Add(metrics.CloudProviderErrors, 1, metrics.Dimensions{"method": "Terminate"})
-		return fmt.Errorf("lifecycle: terminate orphaned instances %s: %w", strings.Join(orphans, ","), err)
-	}
-	res.TerminatedInstances = orphans
 	return nil
 }
 

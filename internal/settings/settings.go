@@ -39,6 +39,11 @@ const (
 	// NodeClaim table's ARN) every resource nodewright creates is tagged
 	// with under aws.TagOwner.
 	EnvOwner = "NODEWRIGHT_OWNER"
+	// EnvGCMaxShare (a fraction, default 0.1) and EnvGCMaxInstances
+	// (default 5) bound how many orphaned instances one lifecycle pass may
+	// collect: the larger of the two.
+	EnvGCMaxShare     = "NODEWRIGHT_GC_MAX_SHARE"
+	EnvGCMaxInstances = "NODEWRIGHT_GC_MAX_INSTANCES"
 )
 
 // Settings is what a function knows about its deployment.
@@ -63,6 +68,10 @@ type Settings struct {
 	InstanceProfile string
 	// Owner is the value of the owner tag (see EnvOwner).
 	Owner string
+	// GCMaxShare and GCMaxInstances bound garbage collection (0: the
+	// lifecycle's defaults).
+	GCMaxShare     float64
+	GCMaxInstances int
 }
 
 // FromEnv reads Settings from getenv (os.Getenv in production).
@@ -99,6 +108,20 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 	}
 	if s.BatchMax < s.BatchIdle {
 		return s, fmt.Errorf("%s (%s) is shorter than %s (%s)", EnvBatchMax, s.BatchMax, EnvBatchIdle, s.BatchIdle)
+	}
+	if v := getenv(EnvGCMaxShare); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 || f > 1 {
+			return s, fmt.Errorf("%s=%q: want a fraction in (0, 1]", EnvGCMaxShare, v)
+		}
+		s.GCMaxShare = f
+	}
+	if v := getenv(EnvGCMaxInstances); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return s, fmt.Errorf("%s=%q: want a positive integer", EnvGCMaxInstances, v)
+		}
+		s.GCMaxInstances = n
 	}
 	if v := getenv(EnvLogLevel); v != "" {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {

@@ -21,14 +21,16 @@ func TestFromEnvDefaults(t *testing.T) {
 }
 
 func TestFromEnvParses(t *testing.T) {
-	s, err := FromEnv(env(map[string]string{EnvClusterName: "c", EnvRebalance: "replace", EnvBatchIdle: "2s", EnvBatchMax: "20", EnvLogLevel: "debug"}))
+	s, err := FromEnv(env(map[string]string{EnvClusterName: "c", EnvRebalance: "replace", EnvBatchIdle: "2s", EnvBatchMax: "20", EnvLogLevel: "debug",
+		EnvOwner: "arn:aws:dynamodb:us-east-1:1:table/t", EnvGCMaxShare: "0.2", EnvGCMaxInstances: "3"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Rebalance != "replace" || s.BatchIdle != 2*time.Second || s.BatchMax != 20*time.Second || s.LogLevel.String() != "DEBUG" {
+	if s.Rebalance != "replace" || s.BatchIdle != 2*time.Second || s.BatchMax != 20*time.Second || s.LogLevel.String() != "DEBUG" ||
+		s.Owner != "arn:aws:dynamodb:us-east-1:1:table/t" || s.GCMaxShare != 0.2 || s.GCMaxInstances != 3 {
 		t.Fatalf("%+v", s)
 	}
-	if err := s.Require(EnvClusterName); err != nil {
+	if err := s.Require(EnvClusterName, EnvOwner); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -39,6 +41,9 @@ func TestFromEnvRejects(t *testing.T) {
 		{EnvBatchIdle: "soon"},
 		{EnvBatchIdle: "5s", EnvBatchMax: "1s"},
 		{EnvLogLevel: "loud"},
+		{EnvGCMaxShare: "1.5"},
+		{EnvGCMaxShare: "0"},
+		{EnvGCMaxInstances: "-1"},
 	} {
 		if _, err := FromEnv(env(m)); err == nil {
 			t.Errorf("%v accepted", m)

@@ -310,31 +310,66 @@ func (s *Store) DeleteNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
 // ListNodeClaims returns every live claim, sorted by name (strongly
 // consistent, paginated).
 func (s *Store) ListNodeClaims(ctx context.Context) ([]*apis.NodeClaim, error) {
-	live, _, err := s.listClaims(ctx)
+	live, _, _, err := s.listClaims(ctx)
 	return live, err
+}
+
+// ListNodeClaimsReport is ListNodeClaims that also returns the records it
+// skipped as undecodable: a caller that acts on the absence of a claim
+// (garbage collection) must treat those as unknown, never as absent.
+func (s *Store) ListNodeClaimsReport(ctx context.Context) ([]*apis.NodeClaim, []Undecodable, error) {
+	live, _, skipped, err := s.listClaims(ctx)
+	return live, skipped, err
 }
 
 // ListTombstones returns every unexpired tombstone, sorted by name.
 func (s *Store) ListTombstones(ctx context.Context) ([]Tombstone, error) {
-	_, dead, err := s.listClaims(ctx)
+	_, dead, _, err := s.listClaims(ctx)
 	return dead, err
 }
 
-func (s *Store) listClaims(ctx context.Context) ([]*apis.NodeClaim, []Tombstone, error) {
+// Undecodable is a claim record a listing skipped.
+type Undecodable struct {
+	// Key is the record's partition and sort key ("pk/sk").
+	Key string
+	// Name is the claim's name: the record's sort key ("" if that is
+	// unreadable too).
+	Name string
+	Err  error
+}
+
+func undecodable(av map[string]types.AttributeValue, err error) Undecodable {
+	str := func(k string) string {
+		if v, ok := av[k].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	pk, sk := str(AttrPK), str(AttrSK)
+	return Undecodable{Key: pk + "/" + sk, Name: sk, Err: err}
+}
+
+func (s *Store) reportUndecodable(ctx context.Context, u Undecodable) {
+	if s.undecodable != nil {
+		s.undecodable(ctx, u)
+	}
+}
+
+func (s *Store) listClaims(ctx context.Context) ([]*apis.NodeClaim, []Tombstone, []Undecodable, error) {
 	var mu sync.Mutex
 	var live []*apis.NodeClaim
 	var dead []Tombstone
+	var skipped []Undecodable
 	g, gctx := errgroup.WithContext(ctx)
 	for shard := range claimShards {
 		g.Go(func() error {
 			return s.queryPartition(gctx, fmt.Sprintf("%s#%d", pkNodeClaim, shard), true, func(items []map[string]types.AttributeValue) error {
 				for _, av := range items {
 					nc, it, err := decodeClaim(av)
-					if err != nil {
-						return err
-					}
 					mu.Lock()
 					switch {
+					case err != nil:
+						skipped = append(skipped, undecodable(av, err))
 					case s.expired(it.ExpiresAt):
 					case it.Deleted:
 						dead = append(dead, Tombstone{Claim: nc, DeletedAt: time.Unix(it.DeletedAt, 0), ExpiresAt: time.Unix(it.ExpiresAt, 0)})
@@ -348,11 +383,15 @@ func (s *Store) listClaims(ctx context.Context) ([]*apis.NodeClaim, []Tombstone,
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, nil, fmt.Errorf("list nodeclaims: %w", err)
+		return nil, nil, nil, fmt.Errorf("list nodeclaims: %w", err)
 	}
 	sort.Slice(live, func(i, j int) bool { return live[i].Name < live[j].Name })
 	sort.Slice(dead, func(i, j int) bool { return dead[i].Claim.Name < dead[j].Claim.Name })
-	return live, dead, nil
+	sort.Slice(skipped, func(i, j int) bool { return skipped[i].Key < skipped[j].Key })
+	for _, u := range skipped {
+		s.reportUndecodable(ctx, u)
+	}
+	return live, dead, skipped, nil
 }
 
 // ListNodeClaimsByNodePool returns the live claims of one NodePool through
@@ -402,7 +441,10 @@ func (s *Store) queryClaimIndex(ctx context.Context, index, attr, value string) 
 		for _, av := range items {
 			nc, it, err := decodeClaim(av)
 			if err != nil {
-				return err
+				// Skipped like in ListNodeClaims: one bad record must not
+				// hide every other claim of the pool.
+				s.reportUndecodable(ctx, undecodable(av, err))
+				continue
 			}
 			if it.Deleted || s.expired(it.ExpiresAt) {
 				continue

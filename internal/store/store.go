@@ -47,6 +47,8 @@ type Store struct {
 	now          func() time.Time
 	tombstoneTTL time.Duration
 	pageSize     int32
+	// undecodable is told of every claim record a listing skipped.
+	undecodable func(ctx context.Context, u Undecodable)
 }
 
 // Option configures a Store.
@@ -60,6 +62,14 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // WithTombstoneTTL sets how long a deleted NodeClaim stays readable as a
 // tombstone (default 7 days).
 func WithTombstoneTTL(d time.Duration) Option { return func(s *Store) { s.tombstoneTTL = d } }
+
+// WithUndecodable calls report for every claim record a listing skips
+// because it cannot be decoded (the app logs it with its key and counts it
+// in metrics.NodeClaimsUndecodable). One bad record, say after a rollback to
+// a version that cannot read a newer one, must not stop every listing.
+func WithUndecodable(report func(ctx context.Context, u Undecodable)) Option {
+	return func(s *Store) { s.undecodable = report }
+}
 
 // WithPageSize caps items per Query page (default: DynamoDB's 1 MB pages).
 func WithPageSize(n int32) Option { return func(s *Store) { s.pageSize = n } }
