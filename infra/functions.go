@@ -17,10 +17,16 @@ import (
 type FunctionSizing struct {
 	MemoryMB       int
 	TimeoutSeconds int
-	// ReservedConcurrency 1 serializes singletons (the DynamoDB lease is the
-	// correctness guarantee; this keeps a burst of triggers from starting
-	// runs that would only wait for the lease). 0 = unreserved.
+	// ReservedConcurrency is both a cap and a floor (Lambda reserves it out
+	// of the account's concurrency). 1 serializes disruption (the DynamoDB
+	// lease is the correctness guarantee); the public webhook is capped so
+	// a flood cannot starve the functions that matter (throttling it is
+	// harmless under failurePolicy Ignore); interruption gets a floor so
+	// spot warnings are handled even when the account is busy. 0 = unreserved.
 	ReservedConcurrency int
+	// SQSMaxConcurrency caps the concurrent invocations of the function's
+	// SQS event source (0 = none; Lambda's minimum is 2).
+	SQSMaxConcurrency int
 	// InVPC places the function in the configured VPC (it talks to the
 	// cluster endpoint).
 	InVPC     bool
@@ -33,12 +39,12 @@ type FunctionSizing struct {
 // gives CPU in proportion to memory (1 vCPU at 1,769 MB), so the solver's
 // functions get memory for CPU as much as for heap.
 var Sizing = map[string]FunctionSizing{
-	"webhook": {MemoryMB: 256, TimeoutSeconds: 5, Rationale: "decodes one AdmissionReview and sends at most one (coalesced) SQS nudge; " +
+	"webhook": {MemoryMB: 256, TimeoutSeconds: 5, ReservedConcurrency: 10, Rationale: "decodes one AdmissionReview and sends at most one (coalesced) SQS nudge; " +
 		"the API server gives up after 2 s (timeoutSeconds) so a longer timeout buys nothing"},
-	"provisioner": {MemoryMB: 2048, TimeoutSeconds: 300, ReservedConcurrency: 1, InVPC: true, Rationale: "cluster snapshot + solver: Karpenter's benchmark " +
+	"provisioner": {MemoryMB: 2048, TimeoutSeconds: 300, SQSMaxConcurrency: 2, InVPC: true, Rationale: "cluster snapshot + solver: Karpenter's benchmark " +
 		"places 5,000 pods in 12 s at 179 MB and 20,000 in 84 s at 552 MB on 2 cores; 2 GB (~1.2 vCPU) leaves heap for a 500-node snapshot " +
 		"and 300 s covers a 10,000-pod pass including launches (also the provision queue's visibility timeout)"},
-	"interruption": {MemoryMB: 1024, TimeoutSeconds: 40, InVPC: true, Rationale: "up to 10 messages per batch, each a snapshot lookup, maybe a " +
+	"interruption": {MemoryMB: 1024, TimeoutSeconds: 40, ReservedConcurrency: 5, InVPC: true, Rationale: "up to 10 messages per batch, each a snapshot lookup, maybe a " +
 		"replacement launch and a taint; spot warnings give 120 s, so a batch must finish well inside it (queue visibility 60 s)"},
 	"disruption": {MemoryMB: 2048, TimeoutSeconds: 300, ReservedConcurrency: 1, InVPC: true, Rationale: "simulates consolidation with the solver; " +
 		"Karpenter bounds multi-node consolidation at 1 min and single-node at 3 min, plus the 15 s re-validation"},
@@ -101,6 +107,7 @@ func (b *builder) functions(layerDir string) {
 	}
 	controllerEnv := map[string]*string{
 		settings.EnvTableName:         b.Table.TableName(),
+		settings.EnvOwner:             b.Table.TableArn(),
 		settings.EnvConfigDir:         jsii.String(LayerConfigDir),
 		settings.EnvInterruptionQueue: b.InterruptionQueue.QueueUrl(),
 		settings.EnvWorkQueueURL:      b.WorkQueue.QueueUrl(),
@@ -172,12 +179,15 @@ func (b *builder) functions(layerDir string) {
 		MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
 		RetryAttempts: jsii.Number(0),
 	})
-	// Nudges: while the singleton runs, a nudge's invocation is throttled and
-	// the message comes back after the visibility timeout; the provisioner's
-	// next pass (at most one schedule period away) sees the pods anyway.
+	// Nudges: the event source's maximum concurrency, not reserved
+	// concurrency 1, bounds provisioner runs from the queue. A reserved
+	// concurrency of 1 made Lambda throttle nudges while the schedule's run
+	// held the slot, and throttled messages used up their receives; the
+	// DynamoDB lease serializes the runs that do start.
 	b.Functions["provisioner"].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.ProvisionQueue, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(10),
 		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(float64(Sizing["provisioner"].SQSMaxConcurrency)),
 	}))
 
 	// Partial batch responses: one bad message fails alone and reaches the

@@ -69,15 +69,19 @@ func (b *builder) controllerRole() {
 		ec2("fleet/*"), ec2("instance/*"), ec2("volume/*"), ec2("network-interface/*"), ec2("spot-instances-request/*"),
 	}
 	launchTemplates := []*string{ec2("launch-template/*")}
+	// The stack's owner value (settings.EnvOwner): the NodeClaim table's ARN.
+	owner := b.Table.TableArn()
 	launchRequestTags := map[string]interface{}{
 		"aws:RequestTag/" + ownedKey:                "owned",
 		"aws:RequestTag/" + nwaws.TagEKSClusterName: cluster,
 		"aws:RequestTag/" + nwaws.TagManagedBy:      nwaws.ManagedBy,
+		"aws:RequestTag/" + nwaws.TagOwner:          owner,
 	}
 	templateRequestTags := map[string]interface{}{
 		"aws:RequestTag/" + ownedKey:             "owned",
 		"aws:RequestTag/" + nwaws.TagClusterName: cluster,
 		"aws:RequestTag/" + nwaws.TagManagedBy:   nwaws.ManagedBy,
+		"aws:RequestTag/" + nwaws.TagOwner:       owner,
 	}
 	// What nodewright created: its cluster's owned tag and the managed-by tag.
 	ours := func() map[string]interface{} {
@@ -86,6 +90,16 @@ func (b *builder) controllerRole() {
 			"aws:ResourceTag/" + nwaws.TagManagedBy: nwaws.ManagedBy,
 		}
 	}
+	// What this stack created: launch templates are always re-made with the
+	// owner tag, so they must carry it.
+	thisStacks := func() map[string]interface{} {
+		m := ours()
+		m["aws:ResourceTag/"+nwaws.TagOwner] = owner
+		return m
+	}
+	// Instances launched before owner tags existed carry none; another
+	// stack's carry a different one, which IfExists still denies.
+	notAnotherStacks := map[string]interface{}{"aws:ResourceTag/" + nwaws.TagOwner: owner}
 	add := func(p *awsiam.PolicyStatementProps) {
 		b.ControllerRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(p))
 	}
@@ -120,7 +134,7 @@ func (b *builder) controllerRole() {
 		Actions:   jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
 		Resources: &launchTemplates,
 		Conditions: &map[string]interface{}{
-			"StringEquals": ours(),
+			"StringEquals": thisStacks(),
 			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodeClass: "*"},
 		},
 	})
@@ -162,7 +176,8 @@ func (b *builder) controllerRole() {
 		Actions:   jsii.Strings("ec2:CreateTags"),
 		Resources: &[]*string{ec2("instance/*")},
 		Conditions: &map[string]interface{}{
-			"StringEquals": ours(),
+			"StringEquals":         ours(),
+			"StringEqualsIfExists": notAnotherStacks,
 			"StringLike": map[string]interface{}{
 				"aws:ResourceTag/" + nwaws.TagNodePool: "*",
 			},
@@ -176,8 +191,9 @@ func (b *builder) controllerRole() {
 		Actions:   jsii.Strings("ec2:TerminateInstances"),
 		Resources: &[]*string{ec2("instance/*")},
 		Conditions: &map[string]interface{}{
-			"StringEquals": ours(),
-			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodePool: "*"},
+			"StringEquals":         ours(),
+			"StringEqualsIfExists": notAnotherStacks,
+			"StringLike":           map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodePool: "*"},
 		},
 	})
 	add(&awsiam.PolicyStatementProps{
@@ -185,7 +201,7 @@ func (b *builder) controllerRole() {
 		Actions:   jsii.Strings("ec2:DeleteLaunchTemplate"),
 		Resources: &launchTemplates,
 		Conditions: &map[string]interface{}{
-			"StringEquals": ours(),
+			"StringEquals": thisStacks(),
 			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodeClass: "*"},
 		},
 	})

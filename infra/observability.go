@@ -59,9 +59,16 @@ func (b *builder) observability() {
 		t.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(b.cfg.AlarmEmail), nil))
 		topic = t
 	}
+	newAlarm := func(id, desc string, p *awscloudwatch.AlarmProps) {
+		p.AlarmDescription = jsii.String(fmt.Sprintf("nodewright %s: %s", b.cfg.ClusterName, desc))
+		a := awscloudwatch.NewAlarm(st, jsii.String(id), p)
+		if topic != nil {
+			a.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+		}
+	}
+	// alarm pages when m reaches threshold; no data means nothing happened.
 	alarm := func(id, desc string, m awscloudwatch.IMetric, threshold float64, periods, datapoints float64) {
-		a := awscloudwatch.NewAlarm(st, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmDescription:   jsii.String(fmt.Sprintf("nodewright %s: %s", b.cfg.ClusterName, desc)),
+		newAlarm(id, desc, &awscloudwatch.AlarmProps{
 			Metric:             m,
 			Threshold:          jsii.Number(threshold),
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -69,9 +76,6 @@ func (b *builder) observability() {
 			DatapointsToAlarm:  jsii.Number(datapoints),
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		})
-		if topic != nil {
-			a.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
-		}
 	}
 	five := awscdk.Duration_Minutes(jsii.Number(5))
 	for _, q := range []struct {
@@ -93,9 +97,10 @@ func (b *builder) observability() {
 		alarm(exportID(fn)+"Errors", fn+" function errors", f.MetricErrors(&awscloudwatch.MetricOptions{
 			Statistic: jsii.String("Sum"), Period: five,
 		}), 1, 3, 2)
-		// The singletons throttle by design (reserved concurrency 1 is how
-		// they are serialized); only the others alarm on throttles.
-		if Sizing[fn].ReservedConcurrency == 0 && fn != "webhookregistrar" {
+		// Disruption throttles by design (reserved concurrency 1 serializes
+		// it) and the webhook by its cap (harmless under failurePolicy
+		// Ignore: the schedule still provisions); neither pages.
+		if fn != "disruption" && fn != "webhook" && fn != "webhookregistrar" {
 			alarm(exportID(fn)+"Throttles", fn+" function throttled (account concurrency exhausted?)", f.MetricThrottles(&awscloudwatch.MetricOptions{
 				Statistic: jsii.String("Sum"), Period: five,
 			}), 1, 1, 1)
@@ -112,6 +117,7 @@ func (b *builder) observability() {
 	})
 	alarm("OldestPendingPod", fmt.Sprintf("a pod has been pending for more than %d s", b.cfg.OldestPendingPodAlarmSeconds),
 		oldest, float64(b.cfg.OldestPendingPodAlarmSeconds), 3, 3)
+	b.livenessAlarms(newAlarm, alarm)
 
 	b.dashboard()
 }
@@ -160,4 +166,41 @@ func (b *builder) dashboard() {
 			},
 		},
 	})
+}
+
+// livenessAlarms page when nodewright stops doing its job, which the
+// error alarms cannot see: a function that no longer runs emits no errors.
+func (b *builder) livenessAlarms(newAlarm func(string, string, *awscloudwatch.AlarmProps), alarm func(string, string, awscloudwatch.IMetric, float64, float64, float64)) {
+	five := awscdk.Duration_Minutes(jsii.Number(5))
+	// Heartbeats (metrics.FunctionRuns, one per successful invocation) of
+	// the scheduled functions: missing data is breaching, so a function
+	// that stopped running, or stopped succeeding, pages.
+	for _, fn := range []string{"provisioner", "lifecycle", "disruption"} {
+		newAlarm(exportID(fn)+"Heartbeat", fn+" has not completed a run for 15 minutes (schedule disabled, function broken or failing)", &awscloudwatch.AlarmProps{
+			Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+				Namespace: jsii.String(MetricsNamespace), MetricName: jsii.String(metrics.FunctionRuns),
+				DimensionsMap: &map[string]*string{dimCluster: jsii.String(b.cfg.ClusterName), dimFunction: jsii.String(fn)},
+				Statistic:     jsii.String("Sum"), Period: five,
+			}),
+			Threshold:          jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD,
+			EvaluationPeriods:  jsii.Number(3),
+			DatapointsToAlarm:  jsii.Number(3),
+			TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
+		})
+	}
+	// Spot warnings give two minutes: a message waiting one is already late.
+	alarm("InterruptionQueueBacklog", "an interruption message has waited 60 s or more (interruption function not consuming?)",
+		b.InterruptionQueue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{
+			Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(1)),
+		}), 60, 1, 1)
+	for _, fn := range Functions {
+		limit := 0.8 * float64(Sizing[fn].TimeoutSeconds) * 1000
+		alarm(exportID(fn)+"NearTimeout", fmt.Sprintf("a %s run took 80%% of its %d s timeout", fn, Sizing[fn].TimeoutSeconds),
+			b.Functions[fn].MetricDuration(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five}), limit, 1, 1)
+	}
+	alarm("GarbageCollectionRefused", "instance garbage collection refused to take more than its bounded share of the fleet: is the NodeClaim table the stack's own?",
+		b.search(metrics.GCRefused, "Sum", five), 1, 1, 1)
+	alarm("UndecodableNodeClaims", "NodeClaim records could not be decoded and are skipped (see the WARN logs for their keys)",
+		b.search(metrics.NodeClaimsUndecodable, "Sum", five), 1, 1, 1)
 }

@@ -216,7 +216,6 @@ const (
 	interruptionRetentionSeconds  = 300
 	interruptionVisibilitySeconds = 60
 	interruptionMaxReceives       = 3
-	provisionRetentionSeconds     = 300
 	provisionMaxReceives          = 3
 	workVisibilitySeconds         = 180
 	workMaxReceives               = 10
@@ -245,14 +244,17 @@ func (b *builder) queues() {
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays)),
 	})
 	// The provision queue carries the webhook's coalesced nudges to the
-	// provisioner. A nudge is a hint: older than the backstop schedule it is
-	// worthless, hence the short retention. Visibility must cover the
-	// provisioner's timeout (an SQS event source requires it).
+	// provisioner. Visibility must cover the provisioner's timeout (an SQS
+	// event source requires it), and retention must outlast every receive a
+	// message is allowed (visibility x maxReceiveCount) with room to spare:
+	// with retention equal to visibility a failed nudge expired before its
+	// redelivery and the DLQ could never fire.
+	provisionVisibility := Sizing["provisioner"].TimeoutSeconds
 	b.ProvisionQueue = awssqs.NewQueue(st, jsii.String("ProvisionQueue"), &awssqs.QueueProps{
 		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
-		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(provisionRetentionSeconds)),
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(float64(Sizing["provisioner"].TimeoutSeconds))),
+		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(float64(provisionVisibility * (provisionMaxReceives + 1)))),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(float64(provisionVisibility))),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.ProvisionDLQ, MaxReceiveCount: jsii.Number(provisionMaxReceives)},
 	})
 	b.WorkDLQ = awssqs.NewQueue(st, jsii.String("WorkDLQ"), &awssqs.QueueProps{

@@ -552,8 +552,8 @@ func TestFunctions(t *testing.T) {
 		if p["MemorySize"] != float64(size.MemoryMB) || p["Timeout"] != float64(size.TimeoutSeconds) {
 			t.Errorf("%s: memory %v timeout %v", name, p["MemorySize"], p["Timeout"])
 		}
-		reserved := p["ReservedConcurrentExecutions"]
-		if (name == "provisioner" || name == "disruption") != (reserved == float64(1)) {
+		reserved, _ := p["ReservedConcurrentExecutions"].(float64)
+		if int(reserved) != size.ReservedConcurrency || (name == "disruption") != (reserved == 1) {
 			t.Errorf("%s: reserved concurrency %v", name, reserved)
 		}
 		inVPC := p["VpcConfig"] != nil
@@ -569,7 +569,8 @@ func TestFunctions(t *testing.T) {
 		controller := name != "webhook" && name != "webhookregistrar"
 		if controller {
 			for _, k := range []string{settings.EnvTableName, settings.EnvConfigDir, settings.EnvInterruptionQueue, settings.EnvWorkQueueURL,
-				settings.EnvProvisionQueueURL, settings.EnvRebalance, settings.EnvInstanceProfile, settings.EnvNodeRoleARN, settings.EnvNodeRoleName} {
+				settings.EnvProvisionQueueURL, settings.EnvRebalance, settings.EnvInstanceProfile, settings.EnvNodeRoleARN, settings.EnvNodeRoleName,
+				settings.EnvOwner} {
 				if !strings.Contains(env, `"`+k+`"`) {
 					t.Errorf("%s: env lacks %s", name, k)
 				}
@@ -735,6 +736,10 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	managed := "nodewright.io/managed-by"
 	nodeRole := logicalID(t, j, "AWS::IAM::Role", "NodeRole")
 	table := logicalID(t, j, "AWS::DynamoDB::Table", "Table")
+	// The owner tag (the table's ARN) keeps a stack off another stack's
+	// resources for the same cluster.
+	ownerARN := js(map[string]interface{}{"Fn::GetAtt": []interface{}{table, "Arn"}})
+	ownerKey := "nodewright.io/owner"
 	seen := map[string]bool{}
 	for _, s := range statements(j) {
 		if s.Effect != "Allow" {
@@ -754,6 +759,9 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			if s.cond("StringEquals", "aws:ResourceTag/"+managed) != "nodewright" {
 				t.Errorf("%s: %v without aws:ResourceTag/%s=nodewright (would reach Karpenter's resources): %s", s.Policy, s.Actions, managed, js(s.Condition))
 			}
+			if js(s.cond("StringEquals", "aws:ResourceTag/"+ownerKey)) != ownerARN && js(s.cond("StringEqualsIfExists", "aws:ResourceTag/"+ownerKey)) != ownerARN {
+				t.Errorf("%s: %v without aws:ResourceTag/%s = the table's ARN (would reach another stack's resources): %s", s.Policy, s.Actions, ownerKey, js(s.Condition))
+			}
 		}
 		for _, a := range []string{"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate", "ec2:CreateTags"} {
 			if !s.has(a) {
@@ -763,6 +771,9 @@ func TestIAMLeastPrivilege(t *testing.T) {
 			case s.cond("StringEquals", requested) == "owned":
 				if s.cond("StringEquals", "aws:RequestTag/"+managed) != "nodewright" {
 					t.Errorf("%s: %s request-tag condition lacks %s=nodewright", s.Policy, a, managed)
+				}
+				if js(s.cond("StringEquals", "aws:RequestTag/"+ownerKey)) != ownerARN {
+					t.Errorf("%s: %s request-tag condition lacks %s = the table's ARN", s.Policy, a, ownerKey)
 				}
 				if s.cond("StringEquals", "aws:RequestTag/eks:eks-cluster-name") != testCluster && s.cond("StringEquals", "aws:RequestTag/karpenter.k8s.aws/cluster") != testCluster {
 					t.Errorf("%s: %s request-tag condition lacks the cluster name tag", s.Policy, a)

@@ -30,5 +30,8 @@ func Run(function string, build func(*App) (any, error)) {
 		log.Error("start", "error", err.Error())
 		os.Exit(1)
 	}
+	if fn, ok := h.(Handler); ok {
+		h = WithHeartbeat(a.Metrics, a.Log, fn)
+	}
 	lambda.Start(h)
 }
