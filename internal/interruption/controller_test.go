@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -271,6 +273,27 @@ func TestNewRejectsUnknownRebalancePolicy(t *testing.T) {
 	d.Settings.Rebalance = "sometimes"
 	if _, err := New(d); err == nil || !strings.Contains(err.Error(), "sometimes") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// An AWS Health scheduled change about a Dedicated Host names no instance:
+// legitimate, acknowledged, nothing touched; never a batch item failure
+// (which would park it in the DLQ and page).
+func TestScheduledChangeOfNoInstanceIsANoOp(t *testing.T) {
+	f := newFixture(t, "")
+	body, err := os.ReadFile(filepath.Join("..", "..", "events", "health-scheduled-change-dedicated-host.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := f.handle(t, string(body))
+	if got := failures(resp); len(got) != 0 {
+		t.Fatalf("failures %v: a Dedicated Host's scheduled change would go to the DLQ", got)
+	}
+	if f.passes != 0 || len(f.term.steps) != 0 || f.st.writes != 0 || len(f.cloud.terminated) != 0 {
+		t.Fatalf("something was touched: passes=%d steps=%v writes=%d", f.passes, f.term.steps, f.st.writes)
+	}
+	if !strings.Contains(f.logs.String(), "needs no action") {
+		t.Errorf("not logged as a no-op:\n%s", f.logs)
 	}
 }
 

@@ -155,13 +155,14 @@ func Parse(body string) (Message, error) {
 		if d.Service != "EC2" || d.EventTypeCategory != "scheduledChange" {
 			return m, nil
 		}
+		// A scheduled change may affect no instance at all (a Dedicated
+		// Host's is about h-..., some name no entity): a legitimate event
+		// with nothing to do, acknowledged like Karpenter does, not a
+		// malformed one for the DLQ and its alarm.
 		for _, e := range d.AffectedEntities {
 			if strings.HasPrefix(e.EntityValue, "i-") {
 				m.InstanceIDs = append(m.InstanceIDs, e.EntityValue)
 			}
-		}
-		if len(m.InstanceIDs) == 0 {
-			return Message{}, fmt.Errorf("%w: scheduled change without affected instances", ErrMalformed)
 		}
 		m.Kind = ScheduledChange
 	}

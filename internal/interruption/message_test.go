@@ -48,7 +48,7 @@ func TestParseMalformed(t *testing.T) {
 		``, `not json`, `{}`, `{"detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","detail":{}}`,
 		`{"detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","detail":"x"}`,
 		`{"detail-type":"EC2 Instance State-change Notification","source":"aws.ec2","detail":{"instance-id":"i-1"}}`,
-		`{"detail-type":"AWS Health Event","source":"aws.health","detail":{"service":"EC2","eventTypeCategory":"scheduledChange","affectedEntities":[]}}`,
+		`{"detail-type":"AWS Health Event","source":"aws.health","detail":"x"}`,
 	} {
 		if _, err := Parse(body); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%q: err %v, want ErrMalformed", body, err)
@@ -59,11 +59,12 @@ func TestParseMalformed(t *testing.T) {
 // The committed sample payloads must parse as the kinds they are named for.
 func TestParseSamples(t *testing.T) {
 	samples := map[string]Kind{
-		"spot-interruption-warning.json": SpotInterruption,
-		"rebalance-recommendation.json":  RebalanceRecommended,
-		"state-change-stopping.json":     StateChange,
-		"state-change-terminated.json":   StateChange,
-		"health-scheduled-change.json":   ScheduledChange,
+		"spot-interruption-warning.json":              SpotInterruption,
+		"rebalance-recommendation.json":               RebalanceRecommended,
+		"state-change-stopping.json":                  StateChange,
+		"state-change-terminated.json":                StateChange,
+		"health-scheduled-change.json":                ScheduledChange,
+		"health-scheduled-change-dedicated-host.json": ScheduledChange,
 	}
 	for file, kind := range samples {
 		b, err := os.ReadFile(filepath.Join("..", "..", "events", file))
