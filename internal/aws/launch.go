@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
@@ -327,8 +328,11 @@ func NodeLabels(claim *apis.NodeClaim, capacityType string) map[string]string {
 		}
 	}
 	labels[labelCapacityType] = capacityType
-	for k := range labels {
-		if !kubeletMaySet(k) {
+	for k, v := range labels {
+		// The solver rejects invalid requirements; this keeps anything that
+		// slipped through from reaching --node-labels, where a "," or "="
+		// in a value would smuggle in labels of its own.
+		if !kubeletMaySet(k) || len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
 			delete(labels, k)
 		}
 	}

@@ -467,16 +467,21 @@ func RegistrationLabels(cl *apis.NodeClaim) map[string]string {
 }
 
 // register syncs the claim's labels and taints onto its Node, removes the
-// unregistered taint and records the registration.
+// unregistered taint and records the registration. Labels go first: the
+// unregistered taint is what keeps pods off a node whose labels are not yet
+// the claim's, so it is removed only once they are.
 func (c *Controller) register(ctx context.Context, log *slog.Logger, cl *apis.NodeClaim, node *corev1.Node) (*apis.NodeClaim, error) {
+	// Registration finished earlier only if the unregistered taint is gone
+	// too (a crash between the two writes leaves the label without it).
+	finished := node.Labels[apis.NodeRegisteredLabel] == "true" && !hasTaint(node, apis.UnregisteredTaintKey)
+	if _, err := c.d.Cluster.PatchNodeLabels(ctx, node.Name, RegistrationLabels(cl), nil); err != nil {
+		return nil, fmt.Errorf("lifecycle: register node %s: labels: %w", node.Name, err)
+	}
 	_, err := c.d.Cluster.UpdateNodeTaints(ctx, node.Name, func(cur []corev1.Taint) ([]corev1.Taint, bool) {
-		return MergeRegistrationTaints(cur, cl.Spec.Taints, cl.Spec.StartupTaints, node.Labels[apis.NodeRegisteredLabel] == "true")
+		return MergeRegistrationTaints(cur, cl.Spec.Taints, cl.Spec.StartupTaints, finished)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lifecycle: register node %s: taints: %w", node.Name, err)
-	}
-	if _, err := c.d.Cluster.PatchNodeLabels(ctx, node.Name, RegistrationLabels(cl), nil); err != nil {
-		return nil, fmt.Errorf("lifecycle: register node %s: labels: %w", node.Name, err)
 	}
 	now := metav1.NewTime(c.d.Now())
 	updated, err := c.d.Store.MutateNodeClaim(ctx, cl.Name, func(x *apis.NodeClaim) error {
@@ -758,6 +763,15 @@ func ready(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
 		}
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Well-known label keys the solver reasons about. They mirror the keys the
@@ -65,6 +66,9 @@ type Requirement struct {
 // NewRequirement builds a requirement from a Kubernetes operator.
 func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string) (Requirement, error) {
 	r := Requirement{Key: key}
+	if err := ValidLabel(key, values...); err != nil {
+		return r, fmt.Errorf("requirement %s %s: %w", key, op, err)
+	}
 	switch op {
 	case corev1.NodeSelectorOpIn:
 		r.values = sortedUnique(values)
@@ -374,6 +378,25 @@ func NewRequirements(reqs ...Requirement) Requirements {
 		out = out.Add(reqs[i])
 	}
 	return out
+}
+
+// ValidLabel reports whether key and values could be a node label: a
+// requirement's single In value becomes a label of the node launched for it
+// and is joined into the kubelet's --node-labels, where a value like
+// "a,dedicated=pci" would add a label of the pod's choosing and an invalid
+// one would make a node that never joins. The API server does not validate
+// the values of preferred node affinity terms, so the solver must (as
+// Karpenter's provisioner does).
+func ValidLabel(key string, values ...string) error {
+	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+		return fmt.Errorf("invalid label key %q: %s", key, strings.Join(errs, "; "))
+	}
+	for _, v := range values {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return fmt.Errorf("invalid value %q for label %s: %s", v, key, strings.Join(errs, "; "))
+		}
+	}
+	return nil
 }
 
 // RequirementsFromSelector converts node selector requirements (one term).

@@ -379,6 +379,9 @@ func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 func podNodeRequirements(pod *corev1.Pod) (Requirements, []Requirements, []weightedReqs, error) {
 	var base Requirements
 	for k, v := range pod.Spec.NodeSelector {
+		if err := ValidLabel(k, v); err != nil {
+			return nil, nil, nil, fmt.Errorf("nodeSelector: %w", err)
+		}
 		base = base.Add(Requirement{Key: k, values: []string{v}})
 	}
 	var terms []Requirements
