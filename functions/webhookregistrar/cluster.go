@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodewright/nodewright/internal/admission"
 	"github.com/nodewright/nodewright/internal/kube"
 )
 
@@ -61,7 +62,7 @@ func secretsManagerValue(api getSecretValue) secretValue {
 		if err != nil {
 			return "", fmt.Errorf("read secret %s: %w", arn, err)
 		}
-		if aws.ToString(out.SecretString) == "" {
+		if admission.NormalizeSecret(aws.ToString(out.SecretString)) == "" {
 			return "", fmt.Errorf("secret %s has no string value", arn)
 		}
 		return aws.ToString(out.SecretString), nil

@@ -167,7 +167,7 @@ func endpointURL(functionURL, pathPrefix, secret string) string {
 	if prefix != "/" {
 		prefix += "/"
 	}
-	return strings.TrimSuffix(functionURL, "/") + prefix + url.PathEscape(secret)
+	return strings.TrimSuffix(functionURL, "/") + prefix + admission.SecretPathSegment(secret)
 }
 
 func desiredConfiguration(w webhookProps, secret string) *admissionv1.ValidatingWebhookConfiguration {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -42,14 +41,15 @@ func WebhookHandler(ctx context.Context, s settings.Settings, cfg sdkaws.Config,
 	if err := s.Require(settings.EnvProvisionQueueURL); err != nil {
 		return nil, err
 	}
-	secret := s.WebhookSecret
-	if secret == "" && s.WebhookSecretARN != "" {
-		out, err := secretsmanager.NewFromConfig(cfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: sdkaws.String(s.WebhookSecretARN)})
-		if err != nil {
-			return nil, fmt.Errorf("read webhook secret: %w", err)
-		}
-		secret = strings.TrimSpace(sdkaws.ToString(out.SecretString))
+	secrets := StaticSecret(s.WebhookSecret)
+	if s.WebhookSecret == "" && s.WebhookSecretARN != "" {
+		secrets = SecretsManagerSource(secretsmanager.NewFromConfig(cfg), s.WebhookSecretARN)
+	}
+	// Read once now: a role that cannot read its secret is a deployment
+	// error better seen at init than as a webhook that turns every call away.
+	if err := (&secretCache{source: secrets, now: time.Now}).read(ctx); err != nil {
+		return nil, fmt.Errorf("read webhook secret: %w", err)
 	}
 	q := queue.New(sqs.NewFromConfig(cfg), s.ProvisionQueueURL)
-	return NewHandler(Options{Secret: secret, Nudger: ProvisionNudger{Queue: q, Metrics: rec}, Coalesce: s.BatchIdle, Logger: log})
+	return NewHandler(Options{Secrets: secrets, Nudger: ProvisionNudger{Queue: q, Metrics: rec}, Coalesce: s.BatchIdle, Logger: log})
 }

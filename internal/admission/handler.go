@@ -2,9 +2,9 @@ package admission
 
 import (
 	"context"
-	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +38,7 @@ type Response struct {
 // window per warm instance, so a burst of calls causes a handful of
 // provisioner runs rather than one per pod.
 type Handler struct {
-	secret   []byte
+	secrets  *secretCache
 	nudger   Nudger
 	coalesce time.Duration
 	// createDelay postpones nudges from the CREATE fallback: a just-created
@@ -55,7 +55,10 @@ type Handler struct {
 
 // Options configures a Handler.
 type Options struct {
+	// Secret is a fixed shared secret; Secrets, when set, is read instead
+	// and re-read so a rotation needs no cold start.
 	Secret      string
+	Secrets     SecretSource
 	Nudger      Nudger
 	Coalesce    time.Duration // default 1s, the provisioner's idle window
 	CreateDelay time.Duration // default 5s
@@ -66,8 +69,11 @@ type Options struct {
 // NewHandler builds a Handler. An empty secret is refused: an open webhook
 // would let anyone trigger provisioner runs.
 func NewHandler(o Options) (*Handler, error) {
-	if o.Secret == "" {
-		return nil, errEmptySecret
+	if o.Secrets == nil {
+		if NormalizeSecret(o.Secret) == "" {
+			return nil, errEmptySecret
+		}
+		o.Secrets = StaticSecret(o.Secret)
 	}
 	if o.Nudger == nil {
 		return nil, errNoNudger
@@ -84,7 +90,7 @@ func NewHandler(o Options) (*Handler, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &Handler{secret: []byte(o.Secret), nudger: o.Nudger, coalesce: o.Coalesce,
+	return &Handler{secrets: &secretCache{source: o.Secrets, now: o.Now}, nudger: o.Nudger, coalesce: o.Coalesce,
 		createDelay: o.CreateDelay, now: o.Now, log: o.Logger}, nil
 }
 
@@ -92,7 +98,7 @@ func NewHandler(o Options) (*Handler, error) {
 // any non-2xx as a webhook failure and, with failurePolicy Ignore, lets the
 // pod operation through.
 func (h *Handler) Serve(ctx context.Context, req Request) Response {
-	if !h.authenticated(req) {
+	if !h.authenticated(ctx, req) {
 		h.log.WarnContext(ctx, "webhook request rejected", "reason", "unauthenticated", "path", redactPath(req.Path))
 		return Response{Status: http.StatusUnauthorized, Body: []byte(`{"error":"unauthenticated"}`)}
 	}
@@ -139,15 +145,26 @@ func (h *Handler) maybeNudge(ctx context.Context, hint Hint) {
 	h.log.InfoContext(ctx, "nudged provisioner", "pod", hint.Namespace+"/"+hint.Name, "reason", hint.Reason, "coalesced", coalesced)
 }
 
-// authenticated accepts the secret as the last path segment or in
-// SecretHeader, compared in constant time.
-func (h *Handler) authenticated(req Request) bool {
-	candidate := req.Headers[strings.ToLower(SecretHeader)]
-	if candidate == "" {
+// authenticated accepts the secret as the last path segment (as written by
+// SecretPathSegment, escaped or not, depending on how the front end hands
+// over the path) or in SecretHeader.
+func (h *Handler) authenticated(ctx context.Context, req Request) bool {
+	var candidates []string
+	if v := req.Headers[strings.ToLower(SecretHeader)]; v != "" {
+		candidates = append(candidates, NormalizeSecret(v))
+	} else {
 		path := strings.TrimRight(req.Path, "/")
-		candidate = path[strings.LastIndexByte(path, '/')+1:]
+		seg := path[strings.LastIndexByte(path, '/')+1:]
+		candidates = append(candidates, seg)
+		if un, err := url.PathUnescape(seg); err == nil && un != seg {
+			candidates = append(candidates, NormalizeSecret(un))
+		}
 	}
-	return subtle.ConstantTimeCompare([]byte(candidate), h.secret) == 1
+	ok, err := h.secrets.matches(ctx, candidates)
+	if err != nil {
+		h.log.ErrorContext(ctx, "read webhook secret", "error", err.Error())
+	}
+	return ok
 }
 
 // redactPath drops the last path segment, which may be the secret.

@@ -28,6 +28,8 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, reqID, servic
 		out, err = s.handleSSM(op, body)
 	case "pricing":
 		out, err = s.handlePricing(op, body)
+	case "secretsmanager":
+		out, err = s.handleSecretsManager(op, body)
 	default:
 		err = protocol.Errorf("UnknownOperationException", "service %s is not simulated", service)
 	}
@@ -62,6 +64,11 @@ func jsonParams(body []byte) map[string]string {
 	}
 	out := map[string]string{}
 	for k, v := range m {
+		if k == "SecretString" {
+			// The call log is for reading; a secret has no place in it.
+			out[k] = "<redacted>"
+			continue
+		}
 		switch x := v.(type) {
 		case string:
 			out[k] = x

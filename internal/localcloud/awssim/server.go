@@ -92,8 +92,10 @@ type Server struct {
 	sqs    *sqssim.Service
 	events *eventsim.Bus
 	faults faults
-	log    callLog
-	logger *slog.Logger
+	// secrets is Secrets Manager (the webhook's shared secret).
+	secrets secretStore
+	log     callLog
+	logger  *slog.Logger
 
 	mu         sync.Mutex
 	principals map[string]principal
@@ -271,6 +273,7 @@ var jsonServices = map[string]struct{ name, typePrefix string }{
 	"AWSPriceListService": {"pricing", ""},
 	"AmazonSQS":           {"sqs", "com.amazonaws.sqs#"},
 	"AWSEvents":           {"events", ""},
+	"secretsmanager":      {"secretsmanager", ""},
 }
 
 // ServeHTTP routes by token-review path, X-Amz-Target, EKS path or Action.
