@@ -81,6 +81,15 @@ func (h *Handler) handleSQS(ctx context.Context, ev events.SQSEvent) events.SQSE
 			fail(rec.MessageId, err)
 			continue
 		}
+		current, err := h.C.currentChain(ctx, msg)
+		if err != nil {
+			fail(rec.MessageId, err)
+			continue
+		}
+		if !current {
+			h.C.log.DebugContext(ctx, "dropped a superseded lifecycle work message", "nodeclaim", msg.Subject, "chain", msg.Chain, "reason", msg.Reason)
+			continue
+		}
 		if wait := msg.NotBefore.Sub(now); !msg.NotBefore.IsZero() && wait > 0 {
 			// Longer than SQS can delay: pass it on for the rest of the wait.
 			if err := h.C.requeue(ctx, msg.Subject, msg.Reason, wait); err != nil {

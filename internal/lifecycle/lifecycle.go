@@ -83,6 +83,10 @@ type Store interface {
 	RecordObservedCapacity(ctx context.Context, o store.ObservedCapacity) error
 	AcquireLease(ctx context.Context, name, holder string, d time.Duration) (*store.Lease, error)
 	ReleaseLease(ctx context.Context, l *store.Lease) error
+	// Work-chain records (chain.go).
+	GetKV(ctx context.Context, k string) (*store.KV, error)
+	PutKV(ctx context.Context, k string, value []byte, expectedVersion int64, ttl time.Duration) (int64, error)
+	ListKV(ctx context.Context, prefix string) ([]*store.KV, error)
 }
 
 // Cluster is what the lifecycle needs of the API server (*kube.Client).

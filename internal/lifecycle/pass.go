@@ -15,7 +15,6 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/kube"
-	"github.com/nodewright/nodewright/internal/queue"
 )
 
 // scheduleInterval is the schedule's period: a follow-up due sooner than
@@ -74,6 +73,9 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 	}
 	res.Claims, res.Nodes = len(claims), len(snap.Nodes)
 	v := newSnapView(c, snap, instances, claims)
+	if v.chains, err = c.chains(ctx); err != nil {
+		return res, err
+	}
 
 	var mu sync.Mutex
 	var errs []error
@@ -85,7 +87,7 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 			defer func() { <-sem }()
 			out, err := c.reconcile(ctx, cl, v)
 			requeued := false
-			if err == nil && c.scheduleRequeues(out) {
+			if err == nil && (c.scheduleRequeues(out) || v.restartsChain(out)) {
 				err = c.requeue(ctx, out.Claim, "schedule:"+out.Action, out.RequeueAfter)
 				requeued = err == nil
 			}
@@ -137,10 +139,11 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 // scheduleRequeues decides whether a scheduled pass starts a work-message
 // chain for a claim: only for work it started itself and only when the
 // follow-up is due before the next tick. Chains started by work messages
-// carry themselves; the schedule re-sending for every claim in progress
-// each minute would pile up duplicate chains.
+// carry themselves (restartsChain takes over the ones that got lost);
+// re-sending for every claim in progress each minute would replace every
+// chain every minute for nothing.
 func (c *Controller) scheduleRequeues(out Outcome) bool {
-	if out.Done || out.RequeueAfter <= 0 || out.RequeueAfter >= scheduleInterval {
+	if !c.wantsChain(out) {
 		return false
 	}
 	switch out.Action {
@@ -152,15 +155,16 @@ func (c *Controller) scheduleRequeues(out Outcome) bool {
 	return false
 }
 
-func (c *Controller) requeue(ctx context.Context, claim, reason string, delay time.Duration) error {
-	if c.d.Requeue == nil {
-		return nil
-	}
-	msg := queue.Message{Kind: queue.KindLifecycle, Subject: claim, Reason: reason, SentAt: c.d.Now()}
-	if err := c.d.Requeue(ctx, msg, delay); err != nil {
-		return fmt.Errorf("lifecycle: requeue nodeclaim %s: %w", claim, err)
-	}
-	return nil
+// restartsChain reports whether the pass restarts a lost work chain: the
+// claim still has work due before the next tick, and its chain's message
+// is long overdue.
+func (v *snapView) restartsChain(out Outcome) bool {
+	return v.c.wantsChain(out) && v.chainLost(out.Claim)
+}
+
+// wantsChain: work is left and due before the next tick.
+func (c *Controller) wantsChain(out Outcome) bool {
+	return !out.Done && out.RequeueAfter > 0 && out.RequeueAfter < scheduleInterval
 }
 
 // collectNodes deletes nodewright Nodes (karpenter.sh/nodepool label, an
@@ -207,7 +211,9 @@ type snapView struct {
 	claims     []*apis.NodeClaim
 	// owned marks Nodes some live claim matches.
 	owned map[string]bool
-	lazy  *lazyView
+	// chains are the claims' work-chain records.
+	chains map[string]chainRecord
+	lazy   *lazyView
 }
 
 func newSnapView(c *Controller, snap *kube.Snapshot, instances []nwaws.Instance, claims []*apis.NodeClaim) *snapView {

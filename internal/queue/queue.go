@@ -19,9 +19,9 @@ const (
 	KindLifecycle = "lifecycle" // resume a NodeClaim's lifecycle step
 )
 
-// maxDelay is SQS's limit on DelaySeconds; longer waits are chained by the
+// MaxDelay is SQS's limit on DelaySeconds; longer waits are chained by the
 // receiver re-sending with the remaining delay.
-const maxDelay = 15 * time.Minute
+const MaxDelay = 15 * time.Minute
 
 // Message is one unit of work.
 type Message struct {
@@ -34,6 +34,12 @@ type Message struct {
 	// NotBefore is when the work is due; set when the wanted delay exceeds
 	// what SQS can hold a message back for.
 	NotBefore time.Time `json:"notBefore,omitzero"`
+	// Chain identifies a lifecycle work chain (each step sends the next);
+	// the receiver drops a message whose chain is no longer the claim's
+	// current one, so duplicates from at-least-once delivery die out
+	// instead of running side by side. Empty for messages that start work
+	// (the provisioner's, interruption's, disruption's).
+	Chain string `json:"chain,omitempty"`
 }
 
 // Sender is the part of the SQS client the queue uses.
@@ -59,9 +65,9 @@ func (q *Queue) Send(ctx context.Context, msg Message, delay time.Duration) erro
 	if msg.SentAt.IsZero() {
 		msg.SentAt = now
 	}
-	if delay > maxDelay {
+	if delay > MaxDelay {
 		msg.NotBefore = now.Add(delay)
-		delay = maxDelay
+		delay = MaxDelay
 	}
 	if delay < 0 {
 		delay = 0

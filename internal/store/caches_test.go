@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -251,5 +252,30 @@ func TestBlobConcurrentWriters(t *testing.T) {
 	}
 	if match != 1 {
 		t.Fatalf("stored blob matches %d writers' values", match)
+	}
+}
+
+func TestListKVByPrefix(t *testing.T) {
+	e := newEnv(t)
+	s := e.store(t)
+	for k, ttl := range map[string]time.Duration{"chain/a": 0, "chain/b": time.Minute, "chain/c": time.Hour, "other/a": 0} {
+		if _, err := s.PutKV(e.ctx, k, []byte(k), 0, ttl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.Advance(2 * time.Minute)
+	got, err := s.ListKV(e.ctx, "chain/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, kv := range got {
+		if string(kv.Value) != kv.Key || kv.Version != 1 {
+			t.Errorf("kv %+v", kv)
+		}
+		keys = append(keys, kv.Key)
+	}
+	if strings.Join(keys, ",") != "chain/a,chain/c" {
+		t.Errorf("listed %v, want chain/a and chain/c (chain/b expired, other/a another prefix)", keys)
 	}
 }

@@ -30,14 +30,59 @@ func (s *Store) GetKV(ctx context.Context, k string) (*KV, error) {
 	if item == nil {
 		return nil, fmt.Errorf("get kv %s: %w", k, ErrNotFound)
 	}
-	v, err := numAttr(item, "version")
+	out, err := s.decodeKV(k, item)
 	if err != nil {
 		return nil, fmt.Errorf("get kv %s: %w", k, err)
+	}
+	return out, nil
+}
+
+// ListKV returns the unexpired values whose keys start with prefix, in
+// key order, with one Query on the kv partition.
+func (s *Store) ListKV(ctx context.Context, prefix string) ([]*KV, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                aws.String(s.table),
+		KeyConditionExpression:   aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+		ExpressionAttributeNames: map[string]string{"#pk": AttrPK, "#sk": AttrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": sAttr(pkKV), ":prefix": sAttr(prefix),
+		},
+	}
+	var out []*KV
+	err := s.queryAll(ctx, in, func(items []map[string]types.AttributeValue) error {
+		for _, item := range items {
+			sk, _ := item[AttrSK].(*types.AttributeValueMemberS)
+			if sk == nil {
+				continue
+			}
+			kv, err := s.decodeKV(sk.Value, item)
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, kv)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list kv %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// decodeKV reads a kv item; an expired one (DynamoDB deletes them lazily)
+// is ErrNotFound.
+func (s *Store) decodeKV(k string, item map[string]types.AttributeValue) (*KV, error) {
+	v, err := numAttr(item, "version")
+	if err != nil {
+		return nil, err
 	}
 	out := &KV{Key: k, Version: v}
 	if exp, err := numAttr(item, AttrExpiresAt); err == nil {
 		if s.expired(exp) {
-			return nil, fmt.Errorf("get kv %s: %w (expired)", k, ErrNotFound)
+			return nil, fmt.Errorf("%w (expired)", ErrNotFound)
 		}
 		out.ExpiresAt = time.Unix(exp, 0)
 	}
