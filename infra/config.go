@@ -21,25 +21,17 @@ const (
 	RebalanceReplace = "replace"
 )
 
-// EKS access modes for the functions' roles.
+// EKS access modes for the controller role.
 const (
-	// AccessClusterAdmin associates AmazonEKSClusterAdminPolicy: the only
-	// EKS-managed access policy that covers what the controllers do (patch and
-	// delete Nodes, evict and delete Pods in every namespace, create Events,
-	// manage one ValidatingWebhookConfiguration). Nothing to install in the
-	// cluster.
-	AccessClusterAdmin = "cluster-admin"
-	// AccessRBAC associates no access policy and maps the roles to Kubernetes
-	// groups instead; the user binds those groups to the narrow ClusterRoles
-	// shown in README.md. Least privilege, at the cost of two RBAC objects
-	// the user applies.
+	// AccessRBAC, the default: the controller role's access entry carries
+	// no access policy, only the Kubernetes group access.ControllerGroup,
+	// and the stack's Custom::NodewrightAccess resource binds that group to
+	// access.ControllerClusterRole: exactly the rights the controllers use.
 	AccessRBAC = "rbac"
-)
-
-// Kubernetes groups the access entries carry in AccessRBAC mode.
-const (
-	ControllerGroup = "nodewright:controller"
-	RegistrarGroup  = "nodewright:webhook-registrar"
+	// AccessClusterAdmin associates AmazonEKSClusterAdminPolicy with the
+	// controller role instead: an explicit opt-in (cluster-admin), for
+	// clusters where RBAC objects must not be created by a stack.
+	AccessClusterAdmin = "cluster-admin"
 )
 
 // Config is the typed input of one nodewright stack. FromContext fills it
@@ -123,7 +115,7 @@ func Defaults() Config {
 		LogRetentionDays:             30,
 		LogLevel:                     "INFO",
 		OldestPendingPodAlarmSeconds: 300,
-		EKSAccess:                    AccessClusterAdmin,
+		EKSAccess:                    AccessRBAC,
 		AssetDir:                     "dist",
 	}
 }

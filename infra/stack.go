@@ -22,6 +22,7 @@ import (
 
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/access"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -409,36 +410,61 @@ func (b *builder) accessPolicy(name string) *string {
 	return b.sub("arn:${AWS::Partition}:eks::aws:cluster-access-policy/" + name)
 }
 
-func (b *builder) accessEntry(id string, role awsiam.IRole, group string) awseks.CfnAccessEntry {
-	props := &awseks.CfnAccessEntryProps{
-		ClusterName:  jsii.String(b.cfg.ClusterName),
-		PrincipalArn: role.RoleArn(),
-		Type:         jsii.String("STANDARD"),
-	}
-	if b.cfg.EKSAccess == AccessRBAC {
-		props.KubernetesGroups = jsii.Strings(group)
-	} else {
-		props.AccessPolicies = []interface{}{&awseks.CfnAccessEntry_AccessPolicyProperty{
-			PolicyArn:   b.accessPolicy("AmazonEKSClusterAdminPolicy"),
-			AccessScope: &awseks.CfnAccessEntry_AccessScopeProperty{Type: jsii.String("cluster")},
-		}}
-	}
-	return awseks.NewCfnAccessEntry(b.Stack.Stack, jsii.String(id), props)
+// clusterAdmin is the access policy of a cluster-admin entry.
+func (b *builder) clusterAdmin() *[]interface{} {
+	return &[]interface{}{&awseks.CfnAccessEntry_AccessPolicyProperty{
+		PolicyArn:   b.accessPolicy("AmazonEKSClusterAdminPolicy"),
+		AccessScope: &awseks.CfnAccessEntry_AccessScopeProperty{Type: jsii.String("cluster")},
+	}}
 }
 
 func (b *builder) accessEntries() {
+	st := b.Stack.Stack
 	// Nodes join through an EC2_LINUX entry (system:nodes via the node
 	// authorizer), never through aws-auth.
-	awseks.NewCfnAccessEntry(b.Stack.Stack, jsii.String("NodeAccessEntry"), &awseks.CfnAccessEntryProps{
+	awseks.NewCfnAccessEntry(st, jsii.String("NodeAccessEntry"), &awseks.CfnAccessEntryProps{
 		ClusterName:  jsii.String(b.cfg.ClusterName),
 		PrincipalArn: b.NodeRole.RoleArn(),
 		Type:         jsii.String("EC2_LINUX"),
 	})
-	b.controllerAccess = b.accessEntry("ControllerAccessEntry", b.ControllerRole, ControllerGroup)
+	ctrl := &awseks.CfnAccessEntryProps{
+		ClusterName:  jsii.String(b.cfg.ClusterName),
+		PrincipalArn: b.ControllerRole.RoleArn(),
+		Type:         jsii.String("STANDARD"),
+	}
+	if b.cfg.EKSAccess == AccessClusterAdmin {
+		ctrl.AccessPolicies = b.clusterAdmin()
+	} else {
+		ctrl.KubernetesGroups = jsii.Strings(access.ControllerGroup)
+	}
+	b.controllerAccess = awseks.NewCfnAccessEntry(st, jsii.String("ControllerAccessEntry"), ctrl)
+	// The registrar creates the controllers' ClusterRole and binding, and
+	// the API server lets only a holder of every right a role grants (or of
+	// escalate and bind, cluster-admin in effect) create one: no narrower
+	// EKS access policy can. Only its own function runs with its role.
+	b.registrarAccess = awseks.NewCfnAccessEntry(st, jsii.String("WebhookRegistrarAccessEntry"), &awseks.CfnAccessEntryProps{
+		ClusterName:    jsii.String(b.cfg.ClusterName),
+		PrincipalArn:   b.registrarRole.RoleArn(),
+		Type:           jsii.String("STANDARD"),
+		AccessPolicies: b.clusterAdmin(),
+	})
+	cr := awscdk.NewCustomResource(st, jsii.String("ControllerAccess"), &awscdk.CustomResourceProps{
+		ServiceToken:   b.Functions["webhookregistrar"].FunctionArn(),
+		ResourceType:   jsii.String("Custom::NodewrightAccess"),
+		ServiceTimeout: awscdk.Duration_Minutes(jsii.Number(5)),
+		Properties: &map[string]interface{}{
+			"ClusterName": b.cfg.ClusterName,
+			// Per stack: another stack for the same cluster keeps its own.
+			"Name": dnsName("nodewright-controller-", *st.StackName()),
+		},
+	})
+	cr.Node().AddDependency(b.registrarAccess)
+	cr.Node().AddDependency(b.registrarRole)
 	// The controllers must not run before they can reach the cluster, and
 	// (on delete) must stop before their access goes.
 	for _, fn := range []string{"provisioner", "interruption", "disruption", "lifecycle"} {
 		b.Functions[fn].Node().AddDependency(b.controllerAccess)
+		b.Functions[fn].Node().AddDependency(cr)
 	}
 }
 
@@ -463,7 +489,6 @@ func (b *builder) webhook() {
 	// README.md, "Why a function URL with auth NONE").
 	b.functionURL = wh.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_NONE})
 
-	b.registrarAccess = b.accessEntry("WebhookRegistrarAccessEntry", b.registrarRole, RegistrarGroup)
 	ca := b.cfg.WebhookCABundle
 	if ca == "" {
 		ca = amazonRootCAs

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/access"
 	"github.com/nodewright/nodewright/internal/settings"
 )
 
@@ -292,7 +293,7 @@ func TestFromContext(t *testing.T) {
 	}
 	if c.ClusterName != "prod" || len(c.SubnetIDs) != 2 || c.SubnetIDs[1] != "subnet-0123456789abcdef1" || len(c.SecurityGroupIDs) != 1 ||
 		c.Webhook || c.LogRetentionDays != 90 || c.ProvisionerRateMinutes != 2 || c.LifecycleRateMinutes != 1 ||
-		c.Rebalance != RebalanceReplace || !c.PlaceholderAssets || c.NodeRoleName != "nodewright-node-prod" || c.EKSAccess != AccessClusterAdmin {
+		c.Rebalance != RebalanceReplace || !c.PlaceholderAssets || c.NodeRoleName != "nodewright-node-prod" || c.EKSAccess != AccessRBAC {
 		t.Errorf("config = %+v", c)
 	}
 
@@ -700,22 +701,16 @@ func TestNodeRoleAndAccessEntries(t *testing.T) {
 		})
 	})
 	ctrl := logicalID(t, j, "AWS::IAM::Role", "ControllerRole")
-	check(t, "controller access entry", func() {
+	check(t, "controller access entry: a group, no access policy", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::EKS::AccessEntry"), map[string]interface{}{
 			"ClusterName": testCluster, "Type": "STANDARD",
-			"PrincipalArn": map[string]interface{}{"Fn::GetAtt": []interface{}{ctrl, "Arn"}},
-			"AccessPolicies": []interface{}{map[string]interface{}{
-				"AccessScope": map[string]interface{}{"Type": "cluster"},
-				"PolicyArn":   assertions.Match_AnyValue(),
-			}},
+			"PrincipalArn":     map[string]interface{}{"Fn::GetAtt": []interface{}{ctrl, "Arn"}},
+			"KubernetesGroups": []interface{}{access.ControllerGroup},
+			"AccessPolicies":   assertions.Match_Absent(),
 		})
 	})
 	check(t, "three access entries", func() { tpl.ResourceCountIs(jsii.String("AWS::EKS::AccessEntry"), jsii.Number(3)) })
-	for _, e := range resources(j, "AWS::EKS::AccessEntry") {
-		if pa := js(e.Props["AccessPolicies"]); e.Props["Type"] == "STANDARD" && !strings.Contains(pa, "cluster-access-policy/AmazonEKSClusterAdminPolicy") {
-			t.Errorf("%s: access policies %s", e.ID, pa)
-		}
-	}
+	checkAccess(t, j, false)
 	// The webhook's role has no cluster access at all.
 	wh := logicalID(t, j, "AWS::IAM::Role", "WebhookRole")
 	for _, e := range resources(j, "AWS::EKS::AccessEntry") {
@@ -967,15 +962,11 @@ func TestMinimalStack(t *testing.T) {
 	if n := len(resources(j, "AWS::Lambda::Url")) + len(resources(j, "Custom::NodewrightWebhook")) + len(resources(j, "AWS::SecretsManager::Secret")); n != 0 {
 		t.Errorf("webhook off but %d webhook resources", n)
 	}
-	entries := resources(j, "AWS::EKS::AccessEntry")
-	if len(entries) != 2 {
-		t.Fatalf("access entries = %d, want node + controller", len(entries))
+	// Without the webhook the registrar still applies the controllers' RBAC.
+	if n := len(resources(j, "AWS::EKS::AccessEntry")); n != 3 {
+		t.Fatalf("access entries = %d, want node, controller and registrar", n)
 	}
-	for _, e := range entries {
-		if e.Props["Type"] == "STANDARD" && (e.Props["AccessPolicies"] != nil || js(e.Props["KubernetesGroups"]) != `["`+ControllerGroup+`"]`) {
-			t.Errorf("rbac mode entry = %s", js(e.Props))
-		}
-	}
+	checkAccess(t, j, false)
 	for _, f := range resources(j, "AWS::Lambda::Function") {
 		if f.Props["VpcConfig"] != nil {
 			t.Errorf("%s in a VPC without vpcId", f.ID)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/nodewright/nodewright/internal/access"
 	"github.com/nodewright/nodewright/internal/admission"
 )
 
@@ -31,8 +32,8 @@ const (
 )
 
 const (
-	managedByLabel = "app.kubernetes.io/managed-by"
-	managedByValue = "nodewright"
+	managedByLabel = access.ManagedByLabel
+	managedByValue = access.ManagedByValue
 )
 
 // registrar serves the custom resource.
@@ -99,6 +100,9 @@ func parseProps(p map[string]interface{}) (webhookProps, error) {
 // ValidatingWebhookConfiguration's name, so renaming it makes CloudFormation
 // create the new one and then delete the old one.
 func (r *registrar) handle(ctx context.Context, ev cfn.Event) (string, map[string]interface{}, error) {
+	if ev.ResourceType == accessResourceType {
+		return r.handleAccess(ctx, ev)
+	}
 	log := r.log.With("requestType", ev.RequestType, "logicalId", ev.LogicalResourceID, "physicalId", ev.PhysicalResourceID)
 	switch ev.RequestType {
 	case cfn.RequestCreate, cfn.RequestUpdate:

@@ -20,6 +20,7 @@ import (
 	admv1 "k8s.io/api/admission/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -109,6 +110,10 @@ func TestRegistrarOnRealAPIServer(t *testing.T) {
 	if _, err := admin.Get(ctx, id, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("configuration still present after delete: %v", err)
 	}
+
+	t.Run("controller RBAC per stack", func(t *testing.T) {
+		controllerAccess(t, ctx, r, plane, cluster)
+	})
 
 	t.Run("API server calls the endpoint only for Unschedulable pods", func(t *testing.T) {
 		matchConditionsFilter(t, ctx, r, plane, cluster)
@@ -211,5 +216,51 @@ func matchConditionsFilter(t *testing.T, ctx context.Context, r *registrar, plan
 		if c.path != "/admit/"+testSecret {
 			t.Errorf("called on path %q, want the secret path", c.path)
 		}
+	}
+}
+
+// controllerAccess: the access resource applies the controllers' ClusterRole
+// and binding under its stack's name; deleting one stack's leaves another's
+// alone, and a foreign object of the same name is never overwritten.
+func controllerAccess(t *testing.T, ctx context.Context, r *registrar, plane *kubeplane.Plane, cluster string) {
+	rbac := plane.Client().RbacV1()
+	exists := func(name string) bool {
+		role, errRole := rbac.ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+		_, errBinding := rbac.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+		return errRole == nil && errBinding == nil && len(role.Rules) > 0
+	}
+	ev := func(typ cfn.RequestType, name string) cfn.Event {
+		return cfn.Event{RequestType: typ, ResourceType: accessResourceType, PhysicalResourceID: name,
+			ResourceProperties: map[string]interface{}{propClusterName: cluster, propAccessName: name}}
+	}
+	for _, name := range []string{"nodewright-controller-a", "nodewright-controller-b"} {
+		if id, _, err := r.handle(ctx, ev(cfn.RequestCreate, name)); err != nil || id != name {
+			t.Fatalf("create %s: %q %v", name, id, err)
+		}
+	}
+	if _, _, err := r.handle(ctx, ev(cfn.RequestUpdate, "nodewright-controller-a")); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if _, _, err := r.handle(ctx, ev(cfn.RequestDelete, "nodewright-controller-a")); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if exists("nodewright-controller-a") || !exists("nodewright-controller-b") {
+		t.Errorf("after deleting stack a: a present %v, b present %v; want only b", exists("nodewright-controller-a"), exists("nodewright-controller-b"))
+	}
+	if _, _, err := r.handle(ctx, ev(cfn.RequestDelete, "nodewright-controller-b")); err != nil {
+		t.Fatalf("delete b: %v", err)
+	}
+	foreign := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "nodewright-controller-foreign"}}
+	if _, err := rbac.ClusterRoles().Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.handle(ctx, ev(cfn.RequestCreate, foreign.Name)); err == nil || !strings.Contains(err.Error(), "not managed by nodewright") {
+		t.Errorf("create over a foreign ClusterRole: %v", err)
+	}
+	if _, _, err := r.handle(ctx, ev(cfn.RequestDelete, foreign.Name)); err != nil {
+		t.Fatalf("delete over a foreign ClusterRole: %v", err)
+	}
+	if _, err := rbac.ClusterRoles().Get(ctx, foreign.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the foreign ClusterRole was removed: %v", err)
 	}
 }

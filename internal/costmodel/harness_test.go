@@ -265,7 +265,7 @@ func newEnv(t testing.TB, name string, level slog.Level) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, cloud: cloud, db: newCounter(), sim: newCounter(), logs: &syncBuffer{}, pool: name, fns: map[string]handler{}}
-	for _, kv := range cloud.Env() {
+	for _, kv := range cloud.ControllerEnv() {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}

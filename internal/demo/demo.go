@@ -45,6 +45,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodewright/nodewright/internal/access"
 	"github.com/nodewright/nodewright/internal/admission"
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/app"
@@ -516,7 +517,22 @@ func (d *run) scenario(ctx context.Context) (Result, error) {
 	if err := d.errs.err(); err != nil {
 		return res, fmt.Errorf("the functions reported errors during the demo: %w", err)
 	}
-	return res, nil
+	return res, d.checkRights()
+}
+
+// checkRights reports what the API server refused the functions: they run
+// with the controllers' RBAC rights only (internal/access), as the stack
+// gives them in EKS, so any refusal is a right the stack would lack.
+func (d *run) checkRights() error {
+	denied, err := d.cloud.Forbidden()
+	if err != nil {
+		return err
+	}
+	if len(denied) > 0 {
+		return fmt.Errorf("the API server refused the functions %d kinds of request (RBAC): %s", len(denied), strings.Join(denied, "; "))
+	}
+	d.tl.printf("the functions ran as group %s with only its ClusterRole's rights: the API server refused them nothing", access.ControllerGroup)
+	return nil
 }
 
 func (d *run) scaleDownHow() string {

@@ -149,7 +149,7 @@ func randomSecret() string {
 // the local cloud's endpoints and credentials.
 func functionEnv(cloud *localcloud.Cloud, table string, qs queueSet, configDir, secret string, batchIdle time.Duration) map[string]string {
 	env := map[string]string{}
-	for _, kv := range cloud.Env() {
+	for _, kv := range cloud.ControllerEnv() {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}

@@ -34,4 +34,16 @@
 // Expiration and terminationGracePeriod are the lifecycle's (expiration is
 // not budgeted, as in Karpenter); the grace period bounds every drain this
 // package starts because the termination workflow enforces it.
+//
+// # Safety rules
+//
+//   - It removes capacity only through the termination drain (taint,
+//     PDB-respecting eviction), and only claims of this stack.
+//   - It never takes more nodes at once than the NodePools' disruption
+//     budgets allow, counting nodes already being disrupted.
+//   - A node being replaced is marked for deletion only once its pods fit
+//     on initialized nodes (ReadyToDrain); replacements that never
+//     initialize are rolled back and nothing is removed.
+//   - Nodes with a karpenter.sh/do-not-disrupt pod, or whose pods a PDB
+//     forbids evicting now, are not candidates.
 package disruption

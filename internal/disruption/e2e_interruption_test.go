@@ -353,7 +353,7 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 	cloudtest.RouteInterruptionEvents(t, e.cloud.AWS, name, name)
 	s := settings.Settings{ClusterName: e.cloud.ClusterName, TableName: e.st.Table(), Owner: cloudtest.Owner(e.cloud, e.st.Table()), WorkQueueURL: e.work,
 		Rebalance: interruption.RebalanceIgnore, BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelInfo}
-	a, err := app.New(e.ctx, s, app.Options{Function: "interruption", Out: &fn.logs, KubeREST: e.cloud.REST, Config: e.cfg})
+	a, err := app.New(e.ctx, s, app.Options{Function: "interruption", Out: &fn.logs, KubeREST: e.cloud.ControllerREST, Config: e.cfg})
 	if err != nil {
 		t.Fatalf("interruption app: %v", err)
 	}

@@ -131,7 +131,7 @@ func newEnv(t *testing.T, types, disruptionBlock string) *env {
 	}
 	e.sqs = sqs.NewFromConfig(awsCfg)
 	e.work = cloudtest.CreateQueue(ctx, t, e.sqs, fmt.Sprintf("dwork-%d-%d", time.Now().UnixNano()%1e6, n), nil)
-	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.REST), nil); err != nil {
+	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.ControllerREST), nil); err != nil {
 		t.Fatal(err)
 	}
 	e.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolYAML, e.pool, types, disruptionBlock)+cloudtest.NodeClassYAML("default", cloud.ClusterName))

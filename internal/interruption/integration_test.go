@@ -172,7 +172,7 @@ func (h *harness) newApp(rebalance string) *app.App {
 	h.t.Helper()
 	s := settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, Owner: cloudtest.Owner(h.cloud, h.table), Rebalance: rebalance,
 		BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelDebug}
-	a, err := app.New(h.ctx, s, app.Options{Function: "interruption", Out: h.logs, KubeREST: h.cloud.REST, Config: h.cfg})
+	a, err := app.New(h.ctx, s, app.Options{Function: "interruption", Out: h.logs, KubeREST: h.cloud.ControllerREST, Config: h.cfg})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -25,6 +25,20 @@
 // (conditional writes), a duplicate finds the node already tainted and
 // starts nothing, and the provisioning pass launches nothing for pods an
 // in-flight replacement already takes.
+//
+// # Safety rules
+//
+//   - It acts only on instances of its own claims: a message for any other
+//     instance (another stack's, another autoscaler's) is acknowledged and
+//     logged, never acted on.
+//   - A node is taken away through the termination drain (taint, PDB-
+//     respecting eviction). The named exception is a spot instance EC2 is
+//     reclaiming: EC2 removes it after its two-minute warning whatever the
+//     PDBs say, so the drain starts at once and pods of an instance already
+//     gone are deleted so their controllers recreate them.
+//   - A message it cannot parse is a batch item failure (the DLQ keeps it),
+//     never dropped; one that needs no action (a scheduled change of a
+//     Dedicated Host) is acknowledged and logged.
 package interruption
 
 import (

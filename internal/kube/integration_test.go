@@ -47,11 +47,12 @@ func setup(t *testing.T) (context.Context, *kube.Client, kubernetes.Interface, s
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	// The client under test connects the way a function does: EKS
-	// DescribeCluster, an STS token, protobuf. Fixtures use the admin client.
+	// DescribeCluster, an STS token, protobuf, with the controllers'
+	// credentials and so their RBAC rights. Fixtures use the admin client.
 	// Explicit region and static credentials: nothing consults IMDS.
 	awsCfg, err := config.LoadDefaultConfig(ctx,
 		config.WithRegion("us-west-2"),
-		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(awssim.DefaultAccessKeyID, awssim.DefaultSecretAccessKey, "")),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(localcloud.ControllerAccessKeyID, localcloud.ControllerSecretAccessKey, "")),
 		config.WithBaseEndpoint(lc.AWSEndpoint),
 	)
 	if err != nil {

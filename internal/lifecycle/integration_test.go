@@ -157,7 +157,7 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	e.ec2 = ec2.NewFromConfig(awsCfg)
 	e.sqs = sqs.NewFromConfig(awsCfg)
 	e.work = cloudtest.CreateQueue(ctx, t, e.sqs, fmt.Sprintf("work-%d-%d", time.Now().UnixNano()%1e6, n), nil)
-	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.REST), nil); err != nil {
+	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.ControllerREST), nil); err != nil {
 		t.Fatal(err)
 	}
 	doc := fmt.Sprintf(poolYAML, "default", e.budget)

@@ -88,6 +88,10 @@ type Cloud struct {
 	Kubeconfig string
 	// REST is the admin client configuration; copy it before changing it.
 	REST *rest.Config
+	// ControllerREST authenticates as the controllers, with exactly their
+	// RBAC rights (access.ControllerClusterRole): what a test gives the
+	// functions it runs.
+	ControllerREST *rest.Config
 	// KubeClient is an admin clientset.
 	KubeClient kubernetes.Interface
 	// DynamoDBEndpoint is dynalite's URL.
@@ -135,11 +139,19 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 		if so.Logger == nil {
 			so.Logger = opts.Logger
 		}
+		account := so.AccountID
+		if account == "" {
+			account = awssim.DefaultAccountID
+		}
+		if so.Identities == nil {
+			so.Identities = identities(account)
+		}
 		t := time.Now()
 		sim, err := awssim.New(so)
 		if err != nil {
 			return nil, fmt.Errorf("local cloud: %w", err)
 		}
+		sim.AddCredentials(ControllerAccessKeyID, ControllerSecretAccessKey, controllerCallerARN(account))
 		c.AWS = sim
 		c.AWSEndpoint = sim.URL()
 		c.StartupTimes["awssim"] = time.Since(t)
@@ -167,6 +179,7 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 	if opts.Components.Has(ControlPlane) {
 		t := time.Now()
 		po := kubeplane.Options{Logger: opts.Logger}
+		planeAccessOptions(&po)
 		if c.AWS != nil {
 			po.TokenWebhookURL = c.AWS.TokenReviewURL()
 		}
@@ -193,6 +206,11 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 	}
 	if err := errors.Join(dynErr, planeErr); err != nil {
 		return nil, err
+	}
+	if c.Plane != nil {
+		if err := c.applyAccess(ctx); err != nil {
+			return nil, err
+		}
 	}
 
 	if c.AWS != nil && c.Plane != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -94,6 +95,7 @@ func Main(m *testing.M, opts Options, cloud **Cloud) int {
 	code := m.Run()
 	signal.Stop(sig)
 	close(sig)
+	code = max(code, checkForbidden(c))
 	if code != 0 {
 		if dir, err := c.SaveLogs(); err == nil {
 			fmt.Fprintln(os.Stderr, "local cloud logs kept in", dir)
@@ -118,6 +120,23 @@ func (c *Cloud) NewNamespace(t testing.TB) string {
 		t.Fatal("NewNamespace: the local cloud runs no control plane")
 	}
 	return c.Plane.NewNamespace(t)
+}
+
+// checkForbidden fails a package whose tests made the API server refuse the
+// controllers anything: every function's client runs with exactly the
+// rights the stack gives it, so a 403 is a right missing from
+// access.ControllerClusterRole (or a function doing what it must not).
+func checkForbidden(c *Cloud) int {
+	denied, err := c.Forbidden()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "local cloud: read the audit log:", err)
+		return 1
+	}
+	if len(denied) > 0 {
+		fmt.Fprintf(os.Stderr, "local cloud: the API server refused the controllers %d kinds of request (403):\n  %s\n", len(denied), strings.Join(denied, "\n  "))
+		return 1
+	}
+	return 0
 }
 
 // alive returns the PIDs that still exist.
@@ -187,6 +206,9 @@ func (s *Shared) Main(m *testing.M) int {
 	code := m.Run()
 	signal.Stop(sig)
 	close(sig)
+	if s.cloud != nil {
+		code = max(code, checkForbidden(s.cloud))
+	}
 	if code != 0 && s.cloud != nil {
 		if dir, err := s.cloud.SaveLogs(); err == nil {
 			fmt.Fprintln(os.Stderr, "local cloud logs kept in", dir)

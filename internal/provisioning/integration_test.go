@@ -95,7 +95,7 @@ func newHarness(t testing.TB, ps poolSpec) *harness {
 	h.newTable()
 	t.Cleanup(h.terminateAll)
 	var err error
-	h.kube, err = kube.NewClient(cloud.REST, slog.New(slog.NewJSONHandler(h.logs, nil)))
+	h.kube, err = kube.NewClient(cloud.ControllerREST, slog.New(slog.NewJSONHandler(h.logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestProvisionerHandlerEndToEnd(t *testing.T) {
 	pods := h.createPods("web", 3, "500m")
 
 	a, err := app.New(h.ctx, settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, Owner: cloudtest.Owner(h.cloud, h.table), BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second},
-		app.Options{Function: "provisioner", Out: h.logs, KubeREST: h.cloud.REST, Config: h.cfg})
+		app.Options{Function: "provisioner", Out: h.logs, KubeREST: h.cloud.ControllerREST, Config: h.cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,21 @@
 // concurrently, records the results and re-plans in the same run the pods
 // of claims that hit capacity errors. Every step is idempotent and a run
 // killed anywhere is completed by the next one (see ClaimName).
+//
+// # Safety rules
+//
+// The provisioner only adds capacity, and it keeps these rules (the crash
+// sweep in integration_test.go checks the first after killing a run between
+// every two external calls):
+//   - It never launches twice for one NodeClaim: the claim is written before
+//     its launch, its name is CreateFleet's client token, and a run that
+//     finds a claim without an instance looks for the instance tagged with
+//     it before launching.
+//   - It never acts on another stack's resources: every launch carries this
+//     stack's owner tag, and launch templates are reused only when they
+//     carry it.
+//   - It never launches beyond a NodePool's limits, counting claims in
+//     flight.
 package provisioning
 
 import (

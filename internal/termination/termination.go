@@ -14,6 +14,19 @@
 // Progress is also recorded on the claim as Karpenter v1's conditions
 // (Drained, VolumesDetached, InstanceTerminating) for people and the CLI to
 // read; the world stays the source of truth.
+//
+// # Safety rules
+//
+// Termination removes a node, so it keeps these rules (termination and
+// lifecycle integration tests check them against a real API server):
+//   - A node with non-daemon pods is drained before its instance goes: the
+//     node is tainted karpenter.sh/disrupted, then pods are evicted through
+//     the Eviction API, which honours PodDisruptionBudgets; a pod blocked by
+//     a PDB stays. The only pods deleted rather than evicted are those still
+//     there when the claim's terminationGracePeriod, the user's own bound,
+//     has run out (Karpenter's behaviour).
+//   - It terminates only the claim's own instance, through aws.Provider,
+//     which refuses instances of another stack.
 package termination
 
 import (

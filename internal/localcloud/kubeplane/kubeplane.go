@@ -54,6 +54,11 @@ type Options struct {
 	Logger *slog.Logger
 	// StartTimeout bounds the whole start-up, builds excluded. Default 90 s.
 	StartTimeout time.Duration
+	// Users are extra static-token users (see UserRESTConfig).
+	Users []User
+	// AuditGroups are the groups whose requests are audit-logged for
+	// Forbidden.
+	AuditGroups []string
 }
 
 // Plane is a running control plane.
@@ -71,6 +76,9 @@ type Plane struct {
 	client kubernetes.Interface
 	ownDir bool
 	logger *slog.Logger
+
+	userTokens map[string]string
+	auditLog   string
 
 	mu    sync.Mutex
 	procs []*proc.Process // in start order
@@ -163,12 +171,12 @@ func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logge
 	// every controller with its own credentials (no per-controller service
 	// accounts), so it needs everything too; the scheduler gets the RBAC
 	// bootstrap role for its well-known user.
-	tokenCSV := strings.Join([]string{
+	tokenCSV := strings.Join(append([]string{
 		tok.admin + `,nodewright-admin,uid-admin,"system:masters"`,
 		tok.kcm + `,system:kube-controller-manager,uid-kcm,"system:masters"`,
 		tok.scheduler + `,system:kube-scheduler,uid-scheduler`,
 		tok.kwok + `,kwok,uid-kwok,"system:masters"`,
-	}, "\n") + "\n"
+	}, p.userTokenLines(opts.Users)...), "\n") + "\n"
 	if err := os.WriteFile(tokenFile, []byte(tokenCSV), 0o600); err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
@@ -237,6 +245,11 @@ func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logge
 		"--profiling=false",
 		"--cert-dir=" + filepath.Join(p.Dir, "pki"),
 	}
+	audit, err := p.auditArgs(opts.AuditGroups)
+	if err != nil {
+		return nil, err
+	}
+	apiArgs = append(apiArgs, audit...)
 	if opts.TokenWebhookURL != "" {
 		whPath := filepath.Join(p.Dir, "token-webhook.kubeconfig")
 		if err := writeWebhookKubeconfig(whPath, opts.TokenWebhookURL); err != nil {

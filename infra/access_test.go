@@ -1,0 +1,75 @@
+package infra
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+)
+
+// Least privilege is the default: the controller role reaches the cluster
+// only through its group, bound by the stack's Custom::NodewrightAccess to
+// the ClusterRole of internal/access, and every controller function waits
+// for that binding. Cluster-admin for the controllers is an explicit
+// opt-in. The registrar keeps cluster-admin (it creates RBAC objects), so
+// its role must be usable by its own function only.
+func checkAccess(t *testing.T, j map[string]interface{}, controllerAdmin bool) {
+	t.Helper()
+	ctrl := logicalID(t, j, "AWS::IAM::Role", "ControllerRole")
+	reg := logicalID(t, j, "AWS::IAM::Role", "RegistrarRole")
+	for _, e := range resources(j, "AWS::EKS::AccessEntry") {
+		principal, policies := js(e.Props["PrincipalArn"]), js(e.Props["AccessPolicies"])
+		admin := strings.Contains(policies, "AmazonEKSClusterAdminPolicy")
+		switch {
+		case strings.Contains(principal, ctrl):
+			if admin != controllerAdmin || (!controllerAdmin && js(e.Props["KubernetesGroups"]) != `["nodewright:controller"]`) {
+				t.Errorf("controller access entry (cluster-admin wanted: %v) = %s", controllerAdmin, js(e.Props))
+			}
+		case strings.Contains(principal, reg):
+			if !admin {
+				t.Errorf("registrar access entry without cluster-admin cannot create RBAC: %s", js(e.Props))
+			}
+		case e.Props["Type"] != "EC2_LINUX":
+			t.Errorf("unexpected access entry %s: %s", e.ID, js(e.Props))
+		}
+	}
+	crs := resources(j, "Custom::NodewrightAccess")
+	if len(crs) != 1 || !strings.HasPrefix(js(crs[0].Props["Name"]), `"nodewright-controller-`) {
+		t.Fatalf("Custom::NodewrightAccess = %+v, want one, named per stack", crs)
+	}
+	for _, f := range resources(j, "AWS::Lambda::Function") {
+		role := js(f.Props["Role"])
+		if strings.Contains(role, ctrl) && !strings.Contains(js(f.Raw["DependsOn"]), crs[0].ID) {
+			t.Errorf("controller function %s does not wait for the controllers' RBAC (%s)", f.ID, js(f.Raw["DependsOn"]))
+		}
+		if strings.Contains(role, reg) && !strings.Contains(f.ID, "Webhookregistrar") {
+			t.Errorf("function %s runs with the registrar's role", f.ID)
+		}
+	}
+	// Nothing in the stack may pass the registrar's role to anything.
+	for _, st := range statements(j) {
+		for _, a := range st.Actions {
+			if a == "iam:PassRole" || a == "iam:*" || a == "*" {
+				if res := js(st.Resources); strings.Contains(res, reg) || strings.Contains(res, `"*"`) {
+					t.Errorf("%s lets a principal pass the registrar role: %+v", st.Policy, st)
+				}
+			}
+		}
+	}
+}
+
+func TestClusterAdminIsOptIn(t *testing.T) {
+	cfg := baseConfig(t)
+	cfg.EKSAccess = AccessClusterAdmin
+	s, err := newTestStack(t, cfg, (&fakeLoader{cfg: goodNodeConfig()}).load, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j map[string]interface{}
+	check(t, "synth", func() {
+		b, _ := json.Marshal(assertions.Template_FromStack(s.Stack, nil).ToJSON())
+		_ = json.Unmarshal(b, &j)
+	})
+	checkAccess(t, j, true)
+}
