@@ -1,11 +1,8 @@
 package infra
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 )
 
 // Least privilege is the default: the controller role reaches the cluster
@@ -62,14 +59,6 @@ func checkAccess(t *testing.T, j map[string]interface{}, controllerAdmin bool) {
 func TestClusterAdminIsOptIn(t *testing.T) {
 	cfg := baseConfig(t)
 	cfg.EKSAccess = AccessClusterAdmin
-	s, err := newTestStack(t, cfg, (&fakeLoader{cfg: goodNodeConfig()}).load, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var j map[string]interface{}
-	check(t, "synth", func() {
-		b, _ := json.Marshal(assertions.Template_FromStack(s.Stack, nil).ToJSON())
-		_ = json.Unmarshal(b, &j)
-	})
+	_, j := synthTemplate(t, cfg)
 	checkAccess(t, j, true)
 }

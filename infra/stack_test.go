@@ -159,6 +159,24 @@ func full(t *testing.T) (*Stack, assertions.Template, map[string]interface{}) {
 
 // --- template helpers (plain Go over the template JSON) ---
 
+// synthTemplate synthesizes a stack for cfg and returns its template.
+func synthTemplate(t *testing.T, cfg Config) (*Stack, map[string]interface{}) {
+	t.Helper()
+	s, err := newTestStack(t, cfg, (&fakeLoader{cfg: goodNodeConfig()}).load, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var j map[string]interface{}
+	check(t, "synth", func() {
+		b, _ := json.Marshal(assertions.Template_FromStack(s.Stack, nil).ToJSON())
+		_ = json.Unmarshal(b, &j)
+	})
+	if j == nil {
+		t.Fatal("no template")
+	}
+	return s, j
+}
+
 type resource struct {
 	ID    string
 	Type  string
@@ -947,18 +965,7 @@ func TestMinimalStack(t *testing.T) {
 	cfg.Rebalance = RebalanceReplace
 	cfg.LogRetentionDays = 7
 	cfg.DisruptionRateMinutes = 5
-	s, err := newTestStack(t, cfg, (&fakeLoader{cfg: goodNodeConfig()}).load, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var j map[string]interface{}
-	check(t, "synth", func() {
-		b, _ := json.Marshal(assertions.Template_FromStack(s.Stack, nil).ToJSON())
-		_ = json.Unmarshal(b, &j)
-	})
-	if j == nil {
-		t.Fatal("no template")
-	}
+	s, j := synthTemplate(t, cfg)
 	if n := len(resources(j, "AWS::Lambda::Url")) + len(resources(j, "Custom::NodewrightWebhook")) + len(resources(j, "AWS::SecretsManager::Secret")); n != 0 {
 		t.Errorf("webhook off but %d webhook resources", n)
 	}
