@@ -24,7 +24,7 @@ help:
 	@echo "make build       every Lambda function as linux/arm64 bootstrap under $(DIST)/<function>/"
 	@echo "make lint        gofmt check, go vet (and staticcheck when it installs)"
 	@echo "make synth       cdk synth into cdk.out with no AWS credentials and no network"
-	@echo "make fuzz        fuzz the NodePool/EC2NodeClass loader for FUZZTIME (default 60s)"
+	@echo "make fuzz        run every Go fuzz target (every parser of untrusted input) for FUZZTIME each (default 60s)"
 
 # Builds the local control plane (cold: ~8 min on 2 cores) and installs
 # dynalite once, before the test packages that share them start.
@@ -56,10 +56,18 @@ $(DIST)/%/bootstrap: FORCE
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -trimpath -ldflags '-s -w' -o $@ ./functions/$*
 
 FUZZTIME ?= 60s
-# The minimize cap keeps the fuzzer from stalling while it shrinks multi-KiB
-# YAML inputs.
+# Every func FuzzX in the repository, found by grep so a new target is never
+# left out; go test fuzzes one target per run. The minimize cap keeps the
+# fuzzer from stalling while it shrinks multi-KiB inputs. A crash is saved
+# under the package's testdata/fuzz and fails the run.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 5s ./internal/apis
+	@set -e; git grep -l '^func Fuzz' -- '*_test.go' | while read -r file; do \
+		dir=./$$(dirname $$file); \
+		for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$file); do \
+			echo "== $$dir $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s $$dir; \
+		done; \
+	done
 
 # Scale the seeds' inflate Deployment to 10 and back to 0 on the local cloud,
 # through the real function handlers; ends with a DEMO OK line.

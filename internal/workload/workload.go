@@ -28,8 +28,13 @@ import (
 )
 
 // MaxReplicas bounds the pods one controller may expand to, so a typo such as
-// replicas: 10000000 fails clearly instead of exhausting memory.
-const MaxReplicas = 1_000_000
+// replicas: 10000000 fails clearly instead of exhausting memory; MaxPods
+// bounds the whole input the same way (a few controllers of MaxReplicas
+// each would take gigabytes from a file of a few hundred bytes).
+const (
+	MaxReplicas = 1_000_000
+	MaxPods     = 1_000_000
+)
 
 // Workload is everything read from one or more manifest files.
 type Workload struct {
@@ -83,7 +88,11 @@ func Parse(r io.Reader, name string) (*Workload, error) {
 // they are attached to their Node. Pods without nodeName that are not
 // finished are pending.
 func ParseSources(srcs ...Source) (*Workload, error) {
-	p := &parser{w: &Workload{}, names: map[string]string{}}
+	return parseSources(MaxPods, srcs...)
+}
+
+func parseSources(maxPods int, srcs ...Source) (*Workload, error) {
+	p := &parser{w: &Workload{}, names: map[string]string{}, maxPods: maxPods}
 	for _, src := range srcs {
 		docs, err := splitDocuments(src.Reader, src.Name)
 		if err != nil {
@@ -153,6 +162,7 @@ type parser struct {
 	// daemonPods are DaemonSet-owned pods, used to infer DaemonSets the input
 	// does not list (a `kubectl get nodes,pods` export has pods, not DaemonSets).
 	daemonPods []boundPod
+	maxPods    int
 }
 
 type boundPod struct {
@@ -302,6 +312,14 @@ func nameOf(raw []byte) string {
 	return m.Metadata.Name
 }
 
+// room fails when n more pods would take the input past its limit.
+func (p *parser) room(what string, n int32) error {
+	if len(p.w.Pods)+int(n) > p.maxPods {
+		return fmt.Errorf("%s: %d more pods would take the input past %d pods", what, n, p.maxPods)
+	}
+	return nil
+}
+
 func (p *parser) warn(line int, format string, args ...any) {
 	p.w.Warnings = append(p.w.Warnings, p.where(line)+": "+fmt.Sprintf(format, args...))
 }
@@ -421,6 +439,9 @@ func (p *parser) replicated(kind string, m *metav1.ObjectMeta, replicas *int32, 
 	if n < 0 || n > MaxReplicas {
 		return fmt.Errorf("%s: spec.replicas %d is out of range [0, %d]", what, n, MaxReplicas)
 	}
+	if err := p.room(what, n); err != nil {
+		return err
+	}
 	if err := checkTemplate(sel, tmpl); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -474,6 +495,9 @@ func (p *parser) job(j *batchv1.Job, line int) error {
 	}
 	if n < 0 || n > MaxReplicas {
 		return fmt.Errorf("%s: spec.parallelism %d is out of range [0, %d]", what, n, MaxReplicas)
+	}
+	if err := p.room(what, n); err != nil {
+		return err
 	}
 	if c := j.Spec.Completions; c != nil {
 		if *c < 0 {

@@ -206,3 +206,30 @@ func TestSchedulingGatedPodsAreNotPending(t *testing.T) {
 		t.Errorf("pods %d, warnings %q", len(w.Pods), w.Warnings)
 	}
 }
+
+// Controllers each within MaxReplicas must not add up to an unbounded
+// input: a few lines of YAML would otherwise take gigabytes.
+func TestTotalPodsAreBounded(t *testing.T) {
+	doc := `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: a}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: a}}
+  template: {metadata: {labels: {app: a}}, spec: {containers: [{name: c, image: x}]}}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: b}
+spec:
+  parallelism: 3
+  template: {spec: {containers: [{name: c, image: x}], restartPolicy: Never}}
+`
+	_, err := parseSources(5, Source{Name: "in.yaml", Reader: strings.NewReader(doc)})
+	if err == nil || !strings.Contains(err.Error(), "in.yaml:9: Job default/b: 3 more pods would take the input past 5 pods") {
+		t.Fatalf("err = %v", err)
+	}
+	if w, err := parseSources(6, Source{Name: "in.yaml", Reader: strings.NewReader(doc)}); err != nil || len(w.Pods) != 6 {
+		t.Fatalf("at the limit: %v", err)
+	}
+}

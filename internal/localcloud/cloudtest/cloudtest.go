@@ -37,11 +37,13 @@ import (
 
 // SetEnv points the unmodified AWS SDK and client-go at cloud for the rest
 // of t. The developer's own AWS config and credentials files and profile
-// are hidden, so a test can never reach a real account through them.
+// are hidden, so a test can never reach a real account through them; so is
+// a machine's AWS_CA_BUNDLE (the local cloud speaks plain HTTP, and a CA
+// bundle makes the SDK refuse a custom HTTP client such as Crasher's).
 func SetEnv(t testing.TB, cloud *localcloud.Cloud) {
 	t.Helper()
 	none := filepath.Join(t.TempDir(), "none")
-	for _, kv := range append(cloud.Env(), "AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_PROFILE=", "AWS_SESSION_TOKEN=") {
+	for _, kv := range append(cloud.Env(), "AWS_CONFIG_FILE="+none, "AWS_SHARED_CREDENTIALS_FILE="+none, "AWS_PROFILE=", "AWS_SESSION_TOKEN=", "AWS_CA_BUNDLE=") {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}

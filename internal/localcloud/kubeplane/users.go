@@ -71,8 +71,25 @@ rules:
 	return []string{"--audit-policy-file=" + path, "--audit-log-path=" + p.auditLog, "--audit-log-format=json", "--audit-log-mode=blocking"}, nil
 }
 
-// Forbidden lists the audited groups' requests RBAC refused so far, as "user verb resource[/subresource] namespace/name".
-func (p *Plane) Forbidden() ([]string, error) {
+// AuditEvent is one audited request, reduced to what tests check.
+type AuditEvent struct {
+	User, Verb, Resource, Subresource, Namespace, Name string
+	Code                                               int
+	// Forbidden: RBAC refused it (a 403 from admission, such as an Event
+	// created in a namespace being deleted, is not a missing right).
+	Forbidden bool
+}
+
+func (e AuditEvent) String() string {
+	res := e.Resource
+	if e.Subresource != "" {
+		res += "/" + e.Subresource
+	}
+	return fmt.Sprintf("%s %s %s %s/%s", e.User, e.Verb, res, e.Namespace, e.Name)
+}
+
+// Audit returns the audited groups' requests so far, in order.
+func (p *Plane) Audit() ([]AuditEvent, error) {
 	if p.auditLog == "" {
 		return nil, nil
 	}
@@ -84,26 +101,35 @@ func (p *Plane) Forbidden() ([]string, error) {
 		return nil, fmt.Errorf("kubeplane: audit log: %w", err)
 	}
 	defer f.Close()
-	var out []string
+	var out []AuditEvent
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var ev auditEvent
-		// Only the authorizer's refusals: a 403 from admission (an Event
-		// created in a namespace being deleted) is not a missing right.
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.ResponseStatus.Code != 403 || ev.Annotations["authorization.k8s.io/decision"] != "forbid" {
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue
 		}
-		res := ev.ObjectRef.Resource
-		if ev.ObjectRef.Subresource != "" {
-			res += "/" + ev.ObjectRef.Subresource
-		}
-		line := fmt.Sprintf("%s %s %s %s/%s", ev.User.Username, ev.Verb, res, ev.ObjectRef.Namespace, ev.ObjectRef.Name)
-		if !slices.Contains(out, line) {
+		out = append(out, AuditEvent{User: ev.User.Username, Verb: ev.Verb, Resource: ev.ObjectRef.Resource, Subresource: ev.ObjectRef.Subresource,
+			Namespace: ev.ObjectRef.Namespace, Name: ev.ObjectRef.Name, Code: ev.ResponseStatus.Code,
+			Forbidden: ev.ResponseStatus.Code == 403 && ev.Annotations["authorization.k8s.io/decision"] == "forbid"})
+	}
+	return out, sc.Err()
+}
+
+// Forbidden lists the audited groups' requests RBAC refused so far, once
+// each, as "user verb resource[/subresource] namespace/name".
+func (p *Plane) Forbidden() ([]string, error) {
+	events, err := p.Audit()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ev := range events {
+		if line := ev.String(); ev.Forbidden && !slices.Contains(out, line) {
 			out = append(out, line)
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 type auditEvent struct {

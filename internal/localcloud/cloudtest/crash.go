@@ -1,0 +1,107 @@
+package cloudtest
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+)
+
+// ErrCrashed is what every call of a crashed process returns.
+var ErrCrashed = errors.New("process crashed")
+
+// Crasher simulates a function killed right after its At-th external call
+// returns (At 0: never): that call's effect happened, its answer is lost,
+// and nothing the process attempts afterwards reaches any server. It
+// counts at the HTTP layer, so one Crasher covers every client a function
+// has (DynamoDB, EC2, SQS, EKS, the API server) without knowing their
+// interfaces: wrap the AWS config's HTTP client with HTTPClient and the
+// Kubernetes client configuration with REST.
+type Crasher struct {
+	At int
+
+	mu      sync.Mutex
+	n       int
+	crashed bool
+	calls   []string
+}
+
+// HTTPClient is an *http.Client for aws.Config.HTTPClient
+// (config.WithHTTPClient) whose calls count.
+func (c *Crasher) HTTPClient() *http.Client {
+	return &http.Client{Transport: c.wrap(http.DefaultTransport.(*http.Transport).Clone())}
+}
+
+// REST returns a copy of cfg whose calls count.
+func (c *Crasher) REST(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return c.wrap(rt) }
+	return out
+}
+
+// Crashed reports whether the process died.
+func (c *Crasher) Crashed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.crashed
+}
+
+// Calls are the calls made, in order ("POST dynamodb.UpdateItem", ...).
+func (c *Crasher) Calls() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.calls...)
+}
+
+func (c *Crasher) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		c.mu.Lock()
+		if c.crashed {
+			c.mu.Unlock()
+			return nil, ErrCrashed
+		}
+		c.n++
+		k := c.n
+		c.calls = append(c.calls, callName(req))
+		c.mu.Unlock()
+		resp, err := next.RoundTrip(req)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if k == c.At {
+			c.crashed = true
+		}
+		if c.crashed {
+			if resp != nil {
+				resp.Body.Close()
+			}
+			return nil, ErrCrashed
+		}
+		return resp, err
+	})
+}
+
+// callName names a request for logs: the JSON protocols' target, the EC2
+// query's path, or the Kubernetes verb and path.
+func callName(req *http.Request) string {
+	if t := req.Header.Get("X-Amz-Target"); t != "" {
+		return req.Method + " " + t
+	}
+	if strings.HasPrefix(req.Header.Get("Content-Type"), "application/x-www-form-urlencoded") && req.GetBody != nil {
+		if body, err := req.GetBody(); err == nil {
+			b, _ := io.ReadAll(io.LimitReader(body, 4096))
+			body.Close()
+			if form, err := url.ParseQuery(string(b)); err == nil && form.Get("Action") != "" {
+				return req.Method + " " + form.Get("Action")
+			}
+		}
+	}
+	return req.Method + " " + req.URL.Path
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
