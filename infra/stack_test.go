@@ -17,8 +17,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/access"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/settings"
 )
 
