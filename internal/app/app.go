@@ -13,6 +13,7 @@ import (
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"k8s.io/client-go/rest"
@@ -59,6 +60,9 @@ type Options struct {
 	// Config, when set, is used instead of loading Settings.ConfigDir.
 	Config *apis.Config
 	Now    func() time.Time
+	// HTTPClient, when set, carries every AWS call (tests that kill the
+	// process between two calls: cloudtest.Crasher).
+	HTTPClient sdkaws.HTTPClient
 }
 
 // New builds an App for settings s.
@@ -89,7 +93,11 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 		cfg = loaded
 	}
 
-	clients, awsCfg, err := nwaws.NewClients(ctx, regionOf(ctx))
+	var loadOpts []func(*config.LoadOptions) error
+	if o.HTTPClient != nil {
+		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
+	}
+	clients, awsCfg, err := nwaws.NewClients(ctx, regionOf(ctx), loadOpts...)
 	if err != nil {
 		return nil, err
 	}

@@ -109,6 +109,9 @@ type harness struct {
 
 	app     *app.App
 	handler atomic.Pointer[interruption.Handler]
+	// dead, when its process has crashed, keeps the poller from deleting
+	// the batch: a killed Lambda acknowledges nothing.
+	dead atomic.Pointer[cloudtest.Crasher]
 
 	mu      sync.Mutex
 	batches []batch
@@ -249,8 +252,9 @@ func (h *harness) poll(ctx context.Context) {
 		for _, f := range b.resp.BatchItemFailures {
 			failed[f.ItemIdentifier] = true
 		}
+		killed := h.dead.Load() != nil && h.dead.Load().Crashed()
 		for _, r := range ev.Records {
-			if err == nil && !failed[r.MessageId] {
+			if err == nil && !failed[r.MessageId] && !killed {
 				_, _ = h.sqs.DeleteMessage(h.ctx, &sqs.DeleteMessageInput{QueueUrl: sdkaws.String(h.qURL), ReceiptHandle: sdkaws.String(r.ReceiptHandle)})
 			}
 		}

@@ -1,14 +1,19 @@
 package cloudtest
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/nodewright/nodewright/internal/store"
 )
 
 // ErrCrashed is what every call of a crashed process returns.
@@ -62,7 +67,7 @@ func (c *Crasher) wrap(next http.RoundTripper) http.RoundTripper {
 		c.mu.Lock()
 		if c.crashed {
 			c.mu.Unlock()
-			return nil, ErrCrashed
+			return crashedResponse(req), nil
 		}
 		c.n++
 		k := c.n
@@ -78,10 +83,20 @@ func (c *Crasher) wrap(next http.RoundTripper) http.RoundTripper {
 			if resp != nil {
 				resp.Body.Close()
 			}
-			return nil, ErrCrashed
+			return crashedResponse(req), nil
 		}
 		return resp, err
 	})
+}
+
+// crashedResponse is what a dead process "receives": a client error no
+// SDK retries (a transport error would be retried for seconds), so the
+// crashed run ends at once, as a killed one would.
+func crashedResponse(req *http.Request) *http.Response {
+	body := `{"__type":"ProcessCrashed","message":"` + ErrCrashed.Error() + `"}`
+	return &http.Response{StatusCode: http.StatusBadRequest, Status: "400 Bad Request", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{"Content-Type": []string{"application/x-amz-json-1.0"}}, Body: io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req}
 }
 
 // callName names a request for logs: the JSON protocols' target, the EC2
@@ -105,3 +120,18 @@ func callName(req *http.Request) string {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// ExpireLeases releases the named leases if someone holds them: what their
+// expiry would do once a crashed holder stops renewing, without the wait.
+func ExpireLeases(ctx context.Context, t testing.TB, st *store.Store, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		l, err := st.GetLease(ctx, name)
+		if err != nil || !l.Valid(time.Now()) {
+			continue
+		}
+		if err := st.ReleaseLease(ctx, l); err != nil {
+			t.Fatalf("expire lease %s: %v", name, err)
+		}
+	}
+}

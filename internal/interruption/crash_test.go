@@ -1,0 +1,121 @@
+package interruption_test
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/nodewright/nodewright/internal/app"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/interruption"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
+	"github.com/nodewright/nodewright/internal/provisioning"
+	"github.com/nodewright/nodewright/internal/settings"
+)
+
+// The interruption function killed between every two of its external calls
+// while handling a spot warning, and the warning redelivered to a new
+// process: the node is still replaced by exactly one new instance, drained
+// within its PDB through evictions, and its claim and instance removed.
+func TestSpotWarningSurvivesACrashAtEveryCall(t *testing.T) {
+	clean := &cloudtest.Crasher{}
+	spotThroughCrash(t, clean)
+	steps := len(clean.Calls())
+	t.Logf("a clean spot warning makes %d external calls: %s", steps, strings.Join(clean.Calls(), ", "))
+	if steps < 8 {
+		t.Fatalf("implausibly few calls: %v", clean.Calls())
+	}
+	for k := 1; k <= steps; k++ {
+		t.Run(fmt.Sprintf("crash-after-%d", k), func(t *testing.T) {
+			spotThroughCrash(t, &cloudtest.Crasher{At: k})
+		})
+	}
+}
+
+func spotThroughCrash(t *testing.T, cr *cloudtest.Crasher) {
+	h := newHarness(t)
+	cl, node := h.deploy(2, 1)
+	stopPDB := h.watchPDB()
+	crashing := h.crashingHandler(cr)
+	h.dead.Store(cr)
+	h.handler.Store(crashing)
+	start := time.Now()
+	id := fmt.Sprintf("crash-%d", cr.At)
+	if _, err := h.sim.SQS().Send(h.qName, spotWarning(id, cl.Status.InstanceID, h.cloud.Region), 0); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("the crashing process handled the warning", 30*time.Second, func() (bool, string) {
+		return len(h.handled(`"`+id+`"`)) > 0, "not yet"
+	})
+	// A new process takes the redelivery, once the dead one's provisioner
+	// lease has expired (released here rather than waited for).
+	if cr.Crashed() {
+		cloudtest.ExpireLeases(h.ctx, t, h.store, provisioning.LeaseName)
+	}
+	h.setHandler(h.app)
+	h.dead.Store(nil)
+	h.waitRunningOn(2, node.Name)
+	h.waitGone(cl, node.Name)
+	stopPDB()
+	if n := h.instancesSince(start); n != 1 {
+		t.Errorf("%d replacement instances launched, want 1", n)
+	}
+	h.eventually("queue drained", 20*time.Second, h.queueEmpty)
+	if h.dlqDepth() != 0 {
+		t.Errorf("DLQ has %d messages", h.dlqDepth())
+	}
+	h.assertNoPodDeleted()
+}
+
+// crashingHandler is the interruption function of a process whose external
+// calls all go through cr.
+func (h *harness) crashingHandler(cr *cloudtest.Crasher) *interruption.Handler {
+	h.t.Helper()
+	s := settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, Owner: cloudtest.Owner(h.cloud, h.table), Rebalance: interruption.RebalanceIgnore,
+		BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelDebug}
+	a, err := app.New(h.ctx, s, app.Options{Function: "interruption", Out: h.logs, KubeREST: cr.REST(h.cloud.ControllerREST), Config: h.cfg, HTTPClient: cr.HTTPClient()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	hd, err := a.InterruptionHandler()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return hd
+}
+
+// instancesSince counts this pool's instances launched after t.
+func (h *harness) instancesSince(t time.Time) int {
+	n := 0
+	for _, inst := range h.sim.EC2().Instances() {
+		if inst.LaunchTime == nil || inst.LaunchTime.Before(t) {
+			continue
+		}
+		for _, tg := range inst.Tags {
+			if sdkaws.ToString(tg.Key) == nwaws.TagNodePool && sdkaws.ToString(tg.Value) == h.pool {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// assertNoPodDeleted checks the API server's audit log: the controllers
+// removed the test's pods through evictions only (the instance was never
+// reclaimed, so the spot exception does not apply).
+func (h *harness) assertNoPodDeleted() {
+	h.t.Helper()
+	audit, err := h.cloud.Plane.Audit()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, ev := range audit {
+		if ev.Namespace == h.ns && ev.Resource == "pods" && ev.Subresource == "" && ev.Verb == "delete" {
+			h.t.Errorf("the controllers deleted a pod instead of evicting it: %s", ev)
+		}
+	}
+}
