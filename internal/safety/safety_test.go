@@ -1,0 +1,509 @@
+package safety_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/app"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
+	"github.com/nodewright/nodewright/internal/settings"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+var shared = localcloud.NewShared(localcloud.Options{
+	ClusterName: "safety",
+	Sim: awssim.Options{Delays: awssim.Delays{
+		Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
+		ShuttingDown: 300 * time.Millisecond, SpotInterruption: 3 * time.Second,
+	}},
+})
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
+
+const poolYAML = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: %[1]s
+spec:
+  template:
+    metadata:
+      labels:
+        nodewright.io/safety: %[1]s
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: %[1]s}
+      requirements:
+      - {key: node.kubernetes.io/instance-type, operator: In, values: ["m5.large", "m5.xlarge"]}
+      - {key: karpenter.sh/capacity-type, operator: In, values: ["spot", "on-demand"]}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 2s
+    budgets:
+    - nodes: "30%%"
+`
+
+// budgetShare is the pool's disruption budget above.
+const budgetShare = 0.30
+
+// The rules nodewright's package docs state, checked after every step of a
+// random run: never terminate what it did not launch, never act on another
+// stack's resources, never launch twice for one claim, never remove a pod
+// except by eviction (spot reclaims excepted), never disrupt more nodes at
+// once than the budget allows.
+func TestRandomizedSafety(t *testing.T) {
+	steps := envInt(t, "NODEWRIGHT_SAFETY_STEPS", 200)
+	seed := envInt(t, "NODEWRIGHT_SAFETY_SEED", 1)
+	w := newWorld(t, uint64(seed))
+	for i := range steps {
+		w.step(i)
+		w.check(i)
+		if t.Failed() {
+			t.Fatalf("stopped at step %d of seed %d", i, seed)
+		}
+	}
+	for _, r := range w.rules {
+		t.Logf("rule %q: %d checks, %d violations", r.name, r.checks, r.violations)
+	}
+	t.Logf("seed %d, %d steps: %d scale changes, %d spot reclaims, %d duplicate and %d lost messages, %d injected EC2 errors, %d launches",
+		seed, steps, w.stats.scales, w.stats.reclaims, w.stats.dups, w.stats.lost, w.stats.faults, len(w.launchedByClaim))
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return n
+}
+
+type rule struct {
+	name               string
+	checks, violations int
+}
+
+type world struct {
+	t     *testing.T
+	ctx   context.Context
+	cloud *localcloud.Cloud
+	rng   *rand.Rand
+	pool  string
+	ns    string
+	table string
+	owner string
+	st    *store.Store
+	sqs   *sqs.Client
+	work  string
+	intr  string
+	ec2   *ec2.Client
+	fns   map[string]func(context.Context, json.RawMessage) (any, error)
+
+	// foreign are instances of another stack and of another autoscaler for
+	// the same cluster, with their tags at the start.
+	foreign map[string]map[string]string
+	// reclaimed nodes: the spot exception to eviction-only removal.
+	reclaimedNodes map[string]bool
+	// podNode remembers where every pod last ran.
+	podNode map[string]string
+	// launchedByClaim: instance IDs ever seen per claim tag.
+	launchedByClaim map[string]map[string]bool
+	// audited counts the audit events already checked.
+	audited int
+
+	rules []*rule
+	stats struct{ scales, reclaims, dups, lost, faults int }
+}
+
+func (w *world) rule(name string) *rule {
+	for _, r := range w.rules {
+		if r.name == name {
+			return r
+		}
+	}
+	r := &rule{name: name}
+	w.rules = append(w.rules, r)
+	return r
+}
+
+// violate records a violation of r (and fails the test).
+func (w *world) check1(r *rule, ok bool, format string, args ...any) {
+	r.checks++
+	if !ok {
+		r.violations++
+		w.t.Errorf("rule %q violated: %s", r.name, fmt.Sprintf(format, args...))
+	}
+}
+
+func newWorld(t *testing.T, seed uint64) *world {
+	cloud := shared.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	t.Cleanup(cancel)
+	cloudtest.SetEnv(t, cloud)
+	w := &world{t: t, ctx: ctx, cloud: cloud, rng: rand.New(rand.NewPCG(seed, 0x5afe)), pool: "safety",
+		reclaimedNodes: map[string]bool{}, podNode: map[string]string{}, launchedByClaim: map[string]map[string]bool{},
+		foreign: map[string]map[string]string{}, fns: map[string]func(context.Context, json.RawMessage) (any, error){}}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.table = fmt.Sprintf("safety-%d", time.Now().UnixNano()%1e9)
+	w.st = cloudtest.NewTable(ctx, t, store.NewDynamoDBClient(awsCfg), w.table)
+	w.owner = cloudtest.Owner(cloud, w.table)
+	w.sqs, w.ec2 = sqs.NewFromConfig(awsCfg), ec2.NewFromConfig(awsCfg)
+	w.work = cloudtest.CreateQueue(ctx, t, w.sqs, w.table+"-work", nil)
+	w.intr = cloudtest.CreateQueue(ctx, t, w.sqs, w.table+"-intr", nil)
+	cloudtest.RouteInterruptionEvents(t, cloud.AWS, w.table, w.table+"-intr")
+	w.ns = cloud.NewNamespace(t)
+	cfg := cloudtest.LoadConfig(t, fmt.Sprintf(poolYAML, w.pool)+cloudtest.NodeClassYAML(w.pool, cloud.ClusterName))
+	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: w.table, Owner: w.owner, WorkQueueURL: w.work,
+		BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, Rebalance: "ignore"}
+	for _, fn := range []string{"provisioner", "lifecycle", "interruption", "disruption"} {
+		a, err := app.New(ctx, s, app.Options{Function: fn, Out: &cloudtest.SyncBuffer{}, KubeREST: cloud.ControllerREST, Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.fns[fn] = w.handler(a, fn)
+	}
+	w.foreignInstances()
+	w.deployment()
+	t.Cleanup(w.terminateAll)
+	return w
+}
+
+func (w *world) handler(a *app.App, fn string) func(context.Context, json.RawMessage) (any, error) {
+	w.t.Helper()
+	var h interface {
+		Handle(context.Context, json.RawMessage) (any, error)
+	}
+	var err error
+	switch fn {
+	case "provisioner":
+		h, err = a.ProvisionerHandler()
+	case "lifecycle":
+		h, err = a.LifecycleHandler()
+	case "interruption":
+		h, err = a.InterruptionHandler()
+	case "disruption":
+		h, err = a.DisruptionHandler()
+	}
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return h.Handle
+}
+
+// foreignInstances launches, for the same cluster, an instance of another
+// nodewright stack (another owner) and one of another autoscaler (no
+// nodewright tags): neither may ever be touched.
+func (w *world) foreignInstances() {
+	awsCfg, err := config.LoadDefaultConfig(w.ctx)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	param, err := ssm.NewFromConfig(awsCfg).GetParameter(w.ctx, &ssm.GetParameterInput{Name: sdkaws.String(
+		"/aws/service/eks/optimized-ami/" + w.cloud.AWS.Options().KubernetesVersion + "/amazon-linux-2023/x86_64/standard/recommended/image_id")})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	lt := fmt.Sprintf("%s-foreign", w.table)
+	if _, err := w.ec2.CreateLaunchTemplate(w.ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: &lt,
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: param.Parameter.Value}}); err != nil {
+		w.t.Fatal(err)
+	}
+	cluster := ec2types.Tag{Key: sdkaws.String(nwaws.ClusterTagKey(w.cloud.ClusterName)), Value: sdkaws.String("owned")}
+	for _, tags := range [][]ec2types.Tag{
+		{cluster, {Key: sdkaws.String(nwaws.TagManagedBy), Value: sdkaws.String(nwaws.ManagedBy)}, {Key: sdkaws.String(nwaws.TagOwner), Value: sdkaws.String("another-stack")},
+			{Key: sdkaws.String(nwaws.TagNodePool), Value: sdkaws.String(w.pool)}, {Key: sdkaws.String(nwaws.TagNodeClaim), Value: sdkaws.String("theirs-1")}},
+		{cluster, {Key: sdkaws.String("karpenter.sh/nodepool"), Value: sdkaws.String(w.pool)}},
+	} {
+		out, err := w.ec2.CreateFleet(w.ctx, &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant,
+			LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
+				LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: &lt, Version: sdkaws.String("$Latest")},
+				Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: ec2types.InstanceTypeM5Large, AvailabilityZone: sdkaws.String(w.cloud.Region + "a")}},
+			}},
+			TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
+			TagSpecifications:           []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags}},
+		})
+		if err != nil || len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
+			w.t.Fatalf("foreign instance: %v", err)
+		}
+		id := out.Instances[0].InstanceIds[0]
+		w.foreign[id] = tagMap(w.instanceTags(id))
+	}
+}
+
+func (w *world) deployment() {
+	replicas := int32(4)
+	labels := map[string]string{"app": "web"}
+	grace := int64(0)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				NodeSelector:                  map[string]string{"nodewright.io/safety": w.pool},
+				TerminationGracePeriodSeconds: &grace,
+				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("700m"), corev1.ResourceMemory: resource.MustParse("512Mi")}}}},
+			}}}}
+	if _, err := w.cloud.KubeClient.AppsV1().Deployments(w.ns).Create(w.ctx, dep, metav1.CreateOptions{}); err != nil {
+		w.t.Fatal(err)
+	}
+	one := intstr.FromInt32(1)
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
+		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}}}
+	if _, err := w.cloud.KubeClient.PolicyV1().PodDisruptionBudgets(w.ns).Create(w.ctx, pdb, metav1.CreateOptions{}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// step applies random events, then runs the functions as their triggers
+// would: the schedules, and the two queues with random duplicates and
+// losses.
+func (w *world) step(i int) {
+	w.rememberPods()
+	switch r := w.rng.Float64(); {
+	case r < 0.25:
+		w.stats.scales++
+		w.scale(w.rng.IntN(13))
+	case r < 0.35:
+		w.reclaimSpot()
+	case r < 0.5:
+		w.stats.faults++
+		ops := []string{"CreateFleet", "TerminateInstances", "DescribeInstances", "CreateTags"}
+		w.cloud.AWS.FailNth("ec2", ops[w.rng.IntN(len(ops))], 1+w.rng.IntN(2), "InternalError")
+	}
+	tick := json.RawMessage(`{"version":"0","id":"tick","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`)
+	w.invoke("provisioner", tick)
+	w.drain("interruption", w.intr)
+	w.drain("lifecycle", w.work)
+	w.invoke("lifecycle", tick)
+	if i%3 == 0 {
+		w.invoke("disruption", tick)
+	}
+	w.cloud.AWS.ClearFaults()
+	time.Sleep(200 * time.Millisecond)
+}
+
+func (w *world) invoke(fn string, ev json.RawMessage) (any, error) {
+	res, err := w.fns[fn](w.ctx, ev)
+	if err != nil {
+		w.t.Logf("%s: %v", fn, err)
+	}
+	return res, err
+}
+
+// drain delivers what the queue holds to fn: sometimes twice (at-least-once
+// delivery), sometimes not at all (a lost message); failed items stay.
+func (w *world) drain(fn, url string) {
+	out, err := w.sqs.ReceiveMessage(w.ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 0})
+	if err != nil || len(out.Messages) == 0 {
+		return
+	}
+	ev := events.SQSEvent{}
+	for _, m := range out.Messages {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: *m.MessageId, Body: *m.Body, ReceiptHandle: *m.ReceiptHandle,
+			Attributes: map[string]string{"SentTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10)}})
+	}
+	raw, _ := json.Marshal(ev)
+	failed := map[string]bool{}
+	switch r := w.rng.Float64(); {
+	case r < 0.05:
+		w.stats.lost++ // lost: deleted unseen
+	default:
+		copies := 1
+		if r < 0.15 {
+			w.stats.dups++
+			copies = 2
+		}
+		for range copies {
+			res, err := w.invoke(fn, raw)
+			if err != nil {
+				return
+			}
+			if resp, ok := res.(events.SQSEventResponse); ok {
+				for _, f := range resp.BatchItemFailures {
+					failed[f.ItemIdentifier] = true
+				}
+			}
+		}
+	}
+	for _, m := range out.Messages {
+		if !failed[*m.MessageId] {
+			_, _ = w.sqs.DeleteMessage(w.ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: m.ReceiptHandle})
+		}
+	}
+}
+
+func (w *world) scale(n int) {
+	patch := fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n)
+	if _, err := w.cloud.KubeClient.AppsV1().Deployments(w.ns).Patch(w.ctx, "web", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// reclaimSpot has EC2 reclaim one of this stack's running spot instances.
+func (w *world) reclaimSpot() {
+	claims, err := w.st.ListNodeClaims(w.ctx)
+	if err != nil {
+		return
+	}
+	w.rng.Shuffle(len(claims), func(i, j int) { claims[i], claims[j] = claims[j], claims[i] })
+	for _, cl := range claims {
+		if cl.Labels[apis.CapacityTypeLabelKey] != apis.CapacityTypeSpot || cl.Status.InstanceID == "" {
+			continue
+		}
+		if err := w.cloud.AWS.ReclaimSpot(cl.Status.InstanceID); err == nil {
+			w.stats.reclaims++
+			if cl.Status.NodeName != "" {
+				w.reclaimedNodes[cl.Status.NodeName] = true
+			}
+			return
+		}
+	}
+}
+
+func (w *world) rememberPods() {
+	list, err := w.cloud.KubeClient.CoreV1().Pods(w.ns).List(w.ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, p := range list.Items {
+		if p.Spec.NodeName != "" {
+			w.podNode[p.Name] = p.Spec.NodeName
+		}
+	}
+}
+
+// check verifies every rule against the world as it is now.
+func (w *world) check(i int) {
+	w.rememberPods()
+	w.checkForeign()
+	w.checkOneLaunchPerClaim()
+	w.checkEvictionsOnly()
+	w.checkBudget(i)
+}
+
+func (w *world) checkForeign() {
+	r := w.rule("never touches another stack's or autoscaler's instance")
+	for id, tags := range w.foreign {
+		inst, _, ok := w.cloud.AWS.EC2().Instance(id)
+		state := ""
+		if ok && inst.State != nil {
+			state = string(inst.State.Name)
+		}
+		now := tagMap(inst.Tags)
+		w.check1(r, ok && (state == "running" || state == "pending") && fmt.Sprint(now) == fmt.Sprint(tags),
+			"instance %s is %s with tags %v (were %v)", id, state, now, tags)
+	}
+}
+
+func (w *world) checkOneLaunchPerClaim() {
+	r := w.rule("never launches twice for one NodeClaim")
+	for _, inst := range w.cloud.AWS.EC2().Instances() {
+		tags := tagMap(inst.Tags)
+		claim := tags[nwaws.TagNodeClaim]
+		if tags[nwaws.TagOwner] != w.owner || claim == "" {
+			continue
+		}
+		if w.launchedByClaim[claim] == nil {
+			w.launchedByClaim[claim] = map[string]bool{}
+		}
+		w.launchedByClaim[claim][sdkaws.ToString(inst.InstanceId)] = true
+	}
+	for claim, ids := range w.launchedByClaim {
+		w.check1(r, len(ids) == 1, "claim %s has instances %v", claim, ids)
+	}
+}
+
+// checkEvictionsOnly: the controllers removed pods through the Eviction API
+// only, except pods of a node EC2 reclaimed.
+func (w *world) checkEvictionsOnly() {
+	r := w.rule("removes pods by PDB-respecting eviction only (spot reclaims excepted)")
+	audit, err := w.cloud.Plane.Audit()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for _, ev := range audit[w.audited:] {
+		if ev.Namespace != w.ns || ev.Resource != "pods" || ev.Verb != "delete" && ev.Verb != "create" {
+			continue
+		}
+		switch {
+		case ev.Verb == "create" && ev.Subresource == "eviction":
+			w.check1(r, true, "")
+		case ev.Verb == "delete" && ev.Subresource == "":
+			node := w.podNode[ev.Name]
+			w.check1(r, w.reclaimedNodes[node], "pod %s on node %q deleted, not evicted (%s)", ev.Name, node, ev)
+		}
+	}
+	w.audited = len(audit)
+}
+
+// checkBudget: voluntary disruption never takes more nodes at once than
+// the NodePool's budget.
+func (w *world) checkBudget(i int) {
+	r := w.rule("never disrupts more nodes at once than the budget")
+	claims, err := w.st.ListNodeClaims(w.ctx)
+	if err != nil {
+		return
+	}
+	voluntary := 0
+	for _, cl := range claims {
+		switch cl.DeletionReason() {
+		case apis.DeletionReasonEmpty, apis.DeletionReasonUnderutilized, apis.DeletionReasonDrifted:
+			voluntary++
+		}
+	}
+	allowed := int(float64(len(claims))*budgetShare + 0.999)
+	w.check1(r, voluntary <= max(allowed, 1), "step %d: %d nodes disrupted of %d, budget %d", i, voluntary, len(claims), allowed)
+}
+
+func (w *world) instanceTags(id string) []ec2types.Tag {
+	inst, _, ok := w.cloud.AWS.EC2().Instance(id)
+	if !ok {
+		w.t.Fatalf("no instance %s", id)
+	}
+	return inst.Tags
+}
+
+func tagMap(tags []ec2types.Tag) map[string]string {
+	out := map[string]string{}
+	for _, t := range tags {
+		out[sdkaws.ToString(t.Key)] = sdkaws.ToString(t.Value)
+	}
+	return out
+}
+
+func (w *world) terminateAll() {
+	for _, inst := range w.cloud.AWS.EC2().Instances() {
+		tags := tagMap(inst.Tags)
+		if tags[nwaws.TagOwner] == w.owner || w.foreign[sdkaws.ToString(inst.InstanceId)] != nil {
+			_ = w.cloud.AWS.EC2().Terminate(sdkaws.ToString(inst.InstanceId), "test cleanup")
+		}
+	}
+}
