@@ -3,7 +3,6 @@ package interruption_test
 import (
 	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,18 +21,7 @@ import (
 // process: the node is still replaced by exactly one new instance, drained
 // within its PDB through evictions, and its claim and instance removed.
 func TestSpotWarningSurvivesACrashAtEveryCall(t *testing.T) {
-	clean := &cloudtest.Crasher{}
-	spotThroughCrash(t, clean)
-	steps := len(clean.Calls())
-	t.Logf("a clean spot warning makes %d external calls: %s", steps, strings.Join(clean.Calls(), ", "))
-	if steps < 8 {
-		t.Fatalf("implausibly few calls: %v", clean.Calls())
-	}
-	for k := 1; k <= steps; k++ {
-		t.Run(fmt.Sprintf("crash-after-%d", k), func(t *testing.T) {
-			spotThroughCrash(t, &cloudtest.Crasher{At: k})
-		})
-	}
+	cloudtest.CrashSweep(t, 8, spotThroughCrash)
 }
 
 func spotThroughCrash(t *testing.T, cr *cloudtest.Crasher) {

@@ -2,7 +2,6 @@ package lifecycle_test
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,23 +26,10 @@ import (
 // makes it skip the drain, launch or leak an instance.
 func TestTerminationSurvivesACrashAtEveryCall(t *testing.T) {
 	e := newEnv(t)
-	clean := &cloudtest.Crasher{}
-	e.terminateThroughCrash(clean, "crash-clean")
-	steps := len(clean.Calls())
-	t.Logf("a clean termination makes %d external calls: %s", steps, strings.Join(clean.Calls(), ", "))
-	if steps < 8 {
-		t.Fatalf("implausibly few calls: %v", clean.Calls())
-	}
-	for k := 1; k <= steps; k++ {
-		t.Run(fmt.Sprintf("crash-after-%d", k), func(t *testing.T) {
-			e.t = t
-			cr := &cloudtest.Crasher{At: k}
-			e.terminateThroughCrash(cr, fmt.Sprintf("crash-%d", k))
-			if !cr.Crashed() {
-				t.Logf("finished before call %d", k)
-			}
-		})
-	}
+	cloudtest.CrashSweep(t, 8, func(t *testing.T, cr *cloudtest.Crasher) {
+		e.t = t
+		e.terminateThroughCrash(cr, fmt.Sprintf("crash-%d", cr.At))
+	})
 }
 
 // terminateThroughCrash marks a registered claim with a running pod for

@@ -3,6 +3,7 @@ package cloudtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -133,5 +134,25 @@ func ExpireLeases(ctx context.Context, t testing.TB, st *store.Store, names ...s
 		if err := st.ReleaseLease(ctx, l); err != nil {
 			t.Fatalf("expire lease %s: %v", name, err)
 		}
+	}
+}
+
+// CrashSweep runs scenario once with a Crasher that never fires, to count
+// its external calls, then once per call k, in a subtest, with the process
+// killed right after call k. A scenario that makes fewer than min calls
+// fails the test: a sweep over nothing proves nothing.
+func CrashSweep(t *testing.T, min int, scenario func(t *testing.T, cr *Crasher)) {
+	t.Helper()
+	clean := &Crasher{}
+	scenario(t, clean)
+	calls := clean.Calls()
+	t.Logf("a clean run makes %d external calls: %s", len(calls), strings.Join(calls, ", "))
+	if len(calls) < min {
+		t.Fatalf("implausibly few calls (%d < %d)", len(calls), min)
+	}
+	for k := 1; k <= len(calls); k++ {
+		t.Run(fmt.Sprintf("crash-after-%d", k), func(t *testing.T) {
+			scenario(t, &Crasher{At: k})
+		})
 	}
 }
