@@ -25,6 +25,11 @@ import (
 // at once, and no instance is left without a claim.
 func TestEmptinessSurvivesACrashAtEveryCall(t *testing.T) {
 	e := newEnv(t, `"m5.large"`, "    consolidationPolicy: WhenEmpty\n    consolidateAfter: 1s\n    budgets:\n    - nodes: \"1\"")
+	// About 80 crash points of several seconds each: more than newEnv's
+	// deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	t.Cleanup(cancel)
+	e.ctx = ctx
 	e.deployment("web", 1, "1200m", nil)
 	e.launchAll("web")
 	cloudtest.CrashSweep(t, 5, func(t *testing.T, cr *cloudtest.Crasher) {
