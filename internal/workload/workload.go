@@ -29,8 +29,9 @@ import (
 
 // MaxReplicas bounds the pods one controller may expand to, so a typo such as
 // replicas: 10000000 fails clearly instead of exhausting memory; MaxPods
-// bounds the whole input the same way (a few controllers of MaxReplicas
-// each would take gigabytes from a file of a few hundred bytes).
+// bounds the whole input's pods and StatefulSet claims the same way (a few
+// controllers of MaxReplicas each, or one StatefulSet with many claim
+// templates, would take gigabytes from a file of a few hundred bytes).
 const (
 	MaxReplicas = 1_000_000
 	MaxPods     = 1_000_000
@@ -312,10 +313,11 @@ func nameOf(raw []byte) string {
 	return m.Metadata.Name
 }
 
-// room fails when n more pods would take the input past its limit.
-func (p *parser) room(what string, n int32) error {
-	if len(p.w.Pods)+int(n) > p.maxPods {
-		return fmt.Errorf("%s: %d more pods would take the input past %d pods", what, n, p.maxPods)
+// room fails when n more objects (pods, and a StatefulSet's claims) would
+// take the input past its limit.
+func (p *parser) room(what string, n int) error {
+	if len(p.w.Pods)+len(p.w.PersistentVolumeClaims)+n > p.maxPods {
+		return fmt.Errorf("%s: %d more pods and claims would take the input past %d", what, n, p.maxPods)
 	}
 	return nil
 }
@@ -439,7 +441,7 @@ func (p *parser) replicated(kind string, m *metav1.ObjectMeta, replicas *int32, 
 	if n < 0 || n > MaxReplicas {
 		return fmt.Errorf("%s: spec.replicas %d is out of range [0, %d]", what, n, MaxReplicas)
 	}
-	if err := p.room(what, n); err != nil {
+	if err := p.room(what, int(n)*(1+len(claims))); err != nil {
 		return err
 	}
 	if err := checkTemplate(sel, tmpl); err != nil {
@@ -496,7 +498,7 @@ func (p *parser) job(j *batchv1.Job, line int) error {
 	if n < 0 || n > MaxReplicas {
 		return fmt.Errorf("%s: spec.parallelism %d is out of range [0, %d]", what, n, MaxReplicas)
 	}
-	if err := p.room(what, n); err != nil {
+	if err := p.room(what, int(n)); err != nil {
 		return err
 	}
 	if c := j.Spec.Completions; c != nil {

@@ -226,10 +226,26 @@ spec:
   template: {spec: {containers: [{name: c, image: x}], restartPolicy: Never}}
 `
 	_, err := parseSources(5, Source{Name: "in.yaml", Reader: strings.NewReader(doc)})
-	if err == nil || !strings.Contains(err.Error(), "in.yaml:9: Job default/b: 3 more pods would take the input past 5 pods") {
+	if err == nil || !strings.Contains(err.Error(), "in.yaml:9: Job default/b: 3 more pods and claims would take the input past 5") {
 		t.Fatalf("err = %v", err)
 	}
 	if w, err := parseSources(6, Source{Name: "in.yaml", Reader: strings.NewReader(doc)}); err != nil || len(w.Pods) != 6 {
 		t.Fatalf("at the limit: %v", err)
+	}
+	// A StatefulSet's claims count too: 2 replicas x (1 pod + 3 claims).
+	sts := `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: db}}
+  template: {metadata: {labels: {app: db}}, spec: {containers: [{name: c, image: x}]}}
+  volumeClaimTemplates:
+  - metadata: {name: a}
+  - metadata: {name: b}
+  - metadata: {name: c}
+`
+	if _, err := parseSources(7, Source{Name: "sts.yaml", Reader: strings.NewReader(sts)}); err == nil || !strings.Contains(err.Error(), "8 more pods and claims") {
+		t.Fatalf("StatefulSet claims: err = %v", err)
 	}
 }
