@@ -88,8 +88,8 @@ func TestRandomizedSafety(t *testing.T) {
 	for _, r := range w.rules {
 		t.Logf("rule %q: %d checks, %d violations", r.name, r.checks, r.violations)
 	}
-	t.Logf("seed %d, %d steps: %d scale changes, %d spot reclaims, %d duplicate and %d lost messages, %d injected EC2 errors, %d launches",
-		seed, steps, w.stats.scales, w.stats.reclaims, w.stats.dups, w.stats.lost, w.stats.faults, len(w.launchedByClaim))
+	t.Logf("seed %d, %d steps: %d scale changes, %d spot reclaims, %d duplicate and %d lost messages, %d injected EC2 errors, %d launches, %d nodes disrupted voluntarily",
+		seed, steps, w.stats.scales, w.stats.reclaims, w.stats.dups, w.stats.lost, w.stats.faults, len(w.launchedByClaim), len(w.disrupted))
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -136,9 +136,15 @@ type world struct {
 	launchedByClaim map[string]map[string]bool
 	// audited counts the audit events already checked.
 	audited int
+	// orphanSince is when a running instance of this stack was first seen
+	// without a live claim.
+	orphanSince map[string]time.Time
 
 	rules []*rule
 	stats struct{ scales, reclaims, dups, lost, faults int }
+	// disrupted are the claims seen marked for voluntary disruption: the
+	// budget rule means little if there were none.
+	disrupted map[string]bool
 }
 
 func (w *world) rule(name string) *rule {
@@ -168,7 +174,7 @@ func newWorld(t *testing.T, seed uint64) *world {
 	cloudtest.SetEnv(t, cloud)
 	w := &world{t: t, ctx: ctx, cloud: cloud, rng: rand.New(rand.NewPCG(seed, 0x5afe)), pool: "safety",
 		reclaimedNodes: map[string]bool{}, podNode: map[string]string{}, launchedByClaim: map[string]map[string]bool{},
-		foreign: map[string]map[string]string{}, fns: map[string]func(context.Context, json.RawMessage) (any, error){}}
+		foreign: map[string]map[string]string{}, orphanSince: map[string]time.Time{}, disrupted: map[string]bool{}, fns: map[string]func(context.Context, json.RawMessage) (any, error){}}
 	awsCfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -405,6 +411,7 @@ func (w *world) check(i int) {
 	w.rememberPods()
 	w.checkForeign()
 	w.checkOneLaunchPerClaim()
+	w.checkNoLeak()
 	w.checkEvictionsOnly()
 	w.checkBudget(i)
 }
@@ -438,6 +445,44 @@ func (w *world) checkOneLaunchPerClaim() {
 	}
 	for claim, ids := range w.launchedByClaim {
 		w.check1(r, len(ids) == 1, "claim %s has instances %v", claim, ids)
+	}
+}
+
+// leakGrace is how long an instance of this stack may run without a live
+// claim: the GC grace (30 s) plus a few lifecycle passes.
+const leakGrace = 90 * time.Second
+
+// checkNoLeak: every running instance of this stack has a live claim, or
+// loses it to garbage collection within leakGrace.
+func (w *world) checkNoLeak() {
+	r := w.rule("leaks no instance (every running one has a claim or is collected)")
+	claims, err := w.st.ListNodeClaims(w.ctx)
+	if err != nil {
+		return
+	}
+	live := map[string]bool{}
+	for _, cl := range claims {
+		live[cl.Name] = true
+	}
+	now := time.Now()
+	for _, inst := range w.cloud.AWS.EC2().Instances() {
+		tags := tagMap(inst.Tags)
+		id := sdkaws.ToString(inst.InstanceId)
+		running := inst.State != nil && (inst.State.Name == ec2types.InstanceStateNameRunning || inst.State.Name == ec2types.InstanceStateNamePending)
+		if tags[nwaws.TagOwner] != w.owner || !running {
+			delete(w.orphanSince, id)
+			continue
+		}
+		if live[tags[nwaws.TagNodeClaim]] {
+			delete(w.orphanSince, id)
+			w.check1(r, true, "")
+			continue
+		}
+		if _, ok := w.orphanSince[id]; !ok {
+			w.orphanSince[id] = now
+		}
+		w.check1(r, now.Sub(w.orphanSince[id]) < leakGrace, "instance %s (claim %s) has run without a claim since %s",
+			id, tags[nwaws.TagNodeClaim], w.orphanSince[id].Format(time.RFC3339))
 	}
 }
 
@@ -477,6 +522,7 @@ func (w *world) checkBudget(i int) {
 		switch cl.DeletionReason() {
 		case apis.DeletionReasonEmpty, apis.DeletionReasonUnderutilized, apis.DeletionReasonDrifted:
 			voluntary++
+			w.disrupted[cl.Name] = true
 		}
 	}
 	allowed := int(float64(len(claims))*budgetShare + 0.999)
