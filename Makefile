@@ -13,7 +13,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all prepare test test-short build lint vet fmt-check fuzz demo synth clean help
+.PHONY: all prepare test test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation
 
 all: build
 
@@ -24,6 +24,7 @@ help:
 	@echo "make build       every Lambda function as linux/arm64 bootstrap under $(DIST)/<function>/"
 	@echo "make lint        gofmt check, go vet (and staticcheck when it installs)"
 	@echo "make synth       cdk synth into cdk.out with no AWS credentials and no network"
+	@echo "make iam-mutation drop each IAM statement in turn; the e2e tests must fail without it (slow)"
 	@echo "make fuzz        run every Go fuzz target (every parser of untrusted input) for FUZZTIME each (default 60s)"
 
 # Builds the local control plane (cold: ~8 min on 2 cores) and installs
@@ -31,8 +32,29 @@ help:
 prepare:
 	$(GO) run ./cmd/nodewright local prepare
 
+# Every local cloud evaluates the functions' AWS calls under the stack's
+# synthesized IAM policies; each package reports the statements its calls
+# used, and iamcoverage fails the run if an Allow statement of a function
+# role allowed nothing (remove it, or add the test that needs it).
+IAM_COVERAGE_DIR ?= $(or $(TMPDIR),/tmp)/nodewright-iam-coverage
+
 test: vet prepare
-	$(GO) test -timeout $(TEST_TIMEOUT) ./...
+	rm -rf $(IAM_COVERAGE_DIR)
+	NODEWRIGHT_IAM_COVERAGE_DIR=$(IAM_COVERAGE_DIR) $(GO) test -timeout $(TEST_TIMEOUT) ./...
+	$(GO) run ./internal/localcloud/cmd/iamcoverage $(IAM_COVERAGE_DIR)
+
+# The IAM mutation test: for each Allow statement of the controller and
+# registrar roles, run the end-to-end tests with that statement removed from
+# the stack (NODEWRIGHT_IAM_DROP); every run must fail. ~5 min a statement
+# on 2 cores: not part of `make test`.
+IAM_MUTATION_PKGS ?= ./internal/provisioning ./internal/lifecycle ./internal/localcloud
+IAM_MUTATION_RUN ?= .
+iam-mutation: prepare
+	@survived=0; for s in $$($(GO) run ./internal/localcloud/cmd/iamcoverage -statements ControllerRole RegistrarRole); do \
+		if NODEWRIGHT_IAM_DROP=$$s $(GO) test -count=1 -run '$(IAM_MUTATION_RUN)' $(IAM_MUTATION_PKGS) >/dev/null 2>&1; then \
+			echo "SURVIVED $$s: no test needs it"; survived=$$((survived+1)); \
+		else echo "killed   $$s"; fi; \
+	done; echo "$$survived statements survived"; test $$survived -eq 0
 
 test-short:
 	$(GO) test -short ./...

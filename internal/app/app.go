@@ -63,6 +63,9 @@ type Options struct {
 	// HTTPClient, when set, carries every AWS call (tests that kill the
 	// process between two calls: cloudtest.Crasher).
 	HTTPClient sdkaws.HTTPClient
+	// AWSCredentials, when set, sign every AWS call instead of the default
+	// chain's (the local cloud's per-role credentials, localcloud.Stack).
+	AWSCredentials sdkaws.CredentialsProvider
 }
 
 // New builds an App for settings s.
@@ -96,6 +99,9 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 	var loadOpts []func(*config.LoadOptions) error
 	if o.HTTPClient != nil {
 		loadOpts = append(loadOpts, config.WithHTTPClient(o.HTTPClient))
+	}
+	if o.AWSCredentials != nil {
+		loadOpts = append(loadOpts, config.WithCredentialsProvider(o.AWSCredentials))
 	}
 	clients, awsCfg, err := nwaws.NewClients(ctx, regionOf(ctx), loadOpts...)
 	if err != nil {

@@ -299,6 +299,11 @@ func newEnv(t testing.TB, name string, level slog.Level) *env {
 		t.Fatal(err)
 	}
 	e.workURL = sdkaws.ToString(q.QueueUrl)
+	// The functions run as the stack's controller role, under its policy.
+	stack, err := cloud.Deploy(localcloud.StackResources{Table: e.table, WorkQueue: e.workURL})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	e.cfgDir = t.TempDir()
 	if err := os.WriteFile(filepath.Join(e.cfgDir, "pool.yaml"), []byte(fmt.Sprintf(poolYAML, name, cloud.ClusterName)), 0o644); err != nil {
@@ -308,7 +313,7 @@ func newEnv(t testing.TB, name string, level slog.Level) *env {
 	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: e.table, Owner: cloud.TableARN(e.table), WorkQueueURL: e.workURL, ConfigDir: e.cfgDir,
 		BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, LogLevel: slog.LevelDebug, Rebalance: "ignore"}
 	for _, fn := range []string{"provisioner", "lifecycle", "disruption", "interruption"} {
-		a, err := app.New(ctx, s, app.Options{Function: fn, Out: e.logs})
+		a, err := app.New(ctx, s, app.Options{Function: fn, Out: e.logs, AWSCredentials: stack.Controller})
 		if err != nil {
 			t.Fatalf("%s: %v", fn, err)
 		}

@@ -143,14 +143,19 @@ type Result struct {
 	LastVerdictToFleet time.Duration
 	// NodeClaims is how many NodeClaims the scale-up created.
 	NodeClaims int
+	// IAM is "enforced" when every AWS call was evaluated under the
+	// synthesized stack's policy for the calling function's role, "off"
+	// otherwise; IAMDenied counts the calls it refused.
+	IAM       string
+	IAMDenied int
 	// InstanceTypes launched, e.g. {"c6g.4xlarge": 1}.
 	InstanceTypes map[string]int
 }
 
 // Line is the demo's last line.
 func (r Result) Line() string {
-	return fmt.Sprintf("DEMO OK pods=%d running=%d nodes=%d cost_per_hour=%.4f time_to_running_s=%.1f scale_down_s=%.1f",
-		r.Pods, r.Running, r.Nodes, r.CostPerHour, r.TimeToRunning.Seconds(), r.ScaleDown.Seconds())
+	return fmt.Sprintf("DEMO OK pods=%d running=%d nodes=%d cost_per_hour=%.4f time_to_running_s=%.1f scale_down_s=%.1f iam=%s denied=%d",
+		r.Pods, r.Running, r.Nodes, r.CostPerHour, r.TimeToRunning.Seconds(), r.ScaleDown.Seconds(), r.IAM, r.IAMDenied)
 }
 
 // Run runs the demo. It stops everything it started before returning, also
@@ -270,6 +275,16 @@ func (d *run) setup(ctx context.Context) error {
 	if err := createRules(d.cloud, qs.InterruptionARN); err != nil {
 		return err
 	}
+	// Each function signs its AWS calls as its role of the stack, under the
+	// IAM policy `cdk synth` produced for it (when the cloud enforces IAM).
+	stack, err := d.cloud.Deploy(localcloud.StackResources{Table: table, ProvisionQueue: qs.ProvisionURL, WorkQueue: qs.WorkURL, InterruptionQueue: qs.InterruptionURL})
+	if err != nil {
+		return err
+	}
+	ctrlCfg, webhookCfg := awsCfg.Copy(), awsCfg.Copy()
+	ctrlCfg.Credentials, webhookCfg.Credentials = sdkaws.NewCredentialsCache(stack.Controller), sdkaws.NewCredentialsCache(stack.Webhook)
+	// Lambda's event source mappings poll with the function's role.
+	sqsClient = sqs.NewFromConfig(ctrlCfg)
 	secret := randomSecret()
 	batchIdle := time.Second
 	env := functionEnv(d.cloud, table, qs, configDir, secret, batchIdle)
@@ -305,7 +320,7 @@ func (d *run) setup(ctx context.Context) error {
 				obsMu.Unlock()
 			}
 		}}
-		a, err := app.New(ctx, s, app.Options{Function: fn, Out: tap})
+		a, err := app.New(ctx, s, app.Options{Function: fn, Out: tap, AWSCredentials: stack.Controller})
 		if err != nil {
 			return nil, fmt.Errorf("build the %s function: %w", fn, err)
 		}
@@ -353,7 +368,7 @@ func (d *run) setup(ctx context.Context) error {
 	// The webhook function behind its function URL.
 	webhookLog := settings.Logger(&logTap{fn: "webhook", tl: d.tl, raw: d.o.Logs}, s.LogLevel, "webhook")
 	wh, err := admission.NewHandler(admission.Options{Secret: s.WebhookSecret, Coalesce: s.BatchIdle, Logger: webhookLog,
-		Nudger: queueNudger{ProvisionNudger: admission.ProvisionNudger{Queue: queue.New(sqsClient, s.ProvisionQueueURL)}}})
+		Nudger: queueNudger{ProvisionNudger: admission.ProvisionNudger{Queue: queue.New(sqs.NewFromConfig(webhookCfg), s.ProvisionQueueURL)}}})
 	if err != nil {
 		return err
 	}
@@ -514,10 +529,46 @@ func (d *run) scenario(ctx context.Context) (Result, error) {
 	}
 	res.ScaleDown = time.Since(downStart)
 	d.tl.printf("scaled down in %.1fs: no pods, no nodes, no NodeClaims, every instance terminated", res.ScaleDown.Seconds())
+	res.IAM, res.IAMDenied = "off", 0
+	if d.cloud.IAMEnforced() {
+		res.IAM, res.IAMDenied = "enforced", len(d.cloud.IAMDenials())
+	}
+	// A refused call makes a function fail too; the policy's reason is the
+	// more useful error.
+	if err := d.checkIAM(); err != nil {
+		return res, err
+	}
 	if err := d.errs.err(); err != nil {
 		return res, fmt.Errorf("the functions reported errors during the demo: %w", err)
 	}
 	return res, d.checkRights()
+}
+
+// checkIAM reports the calls the stack's IAM policy refused the functions,
+// each with its decoded authorization message: any is a permission the
+// deployed stack would lack in AWS.
+func (d *run) checkIAM() error {
+	if !d.cloud.IAMEnforced() {
+		d.tl.printf("WARNING IAM is not enforced: the functions' AWS calls were not checked against the stack's policy")
+		return nil
+	}
+	denied := d.cloud.IAMDenials()
+	if len(denied) > 0 {
+		reasons := make([]string, 0, len(denied))
+		for _, den := range denied {
+			reasons = append(reasons, den.String())
+		}
+		return fmt.Errorf("the stack's IAM policy refused the functions %d calls:\n%s", len(denied), strings.Join(reasons, "\n"))
+	}
+	used, total := 0, 0
+	for _, u := range d.cloud.AWS.StatementUses() {
+		total++
+		if u.Allowed > 0 {
+			used++
+		}
+	}
+	d.tl.printf("every AWS call was evaluated under the synthesized stack's IAM policy for its function's role: none refused (%d of the roles' %d statements used)", used, total)
+	return nil
 }
 
 // checkRights reports what the API server refused the functions: they run

@@ -49,7 +49,7 @@ func (w *lineWriter) String() string {
 	return w.all.String()
 }
 
-var demoLine = regexp.MustCompile(`^DEMO OK pods=10 running=10 nodes=([1-9][0-9]*) cost_per_hour=([0-9]+\.[0-9]{4}) time_to_running_s=([0-9.]+) scale_down_s=([0-9.]+)$`)
+var demoLine = regexp.MustCompile(`^DEMO OK pods=10 running=10 nodes=([1-9][0-9]*) cost_per_hour=([0-9]+\.[0-9]{4}) time_to_running_s=([0-9.]+) scale_down_s=([0-9.]+) iam=enforced denied=0$`)
 
 // The demo end to end on its own local cloud, as `make demo` runs it.
 func TestDemo(t *testing.T) {

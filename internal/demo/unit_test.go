@@ -20,8 +20,8 @@ import (
 )
 
 func TestResultLine(t *testing.T) {
-	r := Result{Pods: 10, Running: 10, Nodes: 2, CostPerHour: 0.28356, TimeToRunning: 20540 * time.Millisecond, ScaleDown: 14900 * time.Millisecond}
-	want := "DEMO OK pods=10 running=10 nodes=2 cost_per_hour=0.2836 time_to_running_s=20.5 scale_down_s=14.9"
+	r := Result{Pods: 10, Running: 10, Nodes: 2, CostPerHour: 0.28356, TimeToRunning: 20540 * time.Millisecond, ScaleDown: 14900 * time.Millisecond, IAM: "enforced"}
+	want := "DEMO OK pods=10 running=10 nodes=2 cost_per_hour=0.2836 time_to_running_s=20.5 scale_down_s=14.9 iam=enforced denied=0"
 	if got := r.Line(); got != want {
 		t.Fatalf("Line() = %q, want %q", got, want)
 	}

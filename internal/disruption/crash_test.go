@@ -123,7 +123,7 @@ func (e *env) runningInstances() int {
 // external calls all go through cr.
 func (e *env) crashingDisruption(cr *cloudtest.Crasher) *disruption.Controller {
 	e.t.Helper()
-	awsCfg, err := config.LoadDefaultConfig(e.ctx, config.WithHTTPClient(cr.HTTPClient()))
+	awsCfg, err := config.LoadDefaultConfig(e.ctx, config.WithHTTPClient(cr.HTTPClient()), config.WithCredentialsProvider(e.stack.Controller))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func (e *env) crashingDisruption(cr *cloudtest.Crasher) *disruption.Controller {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	clients, _, err := nwaws.NewClients(e.ctx, e.cloud.Region, config.WithHTTPClient(cr.HTTPClient()))
+	clients, _, err := nwaws.NewClients(e.ctx, e.cloud.Region, config.WithHTTPClient(cr.HTTPClient()), config.WithCredentialsProvider(e.stack.Controller))
 	if err != nil {
 		e.t.Fatal(err)
 	}

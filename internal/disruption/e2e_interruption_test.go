@@ -23,6 +23,7 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/interruption"
+	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
@@ -349,11 +350,13 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 		}
 	})
 	name := fmt.Sprintf("dintr-%s-%d", e.pool, time.Now().UnixNano()%1e6)
-	url := cloudtest.CreateQueue(e.ctx, t, e.sqs, name, map[string]string{"VisibilityTimeout": "30"})
+	url := cloudtest.CreateQueue(e.ctx, t, e.admin, name, map[string]string{"VisibilityTimeout": "30"})
+	stack := cloudtest.Deploy(t, e.cloud, localcloud.StackResources{Table: e.st.Table(), WorkQueue: e.work, InterruptionQueue: name})
+	poller := sqs.NewFromConfig(cloudtest.RoleConfig(e.ctx, t, stack.Controller))
 	cloudtest.RouteInterruptionEvents(t, e.cloud.AWS, name, name)
 	s := settings.Settings{ClusterName: e.cloud.ClusterName, TableName: e.st.Table(), Owner: cloudtest.Owner(e.cloud, e.st.Table()), WorkQueueURL: e.work,
 		Rebalance: interruption.RebalanceIgnore, BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelInfo}
-	a, err := app.New(e.ctx, s, app.Options{Function: "interruption", Out: &fn.logs, KubeREST: e.cloud.ControllerREST, Config: e.cfg})
+	a, err := app.New(e.ctx, s, app.Options{Function: "interruption", Out: &fn.logs, KubeREST: e.cloud.ControllerREST, Config: e.cfg, AWSCredentials: stack.Controller})
 	if err != nil {
 		t.Fatalf("interruption app: %v", err)
 	}
@@ -366,7 +369,7 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	wg.Go(func() {
 		for ctx.Err() == nil {
-			out, err := e.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+			out, err := poller.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
 			if err != nil || len(out.Messages) == 0 {
 				continue
 			}
@@ -391,7 +394,7 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 			}
 			for _, r := range ev.Records {
 				if err == nil && !failed[r.MessageId] {
-					_, _ = e.sqs.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: sdkaws.String(r.ReceiptHandle)})
+					_, _ = poller.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: sdkaws.String(r.ReceiptHandle)})
 				}
 			}
 			fn.mu.Lock()

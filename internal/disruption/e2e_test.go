@@ -88,6 +88,10 @@ type env struct {
 	st    *store.Store
 	p     *nwaws.Provider
 	sqs   *sqs.Client
+	// admin creates queues (the stack's deployment, not a function).
+	admin *sqs.Client
+	// stack holds the env's function roles.
+	stack *localcloud.Stack
 	work  string
 	cfg   *apis.Config
 	cat   *catalog.Catalog
@@ -121,16 +125,23 @@ func newEnv(t *testing.T, types, disruptionBlock string) *env {
 	}
 	table := fmt.Sprintf("disruption-%d-%d", time.Now().UnixNano()%1e6, n)
 	db := store.NewDynamoDBClient(awsCfg)
-	e.st = cloudtest.NewTable(ctx, t, db, table)
-	clients, _, err := nwaws.NewClients(ctx, cloud.Region)
+	cloudtest.NewTable(ctx, t, db, table)
+	e.admin = sqs.NewFromConfig(awsCfg)
+	e.work = cloudtest.CreateQueue(ctx, t, e.admin, fmt.Sprintf("dwork-%d-%d", time.Now().UnixNano()%1e6, n), nil)
+	// Every controller runs as the stack's controller role.
+	e.stack = cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: table, WorkQueue: e.work})
+	ctrl := cloudtest.RoleConfig(ctx, t, e.stack.Controller)
+	if e.st, err = store.New(store.NewDynamoDBClient(ctrl), table); err != nil {
+		t.Fatal(err)
+	}
+	clients, _, err := nwaws.NewClients(ctx, cloud.Region, config.WithCredentialsProvider(e.stack.Controller))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e.p, err = nwaws.New(nwaws.Options{ClusterName: cloud.ClusterName, Region: cloud.Region, Owner: cloudtest.Owner(cloud, table), DiscoveryTTL: time.Second}, clients, nil); err != nil {
 		t.Fatal(err)
 	}
-	e.sqs = sqs.NewFromConfig(awsCfg)
-	e.work = cloudtest.CreateQueue(ctx, t, e.sqs, fmt.Sprintf("dwork-%d-%d", time.Now().UnixNano()%1e6, n), nil)
+	e.sqs = sqs.NewFromConfig(ctrl)
 	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.ControllerREST), nil); err != nil {
 		t.Fatal(err)
 	}

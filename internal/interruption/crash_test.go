@@ -65,7 +65,7 @@ func (h *harness) crashingHandler(cr *cloudtest.Crasher) *interruption.Handler {
 	h.t.Helper()
 	s := settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, Owner: cloudtest.Owner(h.cloud, h.table), Rebalance: interruption.RebalanceIgnore,
 		BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelDebug}
-	a, err := app.New(h.ctx, s, app.Options{Function: "interruption", Out: h.logs, KubeREST: cr.REST(h.cloud.ControllerREST), Config: h.cfg, HTTPClient: cr.HTTPClient()})
+	a, err := app.New(h.ctx, s, app.Options{Function: "interruption", Out: h.logs, KubeREST: cr.REST(h.cloud.ControllerREST), Config: h.cfg, HTTPClient: cr.HTTPClient(), AWSCredentials: h.stack.Controller})
 	if err != nil {
 		h.t.Fatal(err)
 	}

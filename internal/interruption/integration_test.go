@@ -106,6 +106,7 @@ type harness struct {
 	qURL    string
 	qName   string
 	dlqName string
+	stack   *localcloud.Stack
 
 	app     *app.App
 	handler atomic.Pointer[interruption.Handler]
@@ -147,6 +148,10 @@ func newHarness(t testing.TB) *harness {
 	h.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolTemplate, h.pool)+cloudtest.NodeClassYAML(h.pool, cloud.ClusterName))
 	h.sqs = sqs.NewFromConfig(awsCfg)
 	h.createQueues(awsCfg.Region)
+	// The function and its SQS event source run as the stack's controller
+	// role, as Lambda's event source mapping uses the execution role.
+	h.stack = cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: h.table, InterruptionQueue: h.qName})
+	h.sqs = sqs.NewFromConfig(cloudtest.RoleConfig(ctx, t, h.stack.Controller))
 	h.app = h.newApp(interruption.RebalanceIgnore)
 	h.setHandler(h.app)
 	h.startLoops()
@@ -175,7 +180,7 @@ func (h *harness) newApp(rebalance string) *app.App {
 	h.t.Helper()
 	s := settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, Owner: cloudtest.Owner(h.cloud, h.table), Rebalance: rebalance,
 		BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelDebug}
-	a, err := app.New(h.ctx, s, app.Options{Function: "interruption", Out: h.logs, KubeREST: h.cloud.ControllerREST, Config: h.cfg})
+	a, err := app.New(h.ctx, s, app.Options{Function: "interruption", Out: h.logs, KubeREST: h.cloud.ControllerREST, Config: h.cfg, AWSCredentials: h.stack.Controller})
 	if err != nil {
 		h.t.Fatal(err)
 	}

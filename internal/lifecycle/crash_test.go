@@ -75,7 +75,7 @@ func (e *env) terminateThroughCrash(cr *cloudtest.Crasher, name string) {
 // crashDeps are deps() over clients whose every HTTP call counts against cr.
 func (e *env) crashDeps(cr *cloudtest.Crasher) lifecycle.Deps {
 	e.t.Helper()
-	awsCfg, err := config.LoadDefaultConfig(e.ctx, config.WithHTTPClient(cr.HTTPClient()))
+	awsCfg, err := config.LoadDefaultConfig(e.ctx, config.WithHTTPClient(cr.HTTPClient()), config.WithCredentialsProvider(e.stack.Controller))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func (e *env) crashDeps(cr *cloudtest.Crasher) lifecycle.Deps {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	clients, _, err := nwaws.NewClients(e.ctx, e.cloud.Region, config.WithHTTPClient(cr.HTTPClient()))
+	clients, _, err := nwaws.NewClients(e.ctx, e.cloud.Region, config.WithHTTPClient(cr.HTTPClient()), config.WithCredentialsProvider(e.stack.Controller))
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -110,6 +110,9 @@ type env struct {
 	budget string
 	// owner is the env's stack owner value (its table's ARN).
 	owner string
+	// stack holds the env's function roles (the controller's policy is
+	// the synthesized template's).
+	stack *localcloud.Stack
 
 	configYAML string
 	// id makes claim names unique across tests and -count runs: a claim
@@ -145,9 +148,17 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	n := seq.Add(1)
 	table := fmt.Sprintf("lifecycle-%d-%d", time.Now().UnixNano()%1e6, n)
 	db := store.NewDynamoDBClient(awsCfg)
-	e.st = cloudtest.NewTable(ctx, t, db, table, store.WithClock(e.clock.Now))
+	cloudtest.NewTable(ctx, t, db, table)
 	e.owner = cloudtest.Owner(cloud, table)
-	clients, _, err := nwaws.NewClients(ctx, cloud.Region)
+	workName := fmt.Sprintf("work-%d-%d", time.Now().UnixNano()%1e6, n)
+	e.work = cloudtest.CreateQueue(ctx, t, sqs.NewFromConfig(awsCfg), workName, nil)
+	// Everything the lifecycle does runs as the stack's controller role.
+	e.stack = cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: table, WorkQueue: workName})
+	ctrl := cloudtest.RoleConfig(ctx, t, e.stack.Controller)
+	if e.st, err = store.New(store.NewDynamoDBClient(ctrl), table, store.WithClock(e.clock.Now)); err != nil {
+		t.Fatal(err)
+	}
+	clients, _, err := nwaws.NewClients(ctx, cloud.Region, config.WithCredentialsProvider(e.stack.Controller))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,8 +166,7 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 		t.Fatal(err)
 	}
 	e.ec2 = ec2.NewFromConfig(awsCfg)
-	e.sqs = sqs.NewFromConfig(awsCfg)
-	e.work = cloudtest.CreateQueue(ctx, t, e.sqs, fmt.Sprintf("work-%d-%d", time.Now().UnixNano()%1e6, n), nil)
+	e.sqs = sqs.NewFromConfig(ctrl)
 	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.ControllerREST), nil); err != nil {
 		t.Fatal(err)
 	}

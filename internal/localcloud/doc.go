@@ -33,6 +33,20 @@
 //		...
 //	}
 //
+// IAM is enforced by default (Options.IAM): Start synthesizes the CDK stack
+// once per change of its sources (`go run ./infra/cmd/nodewright-cdk` into
+// $XDG_CACHE_HOME/nodewright/iam/<source hash>), and Deploy registers a
+// deployment's roles, whose policies are the template's resolved against
+// the deployment's own table, queues and secret. Calls signed with a role's
+// keys are evaluated under its policies (awssim/iam); calls with the
+// cloud's own keys (Env) are the account administrator's, for what the
+// stack's deployment, not its functions, would do (create tables, queues,
+// rules). DynamoDB calls go through the simulator to dynalite so they are
+// evaluated too. A package whose calls were refused fails in Main, with
+// each denial's decoded reason; ExpectDenials marks the ones a test
+// provokes on purpose. With NODEWRIGHT_IAM_COVERAGE_DIR set each package
+// writes the statements its calls used (cmd/iamcoverage merges them).
+//
 // Options.Components starts only part of it (e.g. localcloud.DynamoDB).
 // Every process is started in its own process group with a parent-death
 // signal and stopped by PID on Close, so nothing outlives a test binary.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/iam"
 	"github.com/nodewright/nodewright/internal/localcloud/dynalite"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 )
@@ -46,6 +47,17 @@ const (
 	SecretAccessKey = awssim.DefaultSecretAccessKey
 )
 
+// IAMMode is whether the local cloud enforces the stack's IAM policies.
+type IAMMode int
+
+const (
+	// IAMEnforced evaluates every call signed as a deployed stack's role
+	// under the policies `cdk synth` produced for it.
+	IAMEnforced IAMMode = iota
+	// IAMOff lets every call through.
+	IAMOff
+)
+
 // Options configure Start.
 type Options struct {
 	// Components to run; zero means All.
@@ -58,6 +70,10 @@ type Options struct {
 	Logger *slog.Logger
 	// TableStateDelay is how long dynalite keeps tables CREATING/DELETING.
 	TableStateDelay time.Duration
+	// IAM says whether the simulator evaluates the stack's IAM policies
+	// (IAMEnforced, the default) for callers signing as a deployed stack's
+	// roles (Deploy). IAMOff is for unit tests of the simulator itself.
+	IAM IAMMode
 	// Sim holds further simulator options (catalog or AWSDataDir, delays,
 	// time scale, identities, seed). Region, ClusterName, KubernetesVersion
 	// and Logger are filled in from the fields above when empty.
@@ -107,6 +123,11 @@ type Cloud struct {
 
 	// StartupTimes records how long each component took to become ready.
 	StartupTimes map[string]time.Duration
+
+	// iamTemplate is the synthesized stack whose roles Deploy registers;
+	// nil when IAM is not enforced.
+	iamTemplate *iam.Template
+	expected    expectations
 
 	closeOnce sync.Once
 	closeErr  error
@@ -173,6 +194,15 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 			dyn, dynTime = srv, time.Since(t)
 		})
 	}
+	var iamErr error
+	var iamTime time.Duration
+	if opts.Components.Has(AWS) && opts.IAM == IAMEnforced {
+		wg.Go(func() {
+			t := time.Now()
+			c.iamTemplate, iamErr = IAMTemplate(ctx)
+			iamTime = time.Since(t)
+		})
+	}
 	var planeErr error
 	var plane *kubeplane.Plane
 	var planeTime time.Duration
@@ -195,6 +225,12 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 	if dyn != nil {
 		c.Dynalite = dyn
 		c.DynamoDBEndpoint = dyn.Endpoint()
+		if c.AWS != nil {
+			// DynamoDB calls go through the simulator, which authorizes
+			// them as it does every other AWS call.
+			c.AWS.SetDynamoDBUpstream(dyn.Endpoint())
+			c.DynamoDBEndpoint = c.AWSEndpoint
+		}
 		c.StartupTimes["dynalite"] = dynTime
 	}
 	if plane != nil {
@@ -204,7 +240,10 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 		c.KubeClient = plane.Client()
 		c.StartupTimes["controlplane"] = planeTime
 	}
-	if err := errors.Join(dynErr, planeErr); err != nil {
+	if c.iamTemplate != nil {
+		c.StartupTimes["iam"] = iamTime
+	}
+	if err := errors.Join(dynErr, planeErr, iamErr); err != nil {
 		return nil, err
 	}
 	if c.Plane != nil {
@@ -235,16 +274,18 @@ func minorVersion(v string) string {
 	return v
 }
 
-// Prepare builds the control plane binaries and installs dynalite into the
-// cache without starting anything (a CI warm-up step, or a first run with
-// visible progress). Both are no-ops when already cached.
+// Prepare builds the control plane binaries, installs dynalite and
+// synthesizes the stack whose IAM policies the simulator enforces, into the
+// cache, without starting anything (a CI warm-up step, or a first run with
+// visible progress). Each is a no-op when already cached.
 func Prepare(ctx context.Context, logger *slog.Logger) error {
 	var wg sync.WaitGroup
-	var dynErr error
+	var dynErr, iamErr error
 	wg.Go(func() { _, dynErr = dynalite.Install(ctx, logger) })
+	wg.Go(func() { _, iamErr = IAMTemplate(ctx) })
 	_, binErr := kubeplane.EnsureBinaries(ctx, logger)
 	wg.Wait()
-	return errors.Join(binErr, dynErr)
+	return errors.Join(binErr, dynErr, iamErr)
 }
 
 // Env is the environment a process needs to use this local cloud with the

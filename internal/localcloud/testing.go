@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -95,7 +96,7 @@ func Main(m *testing.M, opts Options, cloud **Cloud) int {
 	code := m.Run()
 	signal.Stop(sig)
 	close(sig)
-	code = max(code, checkForbidden(c))
+	code = max(code, checkForbidden(c), checkIAM(c, packageName()))
 	if code != 0 {
 		if dir, err := c.SaveLogs(); err == nil {
 			fmt.Fprintln(os.Stderr, "local cloud logs kept in", dir)
@@ -207,7 +208,7 @@ func (s *Shared) Main(m *testing.M) int {
 	signal.Stop(sig)
 	close(sig)
 	if s.cloud != nil {
-		code = max(code, checkForbidden(s.cloud))
+		code = max(code, checkForbidden(s.cloud), checkIAM(s.cloud, packageName()))
 	}
 	if code != 0 && s.cloud != nil {
 		if dir, err := s.cloud.SaveLogs(); err == nil {
@@ -232,4 +233,19 @@ func (s *Shared) close() error {
 		return nil
 	}
 	return s.cloud.Close()
+}
+
+// packageName names the test binary's package for reports (its working
+// directory, which go test sets to the package's).
+func packageName() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "unknown"
+	}
+	if root, err := repoRoot(); err == nil {
+		if rel, err := filepath.Rel(root, wd); err == nil {
+			return rel
+		}
+	}
+	return filepath.Base(wd)
 }

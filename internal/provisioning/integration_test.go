@@ -15,6 +15,7 @@ import (
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -64,6 +65,8 @@ type harness struct {
 	cfg    *apis.Config
 	logs   *cloudtest.SyncBuffer
 	region string
+	// stack holds the harness's function roles for its current table.
+	stack *localcloud.Stack
 }
 
 // noAbort sends requests detached from their context's cancellation.
@@ -118,7 +121,16 @@ func (h *harness) newTable() {
 		o.HTTPClient = &http.Client{Transport: noAbort{http.DefaultTransport}}
 	})
 	h.table = fmt.Sprintf("nw-%s-%d", h.pool, time.Now().UnixNano()%1e9)
-	h.store = cloudtest.NewTable(h.ctx, h.t, db, h.table)
+	cloudtest.NewTable(h.ctx, h.t, db, h.table)
+	// The provisioner runs as the stack's controller role.
+	h.stack = cloudtest.Deploy(h.t, h.cloud, localcloud.StackResources{Table: h.table})
+	ctrl := cloudtest.RoleConfig(h.ctx, h.t, h.stack.Controller)
+	ctrlDB := store.NewDynamoDBClient(ctrl, func(o *dynamodb.Options) {
+		o.HTTPClient = &http.Client{Transport: noAbort{http.DefaultTransport}}
+	})
+	if h.store, err = store.New(ctrlDB, h.table); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 const poolTemplate = `apiVersion: karpenter.sh/v1
@@ -207,7 +219,7 @@ func (h *harness) eventually(what string, d time.Duration, f func() (bool, strin
 // new Lambda instance would have. wrap may replace adapters (fault injection).
 func (h *harness) deps(wrapEC2 func(nwaws.EC2API) nwaws.EC2API) provisioning.Deps {
 	h.t.Helper()
-	clients, _, err := nwaws.NewClients(h.ctx, h.region)
+	clients, _, err := nwaws.NewClients(h.ctx, h.region, config.WithCredentialsProvider(h.stack.Controller))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -327,7 +339,7 @@ func TestProvisionerHandlerEndToEnd(t *testing.T) {
 	pods := h.createPods("web", 3, "500m")
 
 	a, err := app.New(h.ctx, settings.Settings{ClusterName: h.cloud.ClusterName, TableName: h.table, Owner: cloudtest.Owner(h.cloud, h.table), BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second},
-		app.Options{Function: "provisioner", Out: h.logs, KubeREST: h.cloud.ControllerREST, Config: h.cfg})
+		app.Options{Function: "provisioner", Out: h.logs, KubeREST: h.cloud.ControllerREST, Config: h.cfg, AWSCredentials: h.stack.Controller})
 	if err != nil {
 		t.Fatal(err)
 	}

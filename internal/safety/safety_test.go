@@ -186,12 +186,17 @@ func newWorld(t *testing.T, seed uint64) *world {
 	w.work = cloudtest.CreateQueue(ctx, t, w.sqs, w.table+"-work", nil)
 	w.intr = cloudtest.CreateQueue(ctx, t, w.sqs, w.table+"-intr", nil)
 	cloudtest.RouteInterruptionEvents(t, cloud.AWS, w.table, w.table+"-intr")
+	// The functions, and the SQS event sources that feed them, run as the
+	// stack's controller role; w.ec2 stays the administrator's (foreign
+	// instances).
+	stack := cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: w.table, WorkQueue: w.work, InterruptionQueue: w.intr})
+	w.sqs = sqs.NewFromConfig(cloudtest.RoleConfig(ctx, t, stack.Controller))
 	w.ns = cloud.NewNamespace(t)
 	cfg := cloudtest.LoadConfig(t, fmt.Sprintf(poolYAML, w.pool)+cloudtest.NodeClassYAML(w.pool, cloud.ClusterName))
 	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: w.table, Owner: w.owner, WorkQueueURL: w.work,
 		BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, Rebalance: "ignore"}
 	for _, fn := range []string{"provisioner", "lifecycle", "interruption", "disruption"} {
-		a, err := app.New(ctx, s, app.Options{Function: fn, Out: &cloudtest.SyncBuffer{}, KubeREST: cloud.ControllerREST, Config: cfg})
+		a, err := app.New(ctx, s, app.Options{Function: fn, Out: &cloudtest.SyncBuffer{}, KubeREST: cloud.ControllerREST, Config: cfg, AWSCredentials: stack.Controller})
 		if err != nil {
 			t.Fatal(err)
 		}

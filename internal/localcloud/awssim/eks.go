@@ -44,6 +44,12 @@ func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request, reqID string) 
 	case op != "DescribeCluster":
 		fail(&protocol.APIError{Code: "InvalidRequestException", Message: op + " is not simulated", Status: http.StatusNotFound})
 		return
+	}
+	if ae := s.authorize(r, s.eksTargets(name), jsonDenied("AccessDeniedException", http.StatusForbidden)); ae != nil {
+		fail(ae)
+		return
+	}
+	switch {
 	case name != s.opts.ClusterName:
 		fail(&protocol.APIError{Code: "ResourceNotFoundException", Message: fmt.Sprintf("No cluster found for name: %s.", name), Status: http.StatusNotFound})
 		return

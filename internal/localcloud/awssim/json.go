@@ -17,6 +17,11 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, reqID, servic
 		protocol.WriteError(w, protocol.JSON, reqID, ferr, typePrefix)
 		return
 	}
+	if ae := s.authorize(r, s.jsonTargets(service, op, body), jsonDenied(deniedCode(service))); ae != nil {
+		done(ae, 0)
+		protocol.WriteError(w, protocol.JSON, reqID, ae, typePrefix)
+		return
+	}
 	var out any
 	var err error
 	switch service {

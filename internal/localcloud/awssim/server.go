@@ -92,6 +92,10 @@ type Server struct {
 	sqs    *sqssim.Service
 	events *eventsim.Bus
 	faults faults
+	// authz evaluates requests signed as a role (AddRole) under its policies.
+	authz authz
+	// dynamoClient forwards DynamoDB requests to dynalite (dynamoUpstream).
+	dynamoClient *http.Client
 	// secrets is Secrets Manager (the webhook's shared secret).
 	secrets secretStore
 	log     callLog
@@ -104,10 +108,12 @@ type Server struct {
 	closed     bool
 	timers     []*time.Timer
 	eks        eksCluster
-	kubelet    *kubelet.Emulator
-	wg         sync.WaitGroup
-	stopOnce   sync.Once
-	stop       chan struct{}
+	// dynamoUpstream is dynalite's URL (SetDynamoDBUpstream).
+	dynamoUpstream string
+	kubelet        *kubelet.Emulator
+	wg             sync.WaitGroup
+	stopOnce       sync.Once
+	stop           chan struct{}
 }
 
 // New starts a simulator on a free loopback port.
@@ -171,7 +177,7 @@ func New(opts Options) (*Server, error) {
 			cat = ec2sim.DefaultCatalog(opts.Region)
 		}
 	}
-	s := &Server{opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(),
+	s := &Server{opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(), dynamoClient: &http.Client{},
 		principals: map[string]principal{opts.AccessKeyID: {secret: opts.SecretAccessKey, arn: opts.CallerARN}}}
 	var err error
 	s.ec2, err = ec2sim.New(ec2sim.Config{
@@ -305,6 +311,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	signing := protocol.ServiceFromRequest(r)
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		prefix, op, _ := strings.Cut(target, ".")
+		if prefix == dynamoTargetPrefix {
+			s.serveDynamoDB(w, r, reqID, op, body)
+			return
+		}
 		js, ok := jsonServices[prefix]
 		if !ok {
 			protocol.WriteError(w, protocol.JSON, reqID, protocol.Errorf("UnknownOperationException", "unknown target %s", target), "")
@@ -373,6 +383,13 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request, reqID, action 
 		done(ferr, 0)
 		protocol.WriteError(w, protocol.EC2Query, reqID, ferr, "")
 		return
+	}
+	if ferr == nil {
+		if ae := s.authorizeEC2(r, action, form); ae != nil {
+			done(ae, 0)
+			protocol.WriteError(w, protocol.EC2Query, reqID, ae, "")
+			return
+		}
 	}
 	out, err := s.ec2.Handle(r.Context(), action, form)
 	if ferr != nil {

@@ -1,11 +1,13 @@
 package awssim
 
 import (
+	"encoding/xml"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/iam"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/sigv4"
 )
@@ -37,6 +39,10 @@ func (s *Server) serveSTS(w http.ResponseWriter, r *http.Request, reqID, action 
 	}
 	if ferr != nil {
 		fail(ferr)
+		return
+	}
+	if action == "DecodeAuthorizationMessage" {
+		s.serveDecode(w, reqID, form.Get("EncodedMessage"), done)
 		return
 	}
 	if action != "GetCallerIdentity" {
@@ -87,4 +93,23 @@ func accountOf(arn string) string {
 		return parts[4]
 	}
 	return ""
+}
+
+// serveDecode answers sts:DecodeAuthorizationMessage for the messages the
+// simulator's own denials carry (iam.Message.Encode).
+func (s *Server) serveDecode(w http.ResponseWriter, reqID, encoded string, done func(*protocol.APIError, int)) {
+	m, err := iam.DecodeMessage(encoded)
+	if err != nil {
+		e := &protocol.APIError{Code: "InvalidAuthorizationMessageException", Message: err.Error(), Status: http.StatusBadRequest}
+		done(e, 0)
+		protocol.WriteError(w, protocol.AWSQuery, reqID, e, "")
+		return
+	}
+	done(nil, http.StatusOK)
+	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("X-Amzn-RequestId", reqID)
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(m.JSON()))
+	fmt.Fprintf(w, `<DecodeAuthorizationMessageResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><DecodeAuthorizationMessageResult><DecodedMessage>%s</DecodedMessage></DecodeAuthorizationMessageResult><ResponseMetadata><RequestId>%s</RequestId></ResponseMetadata></DecodeAuthorizationMessageResponse>`,
+		b.String(), reqID)
 }

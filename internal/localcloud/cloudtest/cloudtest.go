@@ -22,6 +22,7 @@ import (
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	corev1 "k8s.io/api/core/v1"
@@ -254,4 +255,28 @@ func RouteInterruptionEvents(t testing.TB, sim *awssim.Server, prefix, queue str
 			t.Fatal(err)
 		}
 	}
+}
+
+// Deploy registers the test's stack (its table, queues, secret) with the
+// local cloud and returns its function roles: controllers built with
+// stack.Controller make every AWS call under the synthesized controller
+// policy, as in AWS.
+func Deploy(t testing.TB, cloud *localcloud.Cloud, r localcloud.StackResources) *localcloud.Stack {
+	t.Helper()
+	st, err := cloud.Deploy(r)
+	if err != nil {
+		t.Fatalf("deploy the test's stack: %v", err)
+	}
+	return st
+}
+
+// RoleConfig is the AWS SDK configuration of a function signing as a role
+// of a deployed stack (e.g. stack.Controller).
+func RoleConfig(ctx context.Context, t testing.TB, creds sdkaws.CredentialsProvider, optFns ...func(*config.LoadOptions) error) sdkaws.Config {
+	t.Helper()
+	cfg, err := config.LoadDefaultConfig(ctx, append([]func(*config.LoadOptions) error{config.WithCredentialsProvider(creds)}, optFns...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

@@ -1,0 +1,185 @@
+package localcloud_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/aws/smithy-go"
+
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/iam"
+)
+
+// iamCloud is a simulator-only local cloud enforcing the synthesized
+// stack's IAM policies, with one deployed stack.
+type iamCloud struct {
+	c     *localcloud.Cloud
+	ctx   context.Context
+	admin sdkaws.Config
+	stack *localcloud.Stack
+	table string
+	queue string
+}
+
+func newIAMCloud(t *testing.T) *iamCloud {
+	c := localcloud.ForTest(t, localcloud.Options{ClusterName: "iam", Components: localcloud.AWS})
+	if !c.IAMEnforced() {
+		t.Fatal("IAM is not enforced by default")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	for _, kv := range c.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	admin, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic := &iamCloud{c: c, ctx: ctx, admin: admin, table: "iam-claims", queue: "iam-provision"}
+	if _, err := sqs.NewFromConfig(admin).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &ic.queue}); err != nil {
+		t.Fatal(err)
+	}
+	sec, err := secretsmanager.NewFromConfig(admin).CreateSecret(ctx, &secretsmanager.CreateSecretInput{Name: sdkaws.String("iam-webhook"), SecretString: sdkaws.String("s3cret")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ic.stack, err = c.Deploy(localcloud.StackResources{Table: ic.table, ProvisionQueue: ic.queue, WebhookSecret: sdkaws.ToString(sec.ARN)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ic
+}
+
+func (ic *iamCloud) as(creds sdkaws.CredentialsProvider) sdkaws.Config {
+	cfg := ic.admin.Copy()
+	cfg.Credentials = sdkaws.NewCredentialsCache(creds)
+	return cfg
+}
+
+// denied asserts err is the service's access-denied error and returns the
+// simulator's record of it.
+func (ic *iamCloud) denied(t *testing.T, err error, code string) awssim.Denial {
+	t.Helper()
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || ae.ErrorCode() != code {
+		t.Fatalf("err = %v, want %s", err, code)
+	}
+	all := ic.c.AWS.Denials()
+	if len(all) == 0 {
+		t.Fatal("no denial recorded")
+	}
+	return all[len(all)-1]
+}
+
+// Each function role can do its job and nothing else: the registrar
+// describes its cluster and reads its secret; the webhook reads the secret
+// and nudges the provision queue, and can launch nothing.
+func TestRolesDoTheirJobOnly(t *testing.T) {
+	ic := newIAMCloud(t)
+	expected := ic.c.ExpectDenials(func(awssim.Denial) bool { return true })
+	reg := ic.as(ic.stack.Registrar)
+	if _, err := eks.NewFromConfig(reg).DescribeCluster(ic.ctx, &eks.DescribeClusterInput{Name: sdkaws.String("iam")}); err != nil {
+		t.Errorf("registrar: describe its cluster: %v", err)
+	}
+	if _, err := secretsmanager.NewFromConfig(reg).GetSecretValue(ic.ctx, &secretsmanager.GetSecretValueInput{SecretId: sdkaws.String("iam-webhook")}); err != nil {
+		t.Errorf("registrar: read the webhook secret: %v", err)
+	}
+	wh := ic.as(ic.stack.Webhook)
+	if _, err := secretsmanager.NewFromConfig(wh).GetSecretValue(ic.ctx, &secretsmanager.GetSecretValueInput{SecretId: sdkaws.String("iam-webhook")}); err != nil {
+		t.Errorf("webhook: read its secret: %v", err)
+	}
+	url := "http://localhost/" + ic.c.AWS.Options().AccountID + "/" + ic.queue
+	if out, err := sqs.NewFromConfig(wh).GetQueueUrl(ic.ctx, &sqs.GetQueueUrlInput{QueueName: &ic.queue}); err == nil {
+		url = sdkaws.ToString(out.QueueUrl)
+	}
+	if _, err := sqs.NewFromConfig(wh).SendMessage(ic.ctx, &sqs.SendMessageInput{QueueUrl: &url, MessageBody: sdkaws.String("{}")}); err != nil {
+		t.Errorf("webhook: nudge the provision queue: %v", err)
+	}
+
+	_, err := ec2.NewFromConfig(wh).TerminateInstances(ic.ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}})
+	d := ic.denied(t, err, "UnauthorizedOperation")
+	if d.Action != "ec2:TerminateInstances" || !strings.Contains(d.Principal, "nodewright-webhook") {
+		t.Errorf("denial %+v", d)
+	}
+	_, err = eks.NewFromConfig(wh).DescribeCluster(ic.ctx, &eks.DescribeClusterInput{Name: sdkaws.String("iam")})
+	ic.denied(t, err, "AccessDeniedException")
+	_, err = eks.NewFromConfig(reg).DescribeCluster(ic.ctx, &eks.DescribeClusterInput{Name: sdkaws.String("another")})
+	ic.denied(t, err, "AccessDeniedException")
+	if n := expected(); n != 3 {
+		t.Errorf("%d denials, want 3: %v", n, ic.c.AWS.Denials())
+	}
+}
+
+// The policy bug issue 12 fixed, shown by the evaluator: a spot CreateFleet
+// whose request does not tag the spot-instances-request it creates is
+// refused (UnauthorizedOperation), and the encoded message decodes through
+// STS to the resource and the missing keys; tagged, the same launch passes
+// authorization.
+func TestSpotLaunchNeedsItsRequestTagged(t *testing.T) {
+	ic := newIAMCloud(t)
+	ic.c.ExpectDenials(func(d awssim.Denial) bool { return d.Action == "ec2:CreateFleet" })
+	ctrl := ec2.NewFromConfig(ic.as(ic.stack.Controller))
+	owner := ic.c.TableARN(ic.table)
+	tags := []ec2types.Tag{
+		{Key: sdkaws.String(nwaws.ClusterTagKey("iam")), Value: sdkaws.String("owned")},
+		{Key: sdkaws.String(nwaws.TagEKSClusterName), Value: sdkaws.String("iam")},
+		{Key: sdkaws.String(nwaws.TagManagedBy), Value: sdkaws.String(nwaws.ManagedBy)},
+		{Key: sdkaws.String(nwaws.TagOwner), Value: &owner},
+		{Key: sdkaws.String(nwaws.TagNodePool), Value: sdkaws.String("default")},
+	}
+	spec := func(types ...ec2types.ResourceType) []ec2types.TagSpecification {
+		var out []ec2types.TagSpecification
+		for _, rt := range types {
+			out = append(out, ec2types.TagSpecification{ResourceType: rt, Tags: tags})
+		}
+		return out
+	}
+	base := []ec2types.ResourceType{ec2types.ResourceTypeFleet, ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeNetworkInterface}
+	fleet := func(specs []ec2types.TagSpecification) error {
+		_, err := ctrl.CreateFleet(ic.ctx, &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant, TagSpecifications: specs,
+			TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeSpot},
+			LaunchTemplateConfigs:       []ec2types.FleetLaunchTemplateConfigRequest{}})
+		return err
+	}
+	err := fleet(spec(base...))
+	d := ic.denied(t, err, "UnauthorizedOperation")
+	if !strings.Contains(d.Resource, ":spot-instances-request/") {
+		t.Fatalf("denied on %s, want the spot-instances-request", d.Resource)
+	}
+	var ae smithy.APIError
+	errors.As(err, &ae)
+	encoded := ae.ErrorMessage()[strings.LastIndex(ae.ErrorMessage(), ": ")+2:]
+	out, err := sts.NewFromConfig(ic.admin).DecodeAuthorizationMessage(ic.ctx, &sts.DecodeAuthorizationMessageInput{EncodedMessage: &encoded})
+	if err != nil {
+		t.Fatalf("decode: %v", err)
+	}
+	msg, err := iam.ParseDecodedMessage(sdkaws.ToString(out.DecodedMessage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Allowed || msg.Context.Action != "ec2:CreateFleet" || msg.Context.Conditions["aws:requesttag/karpenter.sh/nodepool"] != nil {
+		t.Errorf("decoded message: %s", msg)
+	}
+	t.Logf("decoded IAM reason: %s", msg)
+
+	if err := fleet(spec(append(base, ec2types.ResourceTypeSpotInstancesRequest)...)); err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == "UnauthorizedOperation" {
+			t.Errorf("tagged spot launch denied: %v", err)
+		}
+	}
+}

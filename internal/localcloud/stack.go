@@ -1,0 +1,169 @@
+package localcloud
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/iam"
+)
+
+// StackResources are the resources of one nodewright deployment in the
+// local cloud, as a test or the demo created them: what the stack's
+// template names by construct ID.
+type StackResources struct {
+	Table string // the NodeClaim table (construct "Table"); required
+	// Queue names or URLs (constructs ProvisionQueue, WorkQueue,
+	// InterruptionQueue); empty when the deployment has none.
+	ProvisionQueue, WorkQueue, InterruptionQueue string
+	// WebhookSecret is the webhook secret's name or ARN.
+	WebhookSecret string
+	// NodeRole is the role the EC2NodeClasses name (default
+	// "KarpenterNodeRole-<cluster>", cloudtest.NodeClassYAML's); its
+	// instance profile is the stack's (nwaws.InstanceProfileName).
+	NodeRole string
+	// ClusterName defaults to the cloud's.
+	ClusterName string
+}
+
+// The stack's function roles, by construct ID in the template, and the
+// names they get in the local cloud. The controller's name is the one the
+// simulator's token webhook maps to access.ControllerGroup.
+var stackRoles = map[string]string{
+	"ControllerRole": controllerRole,
+	"WebhookRole":    "nodewright-webhook",
+	"RegistrarRole":  "nodewright-registrar",
+}
+
+// Stack is one deployment's function roles: the credentials each function
+// signs its AWS calls with. Under IAM enforcement every call they sign is
+// evaluated under the role's policies from the synthesized template.
+type Stack struct {
+	Controller, Webhook, Registrar sdkaws.CredentialsProvider
+	keys                           map[string]sdkaws.Credentials
+}
+
+// Env returns the process environment for a function of the stack:
+// Env() with the role's credentials ("ControllerRole", "WebhookRole",
+// "RegistrarRole").
+func (s *Stack) Env(c *Cloud, role string) []string {
+	env := c.Env()
+	k := s.keys[role]
+	for i, kv := range env {
+		switch {
+		case strings.HasPrefix(kv, "AWS_ACCESS_KEY_ID="):
+			env[i] = "AWS_ACCESS_KEY_ID=" + k.AccessKeyID
+		case strings.HasPrefix(kv, "AWS_SECRET_ACCESS_KEY="):
+			env[i] = "AWS_SECRET_ACCESS_KEY=" + k.SecretAccessKey
+		}
+	}
+	return env
+}
+
+var stackSeq atomic.Int64
+
+// Deploy registers a deployment's roles with the simulator: each role's
+// policies are the synthesized template's, resolved against r, and each
+// role gets its own access key. Without IAM enforcement (IAMOff), every
+// role is the account administrator's credentials.
+func (c *Cloud) Deploy(r StackResources) (*Stack, error) {
+	if r.Table == "" {
+		return nil, fmt.Errorf("deploy: a stack needs its table")
+	}
+	if r.ClusterName == "" {
+		r.ClusterName = c.ClusterName
+	}
+	if r.NodeRole == "" {
+		r.NodeRole = "KarpenterNodeRole-" + r.ClusterName
+	}
+	st := &Stack{keys: map[string]sdkaws.Credentials{}}
+	if c.AWS == nil || c.iamTemplate == nil {
+		admin := sdkaws.Credentials{AccessKeyID: awssim.DefaultAccessKeyID, SecretAccessKey: awssim.DefaultSecretAccessKey}
+		for construct := range stackRoles {
+			st.keys[construct] = admin
+		}
+		return st.finish(), nil
+	}
+	b := c.binding(r)
+	seq := stackSeq.Add(1)
+	for construct, name := range stackRoles {
+		policies, err := c.iamTemplate.RolePolicies(construct, b)
+		if err != nil {
+			return nil, fmt.Errorf("deploy: %w", err)
+		}
+		policies = dropStatements(policies, os.Getenv(EnvIAMDrop))
+		roleARN := fmt.Sprintf("arn:aws:iam::%s:role/%s", c.account(), name)
+		sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%d", r.Table, construct, seq))
+		key := sdkaws.Credentials{AccessKeyID: "ASIA" + strings.ToUpper(hex.EncodeToString(sum[:8])), SecretAccessKey: "localcloud/" + hex.EncodeToString(sum[8:24])}
+		session := fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", c.account(), name, strings.ToLower(construct))
+		c.AWS.AddRole(key.AccessKeyID, key.SecretAccessKey, session, awssim.Role{ARN: roleARN, Policies: policies})
+		st.keys[construct] = key
+	}
+	profile := nwaws.InstanceProfileName(r.ClusterName, r.NodeRole)
+	c.AWS.AddInstanceProfile(fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", c.account(), profile), fmt.Sprintf("arn:aws:iam::%s:role/%s", c.account(), r.NodeRole))
+	return st.finish(), nil
+}
+
+func (s *Stack) finish() *Stack {
+	p := func(k sdkaws.Credentials) sdkaws.CredentialsProvider {
+		return credentials.NewStaticCredentialsProvider(k.AccessKeyID, k.SecretAccessKey, "")
+	}
+	s.Controller, s.Webhook, s.Registrar = p(s.keys["ControllerRole"]), p(s.keys["WebhookRole"]), p(s.keys["RegistrarRole"])
+	return s
+}
+
+// binding resolves the template against a deployment's resources.
+func (c *Cloud) binding(r StackResources) iam.Binding {
+	phys := map[string]string{"Table": r.Table, "NodeRole": r.NodeRole,
+		"NodeInstanceProfile": nwaws.InstanceProfileName(r.ClusterName, r.NodeRole)}
+	for construct, name := range map[string]string{"ProvisionQueue": r.ProvisionQueue, "WorkQueue": r.WorkQueue, "InterruptionQueue": r.InterruptionQueue, "WebhookSecret": r.WebhookSecret} {
+		if name != "" {
+			// A queue may be given by URL; the template names it by name.
+			phys[construct] = name[strings.LastIndex(name, "/")+1:]
+		}
+	}
+	for construct, name := range stackRoles {
+		phys[construct] = name
+	}
+	return iam.Binding{Partition: "aws", Region: c.Region, Account: c.account(), StackName: "nodewright-" + r.ClusterName,
+		Physical: phys, Replace: map[string]string{synthCluster: r.ClusterName, synthNodeRole: r.NodeRole}}
+}
+
+func (c *Cloud) account() string {
+	if c.AWS != nil {
+		return c.AWS.Options().AccountID
+	}
+	return awssim.DefaultAccountID
+}
+
+// EnvIAMDrop names a policy statement (its ID, e.g.
+// "ControllerRoleDefaultPolicy#3") that Deploy leaves out of every role:
+// the mutation test (`make iam-mutation`) runs the end-to-end tests once
+// per statement without it, and each run must fail, or the statement is
+// not needed.
+const EnvIAMDrop = "NODEWRIGHT_IAM_DROP"
+
+func dropStatements(policies []*iam.Policy, id string) []*iam.Policy {
+	if id == "" {
+		return policies
+	}
+	out := make([]*iam.Policy, 0, len(policies))
+	for _, p := range policies {
+		cp := &iam.Policy{Name: p.Name}
+		for _, st := range p.Statements {
+			if st.ID != id && !strings.HasPrefix(st.ID, id+" ") {
+				cp.Statements = append(cp.Statements, st)
+			}
+		}
+		out = append(out, cp)
+	}
+	return out
+}
