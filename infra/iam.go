@@ -32,9 +32,9 @@ import (
 // resource (aws:ResourceTag), so the functions cannot touch anything another
 // cluster or a person created, nor Karpenter's instances and templates, which
 // carry the same cluster and karpenter.* tags (both can run during a
-// migration). The managed-by tag cannot be added after creation (TagOwnInstances
-// allows only the NodeClaim/Name tags), so it cannot be put on someone
-// else's instance to make it terminable.
+// migration). No tag can be added after creation (CreateTags is allowed only
+// with ec2:CreateAction, tagging on create), so the managed-by tag cannot be
+// put on someone else's instance to make it terminable.
 
 // Tag keys come from internal/aws, which puts them on what it creates:
 // instances, volumes and interfaces carry the cluster's owned tag,
@@ -173,23 +173,11 @@ func (b *builder) controllerRole() {
 			"StringLike":   map[string]interface{}{"aws:RequestTag/" + nwaws.TagNodeClass: "*"},
 		},
 	})
-	// After launch only the NodeClaim/Name tags may be added, and only on
-	// this cluster's instances.
-	add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("TagOwnInstances"),
-		Actions:   jsii.Strings("ec2:CreateTags"),
-		Resources: &[]*string{ec2("instance/*")},
-		Conditions: &map[string]interface{}{
-			"StringEquals":         ours(),
-			"StringEqualsIfExists": notAnotherStacks,
-			"StringLike": map[string]interface{}{
-				"aws:ResourceTag/" + nwaws.TagNodePool: "*",
-			},
-			"ForAllValues:StringEquals": map[string]interface{}{
-				"aws:TagKeys": []string{nwaws.TagEKSClusterName, nwaws.TagNodeClaim, nwaws.TagName},
-			},
-		},
-	})
+	// No CreateTags after launch: nodewright tags only on create (the
+	// instance's NodeClaim tag is in the CreateFleet request), so nothing
+	// can put this stack's tags on someone else's instance to make it
+	// terminable. (A TagOwnInstances statement once allowed it; the local
+	// cloud's IAM coverage showed no call used it.)
 	add(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("TerminateOwnInstancesOnly"),
 		Actions:   jsii.Strings("ec2:TerminateInstances"),
@@ -214,7 +202,7 @@ func (b *builder) controllerRole() {
 	add(&awsiam.PolicyStatementProps{
 		Sid: jsii.String("RegionalRead"),
 		Actions: jsii.Strings(
-			"ec2:DescribeAvailabilityZones", "ec2:DescribeCapacityReservations", "ec2:DescribeImages",
+			"ec2:DescribeAvailabilityZones", "ec2:DescribeImages",
 			"ec2:DescribeInstances", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
 			"ec2:DescribeLaunchTemplates", "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory",
 			"ec2:DescribeSubnets",

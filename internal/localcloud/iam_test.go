@@ -126,12 +126,13 @@ func TestRolesDoTheirJobOnly(t *testing.T) {
 
 // The policy bug issue 12 fixed, shown by the evaluator: a spot CreateFleet
 // whose request does not tag the spot-instances-request it creates is
-// refused (UnauthorizedOperation), and the encoded message decodes through
+// refused (UnauthorizedOperation, as ec2:RunInstances: the launch inside
+// the fleet), and the encoded message decodes through
 // STS to the resource and the missing keys; tagged, the same launch passes
 // authorization.
 func TestSpotLaunchNeedsItsRequestTagged(t *testing.T) {
 	ic := newIAMCloud(t)
-	ic.c.ExpectDenials(func(d awssim.Denial) bool { return d.Action == "ec2:CreateFleet" })
+	ic.c.ExpectDenials(func(d awssim.Denial) bool { return d.Action == "ec2:CreateFleet" || d.Action == "ec2:RunInstances" })
 	ctrl := ec2.NewFromConfig(ic.as(ic.stack.Controller))
 	owner := ic.c.TableARN(ic.table)
 	tags := []ec2types.Tag{
@@ -171,7 +172,8 @@ func TestSpotLaunchNeedsItsRequestTagged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if msg.Allowed || msg.Context.Action != "ec2:CreateFleet" || msg.Context.Conditions["aws:requesttag/karpenter.sh/nodepool"] != nil {
+	// The launch inside the fleet is authorized as RunInstances.
+	if msg.Allowed || msg.Context.Action != "ec2:RunInstances" || msg.Context.Conditions["aws:requesttag/karpenter.sh/nodepool"] != nil {
 		t.Errorf("decoded message: %s", msg)
 	}
 	t.Logf("decoded IAM reason: %s", msg)

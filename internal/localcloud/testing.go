@@ -35,6 +35,9 @@ func ForTest(t testing.TB, opts Options) *Cloud {
 		t.Fatalf("start local cloud: %v", err)
 	}
 	t.Cleanup(func() {
+		if checkIAM(c, packageName()+"/"+t.Name()) != 0 {
+			t.Error("the stack's IAM policy refused calls (listed above)")
+		}
 		if t.Failed() {
 			if dir, err := c.SaveLogs(); err == nil {
 				t.Logf("local cloud logs kept in %s", dir)

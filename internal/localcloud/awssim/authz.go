@@ -35,6 +35,8 @@ type StatementUse struct {
 	Allow     bool     // an Allow statement (Deny statements allow nothing)
 	Actions   []string // its Action (or NotAction) list
 	Allowed   int
+	// Used lists the actions it allowed at least once.
+	Used []string
 }
 
 // authz holds the roles callers sign as and what their policies decided.
@@ -42,10 +44,11 @@ type StatementUse struct {
 // are not evaluated: they stand for the account's administrator.
 type authz struct {
 	mu         sync.Mutex
-	roles      map[string]*Role        // by access key ID
-	profiles   map[string]string       // instance profile ARN -> role ARN
-	statements map[string]StatementUse // "roleARN\x00statementID" -> the statement, every one registered
-	used       map[string]int          // same key -> requests allowed
+	roles      map[string]*Role           // by access key ID
+	profiles   map[string]string          // instance profile ARN -> role ARN
+	statements map[string]StatementUse    // "roleARN\x00statementID" -> the statement, every one registered
+	used       map[string]int             // same key -> requests allowed
+	usedAction map[string]map[string]bool // same key -> the actions it allowed
 	denials    []Denial
 }
 
@@ -58,7 +61,7 @@ func (s *Server) AddRole(accessKeyID, secretAccessKey, sessionARN string, role R
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.roles == nil {
-		a.roles, a.statements, a.used = map[string]*Role{}, map[string]StatementUse{}, map[string]int{}
+		a.roles, a.statements, a.used, a.usedAction = map[string]*Role{}, map[string]StatementUse{}, map[string]int{}, map[string]map[string]bool{}
 	}
 	r := role
 	a.roles[accessKeyID] = &r
@@ -97,6 +100,10 @@ func (s *Server) StatementUses() []StatementUse {
 	out := make([]StatementUse, 0, len(a.statements))
 	for k, u := range a.statements {
 		u.Allowed = a.used[k]
+		for action := range a.usedAction[k] {
+			u.Used = append(u.Used, action)
+		}
+		sort.Strings(u.Used)
 		out = append(out, u)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -139,7 +146,7 @@ func (s *Server) authorize(r *http.Request, targets []iam.Target, deny func(iam.
 		}
 		d := iam.Evaluate(role.Policies, req)
 		if d.Effect == iam.Allowed {
-			s.recordUse(role.ARN, d)
+			s.recordUse(role.ARN, req.Action, d)
 			continue
 		}
 		m := iam.NewMessage(req, d)
@@ -152,11 +159,17 @@ func (s *Server) authorize(r *http.Request, targets []iam.Target, deny func(iam.
 	return nil
 }
 
-func (s *Server) recordUse(roleARN string, d iam.Decision) {
-	s.authz.mu.Lock()
-	defer s.authz.mu.Unlock()
+func (s *Server) recordUse(roleARN, action string, d iam.Decision) {
+	a := &s.authz
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, st := range d.Matched {
-		s.authz.used[roleARN+"\x00"+st.ID]++
+		k := roleARN + "\x00" + st.ID
+		a.used[k]++
+		if a.usedAction[k] == nil {
+			a.usedAction[k] = map[string]bool{}
+		}
+		a.usedAction[k][action] = true
 	}
 }
 
@@ -174,6 +187,9 @@ func (s *Server) request(roleARN string, t iam.Target) (iam.Request, bool) {
 		ctx.Set(k, v...)
 	}
 	req := iam.Request{Principal: roleARN, Action: t.Action, Resource: t.ARN, Context: ctx}
+	if iam.NoPermissionRequired[t.Action] {
+		return req, false
+	}
 	if t.Action == "iam:PassRole" {
 		req.Resource = s.roleOfProfile(t.ARN)
 		return req, true
@@ -197,8 +213,11 @@ func (s *Server) request(roleARN string, t iam.Target) (iam.Request, bool) {
 	if row == nil {
 		return req, false
 	}
-	keys := append(append([]string(nil), row.ConditionKeys...), spec.ConditionKeys...)
 	service, _, _ := strings.Cut(t.Action, ":")
+	// The keys the action's row lists for the type, the action-wide ones,
+	// and the resource type's own (some services list aws:ResourceTag only
+	// there).
+	keys := append(append(append([]string(nil), row.ConditionKeys...), spec.ConditionKeys...), iam.ResourceTypeKeys[service+":"+t.Type]...)
 	for _, k := range keys {
 		switch {
 		case strings.HasPrefix(k, "aws:RequestTag/") && t.RequestTags != nil:

@@ -58,7 +58,7 @@ func (s *Server) jsonTargets(service, op string, body []byte) []iam.Target {
 		}
 		return []iam.Target{{Action: "secretsmanager:" + op, Type: "Secret", ARN: s.secretARN(id), Creating: op == "CreateSecret"}}
 	case "events":
-		return []iam.Target{{Action: "events:" + op, Type: "rule", ARN: fmt.Sprintf("arn:aws:events:%s:%s:rule/%s", region, account, in.Name)}}
+		return []iam.Target{{Action: "events:" + op, Type: "rule-on-default-event-bus", ARN: fmt.Sprintf("arn:aws:events:%s:%s:rule/%s", region, account, in.Name)}}
 	}
 	return []iam.Target{{Action: service + ":" + op, ARN: "*"}}
 }

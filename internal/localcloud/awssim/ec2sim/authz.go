@@ -107,6 +107,18 @@ func (c *Cloud) fleetTargets(in *ec2.CreateFleetInput) []iam.Target {
 			}
 		}
 	}
+	// The instance launch inside the fleet is authorized as RunInstances
+	// against what it creates and uses (the reference: CreateFleet's own
+	// rows lack the network interface, security groups and spot request;
+	// real CreateFleet denials name ec2:RunInstances). Each target is
+	// offered to both actions; each keeps the types its row lists.
+	for _, t := range out {
+		if t.Action == action {
+			rt := t
+			rt.Action = "ec2:RunInstances"
+			out = append(out, rt)
+		}
+	}
 	return dedupe(out)
 }
 

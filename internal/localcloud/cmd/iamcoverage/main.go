@@ -25,6 +25,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -79,6 +80,7 @@ func read(dir string) (map[string]awssim.StatementUse, error) {
 			k := u.Role + "\x00" + u.Statement
 			m := merged[k]
 			u.Allowed += m.Allowed
+			u.Used = union(u.Used, m.Used)
 			merged[k] = u
 		}
 	}
@@ -108,8 +110,36 @@ func report(w io.Writer, uses map[string]awssim.StatementUse) int {
 			unused++
 		}
 		fmt.Fprintf(w, "%s  %-22s %s  [%s]\n", status, role, u.Statement, strings.Join(u.Actions, " "))
+		if idle := idleActions(u); u.Allow && u.Allowed > 0 && len(idle) > 0 {
+			fmt.Fprintf(w, "              no call used: %s\n", strings.Join(idle, " "))
+		}
 	}
 	return unused
+}
+
+// idleActions are the actions of a used statement no call needed: listed,
+// not failed, as some are the Lambda service's (an SQS event source's
+// GetQueueAttributes, ChangeMessageVisibility), which the local cloud does
+// not run.
+func idleActions(u awssim.StatementUse) []string {
+	var out []string
+	for _, a := range u.Actions {
+		if !strings.Contains(a, "*") && !slices.ContainsFunc(u.Used, func(x string) bool { return strings.EqualFold(x, a) }) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // lambdaOnly: the Lambda service writes the function's logs with the role.
