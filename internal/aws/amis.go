@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/wildcard"
 )
 
 // AMI variants of the EKS-optimized images, as Karpenter names them.
@@ -377,34 +378,7 @@ func (p *Provider) describeImages(ctx context.Context, in *ec2.DescribeImagesInp
 }
 
 // globMatch matches EC2-filter style wildcards (* and ?) anchored at both ends.
-func globMatch(pattern, s string) bool {
-	if !strings.ContainsAny(pattern, "*?") {
-		return pattern == s
-	}
-	// Iterative wildcard match; patterns are short.
-	p, n := 0, 0
-	star, mark := -1, 0
-	for n < len(s) {
-		switch {
-		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == s[n]):
-			p++
-			n++
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, n
-			p++
-		case star >= 0:
-			p = star + 1
-			mark++
-			n = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}
+func globMatch(pattern, s string) bool { return wildcard.Match(pattern, s) }
 
 // pickAMI returns the newest image compatible with it (amis are newest first).
 func pickAMI(amis []AMI, it *catalog.InstanceType) (AMI, bool) {

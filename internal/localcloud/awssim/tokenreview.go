@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 
 	authv1 "k8s.io/api/authentication/v1"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/sigv4"
+	"github.com/nodewright/nodewright/internal/wildcard"
 )
 
 const tokenReviewPath = "/_localcloud/tokenreview"
@@ -92,11 +92,7 @@ func (s *Server) authenticate(token string) (*authv1.UserInfo, error) {
 }
 
 // globMatch matches * (any run, including '/') and ? wildcards.
-func globMatch(pattern, s string) bool {
-	re := "^" + strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(pattern)) + "$"
-	ok, _ := regexp.MatchString(re, s)
-	return ok
-}
+func globMatch(pattern, s string) bool { return wildcard.Match(pattern, s) }
 
 // canonicalARN turns an assumed-role session ARN into its role ARN.
 func canonicalARN(arn string) (canonical, session string) {

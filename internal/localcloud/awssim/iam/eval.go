@@ -2,6 +2,8 @@ package iam
 
 import (
 	"strings"
+
+	"github.com/nodewright/nodewright/internal/wildcard"
 )
 
 // Request is one authorization: an action on one resource, with the
@@ -136,29 +138,4 @@ func anyGlob(patterns []string, s string, fold bool) bool {
 // Glob matches s against a pattern in which * matches any run of
 // characters (including none, and across ':' and '/') and ? exactly one,
 // as IAM's Resource elements and StringLike do.
-func Glob(pattern, s string) bool {
-	// Iterative matching with backtracking to the last star: linear in
-	// practice, never exponential.
-	p, i := 0, 0
-	star, mark := -1, 0
-	for i < len(s) {
-		switch {
-		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == s[i]):
-			p++
-			i++
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, i
-			p++
-		case star >= 0:
-			p = star + 1
-			mark++
-			i = mark
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
-}
+func Glob(pattern, s string) bool { return wildcard.Match(pattern, s) }

@@ -118,24 +118,6 @@ func TestParseRefusesWhatItCannotEvaluate(t *testing.T) {
 	}
 }
 
-func TestGlob(t *testing.T) {
-	for _, c := range []struct {
-		p, s string
-		want bool
-	}{
-		{"arn:aws:ec2:*:*:instance/*", "arn:aws:ec2:us-east-1:1:instance/i-1", true},
-		{"arn:aws:ec2:*:*:instance/*", "arn:aws:ec2:us-east-1:1:volume/v-1", false},
-		{"*", "", true},
-		{"a*b*c", "aXbYc", true},
-		{"a*b*c", "aXbY", false},
-		{strings.Repeat("*a", 20), strings.Repeat("a", 40) + "b", false},
-	} {
-		if got := Glob(c.p, c.s); got != c.want {
-			t.Errorf("Glob(%q, %q) = %v", c.p, c.s, got)
-		}
-	}
-}
-
 func TestMessageRoundTrip(t *testing.T) {
 	p := mustPolicy(t, `{"Statement":[{"Effect":"Deny","Action":"a:b","Resource":"*"}]}`)
 	r := req("a:b", "arn:x", "k", "v")
