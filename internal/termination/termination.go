@@ -88,7 +88,7 @@ const (
 type Cluster interface {
 	Clientset() kubernetes.Interface
 	ClaimNode(ctx context.Context, cl *apis.NodeClaim) (*corev1.Node, error)
-	AddTaint(ctx context.Context, node string, t corev1.Taint) (*corev1.Node, error)
+	UpdateNodeTaints(ctx context.Context, node string, mutate func([]corev1.Taint) ([]corev1.Taint, bool)) (*corev1.Node, error)
 	PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error)
 	Evict(ctx context.Context, pod *corev1.Pod, o kube.EvictOptions) error
 	DeletePod(ctx context.Context, pod *corev1.Pod, gracePeriodSeconds *int64) error
@@ -230,13 +230,13 @@ func (t *Terminator) Step(ctx context.Context, claim *apis.NodeClaim) (Result, e
 		res.Node = node.Name
 		log = log.With("node", node.Name)
 		if !hasDisruptedTaint(node) {
-			if _, err := t.d.Cluster.AddTaint(ctx, node.Name, DisruptedTaint()); err != nil {
-				if errors.Is(err, kube.ErrNotFound) || apierrors.IsNotFound(err) {
-					node = nil
-				} else {
-					return Result{}, fmt.Errorf("terminate nodeclaim %s: taint node %s: %w", cl.Name, node.Name, err)
-				}
-			} else {
+			added, err := t.taint(ctx, node.Name)
+			switch {
+			case errors.Is(err, kube.ErrNotFound) || apierrors.IsNotFound(err):
+				node = nil
+			case err != nil:
+				return Result{}, fmt.Errorf("terminate nodeclaim %s: taint node %s: %w", cl.Name, node.Name, err)
+			case added:
 				log.InfoContext(ctx, "node tainted for termination", "taint", apis.DisruptedTaintKey+":NoSchedule")
 				t.event(ctx, node, kube.EventNormal, ReasonDisrupting, "Disrupting Node: %s", reasonText(cl))
 			}
@@ -715,4 +715,23 @@ func Mark(ctx context.Context, st Marker, name, reason, message string, now time
 		return nil, false, fmt.Errorf("mark nodeclaim %s for deletion (%s): %w", name, reason, err)
 	}
 	return claim, newly, nil
+}
+
+// taint puts the disrupted taint on a node and reports whether this call
+// added it: when two functions terminate the same claim at once (the
+// interruption handler and the lifecycle's pass), only the one whose write
+// landed logs and emits the Disrupting event.
+func (t *Terminator) taint(ctx context.Context, node string) (added bool, err error) {
+	want := DisruptedTaint()
+	_, err = t.d.Cluster.UpdateNodeTaints(ctx, node, func(ts []corev1.Taint) ([]corev1.Taint, bool) {
+		added = true
+		for _, cur := range ts {
+			if cur.Key == want.Key && cur.Effect == want.Effect {
+				added = false // another writer got there first (the retry re-reads)
+				return ts, false
+			}
+		}
+		return append(ts, want), true
+	})
+	return added && err == nil, err
 }
