@@ -254,8 +254,10 @@ func (b *builder) controllerRole() {
 	b.WorkQueue.GrantConsumeMessages(b.ControllerRole)
 	b.WorkQueue.GrantSendMessages(b.ControllerRole)
 	b.ProvisionQueue.GrantConsumeMessages(b.ControllerRole)
-	// Controllers nudge the provisioner too (a drain that needs capacity).
-	b.ProvisionQueue.GrantSendMessages(b.ControllerRole)
+	// No controller sends to the provision queue: the interruption and
+	// disruption functions run their provisioning pass in process. (A
+	// send grant "to nudge the provisioner" was here; the local cloud's IAM
+	// coverage showed no call used it.)
 
 	// The webhook's only AWS action besides reading its secret: send a
 	// nudge.

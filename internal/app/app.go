@@ -37,11 +37,11 @@ type App struct {
 	Kube      *kube.Client
 	EC2       *nwaws.Provider
 	SQS       *sqs.Client
-	// Work is the lifecycle's delayed-work queue; Provision carries nudges
-	// to the provisioner. Either is nil when its URL is not configured.
-	Work      *queue.Queue
-	Provision *queue.Queue
-	Metrics   *metrics.Recorder
+	// Work is the lifecycle's delayed-work queue; nil when its URL is not
+	// configured. (The provision queue is the webhook's alone: controllers
+	// hold no right to send to it.)
+	Work    *queue.Queue
+	Metrics *metrics.Recorder
 	// Config is the NodePool / EC2NodeClass configuration, loaded and
 	// validated from Settings.ConfigDir at start.
 	Config *apis.Config
@@ -143,9 +143,6 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 	}
 	if s.WorkQueueURL != "" {
 		a.Work = queue.New(sqsClient, s.WorkQueueURL)
-	}
-	if s.ProvisionQueueURL != "" {
-		a.Provision = queue.New(sqsClient, s.ProvisionQueueURL)
 	}
 	return a, nil
 }
