@@ -145,6 +145,9 @@ func CrashSweep(t *testing.T, min int, scenario func(t *testing.T, cr *Crasher))
 	t.Helper()
 	clean := &Crasher{}
 	scenario(t, clean)
+	if t.Failed() {
+		t.Fatal("the run without a crash failed: nothing to sweep")
+	}
 	calls := clean.Calls()
 	t.Logf("a clean run makes %d external calls: %s", len(calls), strings.Join(calls, ", "))
 	if len(calls) < min {
