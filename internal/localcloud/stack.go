@@ -51,23 +51,6 @@ type Stack struct {
 	keys                           map[string]sdkaws.Credentials
 }
 
-// Env returns the process environment for a function of the stack:
-// Env() with the role's credentials ("ControllerRole", "WebhookRole",
-// "RegistrarRole").
-func (s *Stack) Env(c *Cloud, role string) []string {
-	env := c.Env()
-	k := s.keys[role]
-	for i, kv := range env {
-		switch {
-		case strings.HasPrefix(kv, "AWS_ACCESS_KEY_ID="):
-			env[i] = "AWS_ACCESS_KEY_ID=" + k.AccessKeyID
-		case strings.HasPrefix(kv, "AWS_SECRET_ACCESS_KEY="):
-			env[i] = "AWS_SECRET_ACCESS_KEY=" + k.SecretAccessKey
-		}
-	}
-	return env
-}
-
 var stackSeq atomic.Int64
 
 // Deploy registers a deployment's roles with the simulator: each role's
