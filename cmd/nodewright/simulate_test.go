@@ -13,7 +13,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/simulation"
 )
 
 func simulate(t *testing.T, o simulateOptions) (stdout, stderr string, err error) {
@@ -56,7 +58,7 @@ func TestSimulateInflateJSON(t *testing.T) {
 		}
 	}
 
-	var out simulateOutput
+	var out simulation.Output
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -91,13 +93,13 @@ func TestSimulateInflateJSON(t *testing.T) {
 		for k, want := range map[string]string{
 			catalog.LabelInstanceType: c.InstanceType, catalog.LabelTopologyZone: c.Zone, catalog.LabelCapacityType: "on-demand",
 			catalog.LabelNodePool: "production", catalog.LabelArch: "amd64", "environment": "production",
-			catalog.LabelTopologyZoneID: o.ZoneID, labelNodeClass: "production",
+			catalog.LabelTopologyZoneID: o.ZoneID, apis.NodeClassLabelKey: "production",
 		} {
 			if c.Labels[k] != want {
 				t.Errorf("claim %s: label %s = %q, want %q", c.Name, k, c.Labels[k], want)
 			}
 		}
-		if len(c.Taints) != 1 || c.Taints[0] != (taintOutput{Key: "environment", Value: "production", Effect: "NoSchedule"}) {
+		if len(c.Taints) != 1 || c.Taints[0] != (simulation.TaintOutput{Key: "environment", Value: "production", Effect: "NoSchedule"}) {
 			t.Errorf("claim %s: taints %+v", c.Name, c.Taints)
 		}
 		// Allocatable from the node class: 100Gi root volume -> 100 - 1 - 10 = 89Gi.
@@ -157,7 +159,7 @@ func TestSimulateUsesExistingNodes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("simulate: %v\nstderr: %s", err, stderr)
 	}
-	var out simulateOutput
+	var out simulation.Output
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +205,7 @@ func TestSimulateAWSDataCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatalf("simulate: %v\nstderr: %s", err, stderr)
 	}
-	var out simulateOutput
+	var out simulation.Output
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +257,7 @@ func TestSimulateSeedInflate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("replicas 0: %v\n%s", err, stderr)
 			}
-			var out simulateOutput
+			var out simulation.Output
 			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +268,7 @@ func TestSimulateSeedInflate(t *testing.T) {
 			if err != nil {
 				t.Fatalf("replicas 10: %v\n%s", err, stderr)
 			}
-			out = simulateOutput{}
+			out = simulation.Output{}
 			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 				t.Fatal(err)
 			}
@@ -348,7 +350,7 @@ spec:
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	var out simulateOutput
+	var out simulation.Output
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package main
+package simulation
 
 import (
 	"fmt"
@@ -11,15 +11,9 @@ import (
 	"github.com/nodewright/nodewright/internal/workload"
 )
 
-// Taints and labels Karpenter manages on nodes it launched.
-const (
-	labelNodeClass = "karpenter.k8s.aws/ec2nodeclass"
-	taintDisrupted = "karpenter.sh/disrupted"
-)
-
-// simulationInput turns the loaded configuration, catalog and manifests into
+// input turns the loaded configuration, catalog and manifests into
 // the solver's input.
-func simulationInput(cfg *apis.Config, cat *catalog.Catalog, wl *workload.Workload) (scheduling.Input, error) {
+func input(cfg *apis.Config, cat *catalog.Catalog, wl *workload.Workload) (scheduling.Input, error) {
 	in := scheduling.Input{
 		Pods:                   wl.Pods,
 		DaemonSets:             wl.DaemonSets,
@@ -39,7 +33,7 @@ func simulationInput(cfg *apis.Config, cat *catalog.Catalog, wl *workload.Worklo
 		return in, err
 	}
 	for _, n := range wl.Nodes {
-		en, err := simExistingNode(n, cat, optsByPool)
+		en, err := existingNode(n, cat, optsByPool)
 		if err != nil {
 			return in, err
 		}
@@ -51,7 +45,7 @@ func simulationInput(cfg *apis.Config, cat *catalog.Catalog, wl *workload.Worklo
 // existingNode converts a Node from the --nodes file. A node without
 // status.allocatable (a hand-written file) gets the allocatable of its
 // instance type from the catalog, computed with its NodePool's node class.
-func simExistingNode(n *workload.NodeWithPods, cat *catalog.Catalog, optsByPool map[string]catalog.AllocatableOptions) (*scheduling.ExistingNode, error) {
+func existingNode(n *workload.NodeWithPods, cat *catalog.Catalog, optsByPool map[string]catalog.AllocatableOptions) (*scheduling.ExistingNode, error) {
 	node := n.Node
 	en := &scheduling.ExistingNode{
 		Name:              node.Name,
@@ -60,11 +54,11 @@ func simExistingNode(n *workload.NodeWithPods, cat *catalog.Catalog, optsByPool 
 		Allocatable:       node.Status.Allocatable,
 		Capacity:          node.Status.Capacity,
 		Pods:              n.Pods,
-		Initialized:       simNodeReady(node),
+		Initialized:       nodeReady(node),
 		MarkedForDeletion: node.DeletionTimestamp != nil,
 	}
 	for _, t := range node.Spec.Taints {
-		if t.Key == taintDisrupted {
+		if t.Key == apis.DisruptedTaintKey {
 			en.MarkedForDeletion = true
 		}
 	}
@@ -89,7 +83,7 @@ func simExistingNode(n *workload.NodeWithPods, cat *catalog.Catalog, optsByPool 
 
 // nodeReady treats a node as initialized when its Ready condition is True; a
 // node without conditions (hand-written input) is taken as ready.
-func simNodeReady(n *corev1.Node) bool {
+func nodeReady(n *corev1.Node) bool {
 	if len(n.Status.Conditions) == 0 {
 		return true
 	}
@@ -104,7 +98,7 @@ func simNodeReady(n *corev1.Node) bool {
 // claimLabels is the full label set of a planned node: the catalog's labels
 // for the chosen offering, the solver's (NodePool template labels and
 // single-valued requirements) on top, and the NodePool/node class labels.
-func simClaimLabels(cat *catalog.Catalog, c *scheduling.NodeClaimPlan) map[string]string {
+func claimLabels(cat *catalog.Catalog, c *scheduling.NodeClaimPlan) map[string]string {
 	out := map[string]string{}
 	if it, ok := cat.Get(c.InstanceType); ok {
 		o, found := it.Offering(c.Zone, c.CapacityType)
@@ -119,7 +113,7 @@ func simClaimLabels(cat *catalog.Catalog, c *scheduling.NodeClaimPlan) map[strin
 	}
 	out[catalog.LabelNodePool] = c.NodePool
 	if c.NodeClass != "" {
-		out[labelNodeClass] = c.NodeClass
+		out[apis.NodeClassLabelKey] = c.NodeClass
 	}
 	return out
 }
