@@ -291,9 +291,13 @@ func singleNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *
 	return nil, nil
 }
 
+// maxReplacements bounds how many new nodes one consolidation launches
+// before it deletes anything.
+const maxReplacements = 3
+
 // consolidate decides whether cands can go: all their pods fit elsewhere
-// (delete), or exactly one new node that is cheaper than all of them takes
-// what does not fit (replace). why says why not.
+// (delete), or at most maxReplacements new nodes that together cost less
+// than all of them take what does not fit (replace). why says why not.
 func consolidate(ctx context.Context, v *View, cands []*Candidate, method string) (*Command, string, error) {
 	sim, err := Simulate(ctx, v.Cluster, cands)
 	if err != nil {
@@ -305,7 +309,11 @@ func consolidate(ctx context.Context, v *View, cands []*Candidate, method string
 	if len(sim.Replacements) == 0 {
 		return newCommand(method, apis.DisruptionReasonUnderutilized, "", cands, sim, v.Now), "", nil
 	}
-	if len(sim.Replacements) > 1 {
+	// More than one replacement is allowed when together they are cheaper:
+	// the solver right-sizes, so one big node's pods may be bought as two
+	// smaller nodes of different families, and a running cluster should
+	// converge to what a fresh plan would buy (Karpenter allows one).
+	if len(sim.Replacements) > maxReplacements {
 		return nil, fmt.Sprintf("Can't remove without creating %d nodes", len(sim.Replacements)), nil
 	}
 	if why := replacementOK(v, cands, sim); why != "" {

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -552,5 +553,33 @@ func TestProtectedNodesOnlyDriftWithGracePeriod(t *testing.T) {
 	p.Annotations = nil
 	if d, err = Decide(ctx, f.view()); err != nil || d.Command == nil || d.Command.Method != MethodSingleNode {
 		t.Fatalf("unprotected: %s %v", fmtCmd(d.Command), err)
+	}
+}
+
+// Single node, right-sized: pods that need more than the next smaller type
+// but far less than the node they are on go to two smaller nodes when
+// together those cost less (Karpenter would keep the node: its one
+// replacement would be the same type). Both launch before anything drains.
+func TestSingleNodeReplacedByTwoSmallerNodes(t *testing.T) {
+	f := newFixture(t, fixOpt{})
+	f.node("big", "m5.2xlarge")
+	for i := 0; i < 5; i++ {
+		f.pod(fmt.Sprintf("p%d", i), "big", "900m", "1Gi")
+	}
+	d, err := Decide(ctx, f.view())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := d.Command
+	if cmd == nil || cmd.Method != MethodSingleNode || cmd.Action() != ActionReplace || len(cmd.Replacements) != 2 {
+		t.Fatalf("command %s, want m5.2xlarge replaced by two smaller nodes", fmtCmd(cmd))
+	}
+	if cmd.NewCost() >= 0.384-1e-9 || len(cmd.Replacements) > maxReplacements {
+		t.Errorf("replacements cost $%.3f/h (%d nodes) against $0.384/h", cmd.NewCost(), len(cmd.Replacements))
+	}
+	for _, r := range cmd.Replacements {
+		if r.InstanceType == "m5.2xlarge" {
+			t.Errorf("replacement of the candidate's own type: %s", fmtCmd(cmd))
+		}
 	}
 }

@@ -72,16 +72,19 @@ func TestAdaptersFromAPIsAndCatalog(t *testing.T) {
 	in := &scheduling.Input{Pods: pods(4, podOpts{cpu: "1", mem: "2Gi", tolerations: tol}), NodePools: []*scheduling.NodePool{pool},
 		InstanceTypes: map[string][]*scheduling.InstanceType{"general": its}}
 	plan := mustSolve(t, in)
-	if len(plan.NodeClaims) != 1 || len(plan.Unschedulable) != 0 {
+	if len(plan.NodeClaims) == 0 || len(plan.Unschedulable) != 0 {
 		t.Fatalf("plan %v", summary(plan))
 	}
-	c := plan.NodeClaims[0]
-	fams := map[string]bool{}
-	for _, name := range c.InstanceTypeOptions {
-		it, _ := cat.Get(name)
-		fams[it.Family] = true
-	}
-	if c.CapacityType != "on-demand" || c.Labels["team"] != "a" || c.Labels[scheduling.LabelNodeClass] != "default" || len(fams) < 2 {
-		t.Errorf("claim %s %s labels %v families %v", c.InstanceType, c.CapacityType, c.Labels, fams)
+	// Right-sizing may split the pods over two smaller nodes when that is
+	// cheaper; every claim keeps the pool's label, taint and minValues.
+	for _, c := range plan.NodeClaims {
+		fams := map[string]bool{}
+		for _, name := range c.InstanceTypeOptions {
+			it, _ := cat.Get(name)
+			fams[it.Family] = true
+		}
+		if c.CapacityType != "on-demand" || c.Labels["team"] != "a" || c.Labels[scheduling.LabelNodeClass] != "default" || len(fams) < 2 {
+			t.Errorf("claim %s %s labels %v families %v", c.InstanceType, c.CapacityType, c.Labels, fams)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 // replicas of a Deployment are one shape, placed in bulk.
 type shape struct {
 	id   int
+	rank int           // position in the placement order (largest first)
 	pods []*corev1.Pod // creation time, then UID
 	ns   string
 	// labels of the first pod restricted to keys some selector reads.

@@ -76,8 +76,12 @@ type state struct {
 type Options struct {
 	// NamespaceLabels resolves pod affinity namespaceSelectors.
 	NamespaceLabels map[string]map[string]string
-	// DisableRepack skips the final claim merge/downsize pass.
+	// DisableRepack skips the final claim merge/downsize pass (and the
+	// re-split pass after it).
 	DisableRepack bool
+	// DisableResplit skips only the re-split pass: greedy filling alone,
+	// as Karpenter plans; benchmarks compare against it.
+	DisableResplit bool
 }
 
 // Solve plans the placement of in.Pods. Equal input yields an equal plan.
@@ -131,9 +135,13 @@ func SolveWithOptions(ctx context.Context, in *Input, opts Options) (*Plan, erro
 	}
 	if !opts.DisableRepack {
 		st.repack()
+		if !opts.DisableResplit {
+			st.resplit()
+		}
 	}
-
-	return st.plan(), nil
+	plan := st.plan()
+	plan.LowerBoundPerHour = st.lowerBound()
+	return plan, nil
 }
 
 func (st *state) buildShapes() error {
@@ -230,6 +238,9 @@ func (st *state) orderShapes() {
 		}
 		return podLess(a.pods[0], b.pods[0])
 	})
+	for i, s := range st.shapes {
+		s.rank = i
+	}
 }
 
 func isStartupTaint(t corev1.Taint, startup []corev1.Taint) bool {

@@ -106,6 +106,19 @@ type Plan struct {
 	ExistingNodes []*NodePlacement `json:"existingNodes"`
 	Unschedulable []*Unschedulable `json:"unschedulable"`
 	CostPerHour   float64          `json:"costPerHour"`
+	// LowerBoundPerHour is what the cheapest fractional cover of the new
+	// claims' pods would cost (see lowerbound.go): no plan placing them on
+	// new nodes costs less.
+	LowerBoundPerHour float64 `json:"lowerBoundPerHour"`
+}
+
+// CostOverLowerBound is CostPerHour / LowerBoundPerHour, 1 for a plan
+// with nothing to buy.
+func (p *Plan) CostOverLowerBound() float64 {
+	if p.LowerBoundPerHour <= 0 {
+		return 1
+	}
+	return p.CostPerHour / p.LowerBoundPerHour
 }
 
 // NodeClaimPlan is one new node to launch.

@@ -19,6 +19,10 @@ type Output struct {
 	ExistingNodes []ExistingNodeOutput  `json:"existingNodes"`
 	Unschedulable []UnschedulableOutput `json:"unschedulable"`
 	CostPerHour   float64               `json:"costPerHour"`
+	// LowerBoundPerHour is the cheapest fractional cover of the new
+	// claims' pods; CostOverLowerBound is costPerHour over it.
+	LowerBoundPerHour  float64 `json:"lowerBoundPerHour"`
+	CostOverLowerBound float64 `json:"costOverLowerBound"`
 }
 
 type ClaimOutput struct {
@@ -98,6 +102,8 @@ func NewOutput(cat *catalog.Catalog, plan *scheduling.Plan) Output {
 		out.NodeClaims = append(out.NodeClaims, co)
 		out.CostPerHour += c.PricePerHour
 	}
+	out.LowerBoundPerHour = plan.LowerBoundPerHour
+	out.CostOverLowerBound = plan.CostOverLowerBound()
 	for _, n := range plan.ExistingNodes {
 		out.ExistingNodes = append(out.ExistingNodes, ExistingNodeOutput{Name: n.Name, Pods: nonNil(n.Pods)})
 	}
@@ -145,11 +151,11 @@ func WriteTable(w io.Writer, out Output, cat *catalog.Catalog) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	placedNew, placedExisting := 0, 0
 	if len(out.NodeClaims) > 0 {
-		fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\t$/HOUR\tPODS\tCPU\tMEMORY\tOPTIONS")
+		fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\t$/HOUR\tPRICE SOURCE\tPODS\tCPU\tMEMORY\tOPTIONS")
 		for _, c := range out.NodeClaims {
 			placedNew += len(c.Pods)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\t%s\t%s\n", c.Name, c.NodePool, c.InstanceType, c.CapacityType,
-				c.Zone, c.PricePerHour, len(c.Pods), c.Allocatable["cpu"], c.Allocatable["memory"], summarizeOptions(c.InstanceTypeOptions))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%s\t%d\t%s\t%s\t%s\n", c.Name, c.NodePool, c.InstanceType, c.CapacityType,
+				c.Zone, c.PricePerHour, c.PriceSource, len(c.Pods), c.Allocatable["cpu"], c.Allocatable["memory"], summarizeOptions(c.InstanceTypeOptions))
 		}
 		fmt.Fprintln(tw)
 	}
@@ -173,7 +179,26 @@ func WriteTable(w io.Writer, out Output, cat *catalog.Catalog) error {
 	}
 	fmt.Fprintf(w, "%d new node(s), $%.4f/hour ($%.2f/month) in %s; %d pod(s) on new nodes, %d on existing nodes, %d unschedulable\n",
 		len(out.NodeClaims), out.CostPerHour, out.CostPerHour*730, cat.Region, placedNew, placedExisting, len(out.Unschedulable))
+	if len(out.NodeClaims) > 0 {
+		fmt.Fprintf(w, "lower bound $%.4f/hour: the plan costs %.2fx the cheapest fractional cover of its pods\n",
+			out.LowerBoundPerHour, out.CostOverLowerBound)
+	}
+	if n := derivedPrices(out); n > 0 {
+		fmt.Fprintf(w, "note: %d claim(s) are priced from a derived spot price (%s): the catalog has no spot price feed, so their cost is an estimate\n",
+			n, catalog.PriceSourceDerivedSpot)
+	}
 	return nil
+}
+
+// derivedPrices counts the claims whose price is not a published one.
+func derivedPrices(out Output) int {
+	n := 0
+	for _, c := range out.NodeClaims {
+		if c.PriceSource == catalog.PriceSourceDerivedSpot {
+			n++
+		}
+	}
+	return n
 }
 
 func summarizeOptions(opts []string) string {
