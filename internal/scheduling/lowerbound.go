@@ -194,9 +194,27 @@ func (st *state) componentBound(classes []*boundClass, comp []int, cols boundCol
 				within = append(within, h)
 			}
 		}
-		best = math.Max(best, st.coverBoundOn(classes, within, classes[g].price, cols))
+		best = math.Max(best, st.coverBoundOn(classes, within, minPrices(classes, within, classes[g].price), cols))
 	}
 	return best
+}
+
+// minPrices is, on the columns of cols, the cheapest price any member
+// pays there: a member may get a column cheaper than the class that
+// defines the column set (e.g. it also allows spot).
+func minPrices(classes []*boundClass, members []int, cols []float64) []float64 {
+	out := append([]float64(nil), cols...)
+	for j := range out {
+		if math.IsNaN(out[j]) {
+			continue
+		}
+		for _, ci := range members {
+			if p := classes[ci].price[j]; !math.IsNaN(p) && p < out[j] {
+				out[j] = p
+			}
+		}
+	}
+	return out
 }
 
 func subsetColumns(h, g []float64) bool {

@@ -153,7 +153,7 @@ func TestPropertyEveryPlacementSatisfiesEveryConstraint(t *testing.T) {
 	if testing.Short() {
 		runs = 60
 	}
-	placedTotal, unschedTotal := 0, 0
+	placedTotal, unschedTotal, resplitSaved := 0, 0, 0
 	reasons := map[string]int{}
 	for seed := 0; seed < runs; seed++ {
 		r := rand.New(rand.NewSource(int64(seed)))
@@ -164,6 +164,9 @@ func TestPropertyEveryPlacementSatisfiesEveryConstraint(t *testing.T) {
 		}
 		if errs := planErrors(in, plan); len(errs) > 0 {
 			t.Errorf("seed %d: %d violations, first: %s", seed, len(errs), strings.Join(errs[:min(3, len(errs))], " | "))
+		}
+		if checkAgainstGreedy(t, seed, plan) {
+			resplitSaved++
 		}
 		for _, c := range plan.NodeClaims {
 			placedTotal += len(c.Pods)
@@ -185,5 +188,28 @@ func TestPropertyEveryPlacementSatisfiesEveryConstraint(t *testing.T) {
 	for i := 0; i < len(top) && i < 12; i++ {
 		t.Logf("%5d x %s", top[i].n, top[i].r)
 	}
-	t.Logf("%d random clusters: %d pods on new claims, %d unschedulable", runs, placedTotal, unschedTotal)
+	t.Logf("%d random clusters: %d pods on new claims, %d unschedulable; re-split made %d plans cheaper", runs, placedTotal, unschedTotal, resplitSaved)
+}
+
+// checkAgainstGreedy holds the re-split pass and the lower bound to their
+// promises on a random cluster: the plan never costs more than greedy
+// filling alone on the same input, never places fewer pods, and never
+// costs less than its own lower bound. It reports whether the plan is
+// cheaper than greedy filling.
+func checkAgainstGreedy(t *testing.T, seed int, plan *scheduling.Plan) bool {
+	t.Helper()
+	in := randomInput(rand.New(rand.NewSource(int64(seed))))
+	greedy, err := scheduling.SolveWithOptions(context.Background(), in, scheduling.Options{DisableResplit: true})
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+		return false
+	}
+	if plan.CostPerHour > greedy.CostPerHour+1e-9 || len(plan.Unschedulable) > len(greedy.Unschedulable) {
+		t.Errorf("seed %d: plan $%.4f/h with %d unschedulable; greedy filling $%.4f/h with %d", seed,
+			plan.CostPerHour, len(plan.Unschedulable), greedy.CostPerHour, len(greedy.Unschedulable))
+	}
+	if plan.CostPerHour < plan.LowerBoundPerHour-1e-9 {
+		t.Errorf("seed %d: plan $%.4f/h below its lower bound $%.4f/h", seed, plan.CostPerHour, plan.LowerBoundPerHour)
+	}
+	return plan.CostPerHour < greedy.CostPerHour-1e-9
 }

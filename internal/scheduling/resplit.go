@@ -227,5 +227,74 @@ func (st *state) resplitWindow(b *resplitBucket, w []*node) (int, bool) {
 	if best.nodes == nil || best.cost >= cur*(1-1e-6) {
 		return pk.work, false
 	}
-	return pk.work, st.materialize(b, live, best)
+	// The search prices types one at a time; a claim launches as CreateFleet
+	// would (preferred capacity type first, then the cheapest option), so
+	// the change is kept only if it is cheaper at the prices finalize uses.
+	before := st.launchCost(live)
+	undo := st.snapshot(b, live)
+	if !st.materialize(b, live, best) {
+		undo.restore(st)
+		return pk.work, false
+	}
+	if st.launchCost(undo.touched(st)) >= before-1e-9 {
+		undo.restore(st)
+		return pk.work, false
+	}
+	return pk.work, true
+}
+
+// launchCost is what the claims would launch at (see resolve).
+func (st *state) launchCost(nodes []*node) float64 {
+	total := 0.0
+	for _, nd := range nodes {
+		if len(nd.placed) == 0 {
+			continue
+		}
+		_, ranked := resolve(nd.claim, st.rankBuf)
+		st.rankBuf = ranked[:0]
+		if len(ranked) == 0 {
+			return math.Inf(1)
+		}
+		total += ranked[0].price
+	}
+	return total
+}
+
+// resplitUndo restores a window and its pool's limits after a trial.
+type resplitUndo struct {
+	nodes       []*node
+	saved       []node
+	claims      []claimState
+	nodeCount   int
+	claimSeq    int
+	limitRemain []int64
+	nodesRemain int64
+}
+
+func (st *state) snapshot(b *resplitBucket, w []*node) *resplitUndo {
+	u := &resplitUndo{nodes: w, nodeCount: len(st.nodes), claimSeq: st.claimSeq,
+		limitRemain: append([]int64(nil), b.pool.limitRemain...), nodesRemain: b.pool.nodesRemain}
+	for _, nd := range w {
+		u.saved = append(u.saved, *nd)
+		u.claims = append(u.claims, *nd.claim)
+	}
+	return u
+}
+
+// touched is the window's nodes plus the fresh claims added since.
+func (u *resplitUndo) touched(st *state) []*node {
+	return append(append([]*node(nil), u.nodes...), st.nodes[u.nodeCount:]...)
+}
+
+func (u *resplitUndo) restore(st *state) {
+	for i, nd := range u.nodes {
+		c := nd.claim
+		*nd = u.saved[i]
+		*c = u.claims[i]
+		nd.claim = c
+	}
+	st.nodes = st.nodes[:u.nodeCount]
+	st.claimSeq = u.claimSeq
+	p := u.nodes[0].claim.pool
+	p.limitRemain, p.nodesRemain = u.limitRemain, u.nodesRemain
 }
