@@ -22,22 +22,65 @@ const lpEps = 1e-9
 // solve returns the optimum, or ok=false when some demand cannot be covered
 // by any column.
 func (lp *coverLP) solve() (float64, bool) {
+	v, _, ok := lp.solveReduced(false)
+	return v, ok
+}
+
+// solveX returns the optimum and the optimal amount of each column.
+func (lp *coverLP) solveX() (float64, []float64, bool) {
 	rows := lp.rowsWithDemand()
+	x := make([]float64, len(lp.cost))
 	if len(rows) == 0 {
-		return 0, true
+		return 0, x, true
 	}
 	t := lp.tableau(rows)
-	// Phase 1: drive the artificial variables out (minimize their sum).
 	if !t.optimize(t.phase1Objective()) || t.objectiveValue(t.phase1Objective()) > 1e-7 {
-		return 0, false
+		return 0, nil, false
 	}
 	t.dropArtificials()
 	obj := make([]float64, t.cols)
 	copy(obj, lp.cost)
 	if !t.optimize(obj) {
-		return 0, false // unbounded cannot happen with positive costs
+		return 0, nil, false
 	}
-	return t.objectiveValue(obj), true
+	for i, b := range t.basis {
+		if b < t.n {
+			x[b] = t.rhs[i]
+		}
+	}
+	return t.objectiveValue(obj), x, true
+}
+
+// solveReduced also returns, when asked, each column's reduced cost at the
+// optimum: how much the objective must rise per unit of that column forced
+// into the solution (0 for columns in the optimal basis).
+func (lp *coverLP) solveReduced(wantReduced bool) (float64, []float64, bool) {
+	rows := lp.rowsWithDemand()
+	if len(rows) == 0 {
+		if wantReduced {
+			return 0, append([]float64(nil), lp.cost...), true
+		}
+		return 0, nil, true
+	}
+	t := lp.tableau(rows)
+	// Phase 1: drive the artificial variables out (minimize their sum).
+	if !t.optimize(t.phase1Objective()) || t.objectiveValue(t.phase1Objective()) > 1e-7 {
+		return 0, nil, false
+	}
+	t.dropArtificials()
+	obj := make([]float64, t.cols)
+	copy(obj, lp.cost)
+	if !t.optimize(obj) {
+		return 0, nil, false // unbounded cannot happen with positive costs
+	}
+	var rc []float64
+	if wantReduced {
+		rc = make([]float64, t.n)
+		for j := range rc {
+			rc[j] = t.reducedCost(obj, j)
+		}
+	}
+	return t.objectiveValue(obj), rc, true
 }
 
 // rowsWithDemand lists the resources with a positive demand; the others
@@ -130,15 +173,19 @@ func (t *tableau) entering(obj []float64) int {
 		if t.isBasic(j) {
 			continue
 		}
-		rc := obj[j]
-		for i, b := range t.basis {
-			rc -= obj[b] * t.a[i][j]
-		}
-		if rc < -lpEps {
+		if t.reducedCost(obj, j) < -lpEps {
 			return j
 		}
 	}
 	return -1
+}
+
+func (t *tableau) reducedCost(obj []float64, j int) float64 {
+	rc := obj[j]
+	for i, b := range t.basis {
+		rc -= obj[b] * t.a[i][j]
+	}
+	return rc
 }
 
 func (t *tableau) isBasic(j int) bool {

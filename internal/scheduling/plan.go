@@ -84,6 +84,7 @@ func (st *state) plan() *Plan {
 		if cp == nil {
 			continue
 		}
+		nd.price = cp.PricePerHour
 		out.NodeClaims = append(out.NodeClaims, cp)
 		out.CostPerHour += cp.PricePerHour
 	}

@@ -26,6 +26,8 @@ type node struct {
 	src    *ExistingNode
 	// inRoomy marks membership of state.roomy.
 	inRoomy bool
+	// price is what a claim launches at, set when the plan is made.
+	price float64
 }
 
 type podRange struct {
