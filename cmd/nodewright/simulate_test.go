@@ -138,6 +138,16 @@ func TestSimulateInflateJSON(t *testing.T) {
 	if len(out.Unschedulable) != 1 || out.Unschedulable[0].Pod != "default/graviton-only" || out.Unschedulable[0].Reason == "" {
 		t.Errorf("unschedulable = %+v, want default/graviton-only with a reason", out.Unschedulable)
 	}
+	// The lower bound: positive, never above the plan, and the ratio is theirs.
+	if out.LowerBoundPerHour <= 0 || out.LowerBoundPerHour > out.CostPerHour+1e-9 ||
+		math.Abs(out.CostOverLowerBound-out.CostPerHour/out.LowerBoundPerHour) > 1e-9 {
+		t.Errorf("lowerBoundPerHour %v costOverLowerBound %v for costPerHour %v", out.LowerBoundPerHour, out.CostOverLowerBound, out.CostPerHour)
+	}
+	for _, k := range []string{"lowerBoundPerHour", "costOverLowerBound", "expectedCostPerHour"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("output lacks %q", k)
+		}
+	}
 }
 
 func simQuantity(s string) *resource.Quantity { q := resource.MustParse(s); return &q }
@@ -186,7 +196,7 @@ func TestSimulateTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"NODECLAIM", "INSTANCE TYPE", "production", "UNSCHEDULABLE POD", "default/graviton-only", "new node(s), $", "in us-east-1; 10 pod(s) on new nodes, 0 on existing nodes, 1 unschedulable"} {
+	for _, want := range []string{"NODECLAIM", "INSTANCE TYPE", "production", "UNSCHEDULABLE POD", "default/graviton-only", "new node(s), $", "in us-east-1; 10 pod(s) on new nodes, 0 on existing nodes, 1 unschedulable", "x the lower bound", "PRICE SOURCE"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}

@@ -74,7 +74,9 @@ func fromPlan(plan *scheduling.Plan, moving map[string]bool) Simulation {
 		}
 		if holds {
 			sim.Replacements = append(sim.Replacements, cp)
-			sim.Cost += cp.PricePerHour
+			// What the replacement is expected to cost, not its cheapest
+			// option: a spot fleet may launch a pricier one.
+			sim.Cost += cp.ExpectedPricePerHour
 		}
 	}
 	return sim

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,6 +64,33 @@ func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
 	return "", buf[:0]
 }
 
+// spotExpectedPools is how many of a spot claim's cheapest options its
+// expected price averages over. CreateFleet's price-capacity-optimized
+// strategy launches from the pools with the most spare capacity among the
+// low-priced ones, not necessarily the cheapest, so the cheapest option's
+// price would flatter the plan; the mean over the few cheapest is the
+// estimate the plan's cost objective uses (a model: AWS does not publish
+// how far up the price list it goes).
+const spotExpectedPools = 5
+
+// launchPrice is the price a claim is expected to launch at: the cheapest
+// option for on-demand and reserved (lowest-price allocation), the mean of
+// the cheapest spotExpectedPools options for spot.
+func launchPrice(ct string, ranked []rankedOption) float64 {
+	if len(ranked) == 0 {
+		return math.Inf(1)
+	}
+	if ct != CapacityTypeSpot {
+		return ranked[0].price
+	}
+	n := min(len(ranked), spotExpectedPools)
+	sum := 0.0
+	for _, r := range ranked[:n] {
+		sum += r.price
+	}
+	return sum / float64(n)
+}
+
 func (st *state) plan() *Plan {
 	out := &Plan{ExistingNodes: []*NodePlacement{}, NodeClaims: []*NodeClaimPlan{}, Unschedulable: []*Unschedulable{}}
 	for _, nd := range st.nodes {
@@ -87,6 +115,7 @@ func (st *state) plan() *Plan {
 		nd.price = cp.PricePerHour
 		out.NodeClaims = append(out.NodeClaims, cp)
 		out.CostPerHour += cp.PricePerHour
+		out.ExpectedCostPerHour += cp.ExpectedPricePerHour
 	}
 	out.Unschedulable = append(out.Unschedulable, st.failed...)
 	sort.SliceStable(out.Unschedulable, func(i, j int) bool { return out.Unschedulable[i].Pod < out.Unschedulable[j].Pod })
@@ -130,9 +159,11 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 		CapacityType: ct,
 		Zone:         bestOffering.Zone,
 		PricePerHour: bestOffering.Price,
-		Labels:       map[string]string{},
-		Taints:       append([]corev1.Taint{}, p.np.Taints...),
-		Allocatable:  t.it.Allocatable.DeepCopy(),
+		// Options past the fleet cap are never sent, so they cannot launch.
+		ExpectedPricePerHour: launchPrice(ct, keep),
+		Labels:               map[string]string{},
+		Taints:               append([]corev1.Taint{}, p.np.Taints...),
+		Allocatable:          t.it.Allocatable.DeepCopy(),
 	}
 	if len(p.np.StartupTaints) > 0 {
 		cp.StartupTaints = append([]corev1.Taint(nil), p.np.StartupTaints...)

@@ -243,19 +243,17 @@ func (st *state) resplitWindow(b *resplitBucket, w []*node) (int, bool) {
 	return pk.work, true
 }
 
-// launchCost is what the claims would launch at (see resolve).
+// launchCost is what the claims are expected to launch at (see resolve
+// and launchPrice): the objective the re-split pass minimizes.
 func (st *state) launchCost(nodes []*node) float64 {
 	total := 0.0
 	for _, nd := range nodes {
 		if len(nd.placed) == 0 {
 			continue
 		}
-		_, ranked := resolve(nd.claim, st.rankBuf)
+		ct, ranked := resolve(nd.claim, st.rankBuf)
 		st.rankBuf = ranked[:0]
-		if len(ranked) == 0 {
-			return math.Inf(1)
-		}
-		total += ranked[0].price
+		total += launchPrice(ct, ranked[:min(len(ranked), MaxInstanceTypeOptions)])
 	}
 	return total
 }

@@ -110,6 +110,8 @@ type Plan struct {
 	// claims' pods would cost (see lowerbound.go): no plan placing them on
 	// new nodes costs less.
 	LowerBoundPerHour float64 `json:"lowerBoundPerHour"`
+	// ExpectedCostPerHour sums the claims' expected launch prices.
+	ExpectedCostPerHour float64 `json:"expectedCostPerHour"`
 }
 
 // CostOverLowerBound is CostPerHour / LowerBoundPerHour, 1 for a plan
@@ -130,6 +132,9 @@ type NodeClaimPlan struct {
 	CapacityType string  `json:"capacityType"`
 	Zone         string  `json:"zone"`
 	PricePerHour float64 `json:"pricePerHour"`
+	// ExpectedPricePerHour is what the claim is expected to launch at:
+	// PricePerHour for on-demand, more for spot (see launchPrice).
+	ExpectedPricePerHour float64 `json:"expectedPricePerHour"`
 	// InstanceTypeOptions are the types CreateFleet may launch, cheapest
 	// first, at most 60.
 	InstanceTypeOptions []string                                 `json:"instanceTypeOptions"`

@@ -23,25 +23,30 @@ type Output struct {
 	// claims' pods; CostOverLowerBound is costPerHour over it.
 	LowerBoundPerHour  float64 `json:"lowerBoundPerHour"`
 	CostOverLowerBound float64 `json:"costOverLowerBound"`
+	// ExpectedCostPerHour sums the claims' expected launch prices.
+	ExpectedCostPerHour float64 `json:"expectedCostPerHour"`
 }
 
 type ClaimOutput struct {
-	Name                string              `json:"name"`
-	NodePool            string              `json:"nodePool"`
-	NodeClass           string              `json:"nodeClass,omitempty"`
-	InstanceType        string              `json:"instanceType"`
-	CapacityType        string              `json:"capacityType"`
-	Zone                string              `json:"zone"`
-	PricePerHour        float64             `json:"pricePerHour"`
-	PriceSource         string              `json:"priceSource,omitempty"`
-	InstanceTypeOptions []string            `json:"instanceTypeOptions"`
-	Labels              map[string]string   `json:"labels"`
-	Taints              []TaintOutput       `json:"taints"`
-	StartupTaints       []TaintOutput       `json:"startupTaints,omitempty"`
-	Allocatable         map[string]string   `json:"allocatable"`
-	Requests            map[string]string   `json:"requests,omitempty"`
-	Requirements        []RequirementOutput `json:"requirements,omitempty"`
-	Pods                []string            `json:"pods"`
+	Name         string  `json:"name"`
+	NodePool     string  `json:"nodePool"`
+	NodeClass    string  `json:"nodeClass,omitempty"`
+	InstanceType string  `json:"instanceType"`
+	CapacityType string  `json:"capacityType"`
+	Zone         string  `json:"zone"`
+	PricePerHour float64 `json:"pricePerHour"`
+	// ExpectedPricePerHour is what the claim is expected to launch at
+	// (spot: the mean of its cheapest options, see the solver).
+	ExpectedPricePerHour float64             `json:"expectedPricePerHour"`
+	PriceSource          string              `json:"priceSource,omitempty"`
+	InstanceTypeOptions  []string            `json:"instanceTypeOptions"`
+	Labels               map[string]string   `json:"labels"`
+	Taints               []TaintOutput       `json:"taints"`
+	StartupTaints        []TaintOutput       `json:"startupTaints,omitempty"`
+	Allocatable          map[string]string   `json:"allocatable"`
+	Requests             map[string]string   `json:"requests,omitempty"`
+	Requirements         []RequirementOutput `json:"requirements,omitempty"`
+	Pods                 []string            `json:"pods"`
 }
 
 type TaintOutput struct {
@@ -76,7 +81,7 @@ func NewOutput(cat *catalog.Catalog, plan *scheduling.Plan) Output {
 	for _, c := range plan.NodeClaims {
 		co := ClaimOutput{
 			Name: c.Name, NodePool: c.NodePool, NodeClass: c.NodeClass, InstanceType: c.InstanceType,
-			CapacityType: c.CapacityType, Zone: c.Zone, PricePerHour: c.PricePerHour,
+			CapacityType: c.CapacityType, Zone: c.Zone, PricePerHour: c.PricePerHour, ExpectedPricePerHour: c.ExpectedPricePerHour,
 			InstanceTypeOptions: nonNil(c.InstanceTypeOptions),
 			Labels:              claimLabels(cat, c),
 			Taints:              taints(c.Taints),
@@ -103,6 +108,7 @@ func NewOutput(cat *catalog.Catalog, plan *scheduling.Plan) Output {
 		out.CostPerHour += c.PricePerHour
 	}
 	out.LowerBoundPerHour = plan.LowerBoundPerHour
+	out.ExpectedCostPerHour = plan.ExpectedCostPerHour
 	out.CostOverLowerBound = plan.CostOverLowerBound()
 	for _, n := range plan.ExistingNodes {
 		out.ExistingNodes = append(out.ExistingNodes, ExistingNodeOutput{Name: n.Name, Pods: nonNil(n.Pods)})
@@ -180,8 +186,12 @@ func WriteTable(w io.Writer, out Output, cat *catalog.Catalog) error {
 	fmt.Fprintf(w, "%d new node(s), $%.4f/hour ($%.2f/month) in %s; %d pod(s) on new nodes, %d on existing nodes, %d unschedulable\n",
 		len(out.NodeClaims), out.CostPerHour, out.CostPerHour*730, cat.Region, placedNew, placedExisting, len(out.Unschedulable))
 	if len(out.NodeClaims) > 0 {
-		fmt.Fprintf(w, "lower bound $%.4f/hour: the plan costs %.2fx the cheapest fractional cover of its pods\n",
+		fmt.Fprintf(w, "lower bound $%.4f/hour: the plan costs %.2fx the lower bound (no plan putting these pods on new nodes costs less)\n",
 			out.LowerBoundPerHour, out.CostOverLowerBound)
+	}
+	if out.ExpectedCostPerHour > out.CostPerHour+1e-9 {
+		fmt.Fprintf(w, "expected $%.4f/hour: spot claims may launch as any of their cheapest options (CreateFleet's price-capacity-optimized choice), averaged over the cheapest few\n",
+			out.ExpectedCostPerHour)
 	}
 	if n := derivedPrices(out); n > 0 {
 		fmt.Fprintf(w, "note: %d claim(s) are priced from a derived spot price (%s): the catalog has no spot price feed, so their cost is an estimate\n",
