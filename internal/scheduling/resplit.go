@@ -11,7 +11,8 @@ import (
 // that ends in one big node, often a third idle, where two right-sized
 // nodes, or nodes of different families for CPU-heavy and memory-heavy
 // pods, cost less. For each window of interchangeable claims (same
-// NodePool and requirements, pods free of per-node topology) it searches
+// NodePool and requirements) it moves the pods free of per-node topology
+// (the others stay, pinned, and share their node's room), searches
 // re-packings onto candidate types and keeps one only if it is cheaper;
 // every node then launches as the cheapest type that holds exactly its
 // pods, with all fitting types still offered to CreateFleet.
@@ -80,24 +81,32 @@ func (st *state) resplitBuckets() []*resplitBucket {
 	return out
 }
 
-// resplittable reports whether every pod on nd may move to any node of the
-// same bucket: no host ports, no pod affinity, no topology counted per
-// node, and every other topology key already decided by the claim (so all
-// nodes of the bucket are in the same domain and counts do not change).
+// resplittable reports whether nd holds a pod the pass may move.
 func (st *state) resplittable(nd *node) bool {
 	for _, pr := range nd.placed {
-		s := pr.s
-		if !movable(s) {
-			return false
+		if resplitMovable(pr.s, nd) {
+			return true
 		}
-		for _, gs := range [][]*topoGroup{s.owned, s.countedBy, s.inverseAnti} {
-			for _, g := range gs {
-				if g.key == LabelHostname {
-					return false
-				}
-				if r, ok := nd.claim.reqs.Get(g.key); !ok || !r.Finite() || r.Len() != 1 {
-					return false
-				}
+	}
+	return false
+}
+
+// resplitMovable reports whether pods of s on nd may move to any node of
+// the same bucket: no host ports, no pod affinity, no topology counted per
+// node, and every other topology key already decided by the claim (so all
+// nodes of the bucket are in the same domain and counts do not change).
+// Other pods stay where they are (pinned) and only their room is shared.
+func resplitMovable(s *shape, nd *node) bool {
+	if !movable(s) {
+		return false
+	}
+	for _, gs := range [][]*topoGroup{s.owned, s.countedBy, s.inverseAnti} {
+		for _, g := range gs {
+			if g.key == LabelHostname {
+				return false
+			}
+			if r, ok := nd.claim.reqs.Get(g.key); !ok || !r.Finite() || r.Len() != 1 {
+				return false
 			}
 		}
 	}
@@ -181,8 +190,7 @@ func (b *resplitBucket) windows() [][]*node {
 		return out
 	}
 	byFill := append([]*node(nil), b.claims...)
-	fill := func(nd *node) float64 { return utilization(nd) }
-	sort.SliceStable(byFill, func(i, j int) bool { return fill(byFill[i]) < fill(byFill[j]) })
+	sort.SliceStable(byFill, func(i, j int) bool { return utilization(byFill[i]) < utilization(byFill[j]) })
 	out := [][]*node{byFill[:small]}
 	for _, nd := range byFill {
 		out = append(out, []*node{nd})
@@ -218,8 +226,11 @@ func (st *state) resplitWindow(b *resplitBucket, w []*node) (int, bool) {
 	for _, nd := range live {
 		cur += st.typePrice(b, nd.claim.cur)
 	}
-	pk := &packer{st: st, b: b}
+	pk := &packer{st: st, b: b, pinned: pinnedNodes(live)}
 	items := windowItems(live)
+	if len(items) == 0 {
+		return 0, false
+	}
 	if len(live) == 1 && cur <= pk.fractional(live[0].used)*1.02 {
 		return 1, false // already within 2 % of what any type mix could do
 	}

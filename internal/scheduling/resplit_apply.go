@@ -2,10 +2,11 @@ package scheduling
 
 import "fmt"
 
-// materialize replaces the window's claims by the packing's nodes: the
-// window's nodes are reused first (keeping their names), fresh claims are
-// added for the rest, and leftover nodes are emptied (a claim with no pods
-// is not launched). Nothing changes unless every new node has launchable
+// materialize replaces the window's claims by the packing's nodes: nodes
+// with pinned pods keep them and take their share, the window's other
+// nodes are reused next (keeping their names), fresh claims are added for
+// the rest, and leftover nodes are emptied (a claim with no pods is not
+// launched). Nothing changes unless every new node has launchable
 // options within the NodePool's limits and minValues.
 func (st *state) materialize(b *resplitBucket, old []*node, pk packing) bool {
 	charged, ok := st.chargesFor(b, old, pk)
@@ -18,19 +19,15 @@ func (st *state) materialize(b *resplitBucket, old []*node, pk packing) bool {
 			return false
 		}
 	}
-	ranges := map[*shape][]podRange{}
-	for _, nd := range old {
-		for _, pr := range nd.placed {
-			ranges[pr.s] = append(ranges[pr.s], pr)
-		}
-		nd.placed, nd.used = nil, make(resVec, len(nd.used))
-	}
+	ranges, spare := st.releaseMovable(old)
 	p := b.pool
 	for i, pn := range pk.nodes {
-		var nd *node
-		if i < len(old) {
-			nd = old[i]
-		} else {
+		nd := pn.home
+		switch {
+		case nd != nil:
+		case len(spare) > 0:
+			nd, spare = spare[0], spare[1:]
+		default:
 			nd = st.freshClaim(b)
 		}
 		for _, it := range pn.items {
@@ -114,6 +111,31 @@ func maxAvailOf(p *poolState, opts bitset) resVec {
 		return true
 	})
 	return out
+}
+
+// releaseMovable takes the movable pods off the window's nodes, into a
+// pool of ranges per shape, and returns the nodes left with nothing pinned
+// (free to be reused for the packing's other nodes).
+func (st *state) releaseMovable(old []*node) (map[*shape][]podRange, []*node) {
+	ranges := map[*shape][]podRange{}
+	var spare []*node
+	for _, nd := range old {
+		var kept []podRange
+		used := make(resVec, len(nd.used))
+		for _, pr := range nd.placed {
+			if resplitMovable(pr.s, nd) {
+				ranges[pr.s] = append(ranges[pr.s], pr)
+				continue
+			}
+			kept = append(kept, pr)
+			used.addScaled(pr.s.req, int64(pr.n))
+		}
+		nd.placed, nd.used = kept, used
+		if len(kept) == 0 {
+			spare = append(spare, nd)
+		}
+	}
+	return ranges, spare
 }
 
 // takePods removes it.n pods of it.s from the pool of ranges.
