@@ -13,7 +13,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 STATICCHECK_VERSION := v0.7.0
 
-.PHONY: all prepare test test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation
+.PHONY: all prepare test test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test
 
 all: build
 
@@ -26,6 +26,8 @@ help:
 	@echo "make synth       cdk synth into cdk.out with no AWS credentials and no network"
 	@echo "make iam-mutation drop each IAM statement in turn; the e2e tests must fail without it (slow)"
 	@echo "make fuzz        run every Go fuzz target (every parser of untrusted input) for FUZZTIME each (default 60s)"
+	@echo "make karpenter-compare  Karpenter's scheduler vs nodewright's on the plan-quality scenarios (slow; flags in KARPENTER_COMPARE_FLAGS)"
+	@echo "make karpenter-compare-test  vet and test the karpentercompare module"
 
 # Builds the local control plane (cold: ~8 min on 2 cores) and installs
 # dynalite once, before the test packages that share them start.
@@ -103,5 +105,19 @@ synth: build
 
 clean:
 	rm -rf $(DIST) cdk.out
+
+# Karpenter's own provisioning scheduler (sigs.k8s.io/karpenter, pinned in
+# its own module, which the root go.mod ignores) side by side with nodewright's
+# solver on internal/scheduling/testdata/quality and Karpenter's benchmark
+# "diverse" workload, on the ../shared/aws-data catalog. Minutes: not part of
+# `make test`. Flags go to `karpentercompare bench`, for example
+# KARPENTER_COMPARE_FLAGS='--runs 1 --diverse 5000 -o json'.
+KARPENTER_COMPARE_DIR   := internal/scheduling/karpentercompare
+KARPENTER_COMPARE_FLAGS ?=
+karpenter-compare:
+	cd $(KARPENTER_COMPARE_DIR) && $(GO) run . bench $(KARPENTER_COMPARE_FLAGS)
+
+karpenter-compare-test:
+	cd $(KARPENTER_COMPARE_DIR) && $(GO) vet ./... && $(GO) test ./...
 
 FORCE:
