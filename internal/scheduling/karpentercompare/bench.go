@@ -30,9 +30,12 @@ type benchRow struct {
 }
 
 type solverStats struct {
-	Nodes         int     `json:"nodes"`
-	CostPerHour   float64 `json:"costPerHour"`
-	Unschedulable int     `json:"unschedulable"`
+	Nodes       int     `json:"nodes"`
+	CostPerHour float64 `json:"costPerHour"`
+	// ExpectedCostPerHour prices spot claims at the mean of their cheapest
+	// options, as simulate's expectedCostPerHour.
+	ExpectedCostPerHour float64 `json:"expectedCostPerHour"`
+	Unschedulable       int     `json:"unschedulable"`
 	// CostOverLowerBound is 0 when nodewright's bound does not apply.
 	CostOverLowerBound float64 `json:"costOverLowerBound"`
 	// Unreached counts the pods Karpenter's Solve had not decided when its
@@ -212,8 +215,9 @@ func solveCase(ctx context.Context, c benchCase, f benchFlags) (benchRow, error)
 // or rejected (all of them unless Karpenter timed out).
 func planStats(o simulation.Output, m measurement, decided int) solverStats {
 	s := solverStats{
-		Nodes: len(o.NodeClaims), CostPerHour: o.CostPerHour, Unschedulable: len(o.Unschedulable),
-		SolveSeconds: m.wall.Seconds(), AllocatedMB: float64(m.alloc) / (1 << 20),
+		Nodes: len(o.NodeClaims), CostPerHour: o.CostPerHour, ExpectedCostPerHour: o.ExpectedCostPerHour,
+		Unschedulable: len(o.Unschedulable),
+		SolveSeconds:  m.wall.Seconds(), AllocatedMB: float64(m.alloc) / (1 << 20),
 	}
 	if o.LowerBoundPerHour > 0 {
 		s.CostOverLowerBound = o.CostOverLowerBound

@@ -34,6 +34,7 @@ func karpenterOutput(cat *catalog.Catalog, r *karpenterResult) simulation.Output
 		}
 		out.NodeClaims = append(out.NodeClaims, co)
 		out.CostPerHour += co.PricePerHour
+		out.ExpectedCostPerHour += co.ExpectedPricePerHour
 	}
 	for _, n := range r.results.ExistingNodes {
 		if len(n.Pods) > 0 {
@@ -68,6 +69,7 @@ func claimOutput(cat *catalog.Catalog, n *kscheduler.NodeClaim, name string) (si
 	for _, r := range ranked {
 		co.InstanceTypeOptions = append(co.InstanceTypeOptions, r.it.Name)
 	}
+	co.ExpectedPricePerHour = expectedPrice(ct, ranked)
 	if st := taints(n.Spec.StartupTaints); len(st) > 0 {
 		co.StartupTaints = st
 	}
@@ -81,6 +83,25 @@ func claimOutput(cat *catalog.Catalog, n *kscheduler.NodeClaim, name string) (si
 	}
 	co.Requirements = requirements(n.Requirements)
 	return co, nil
+}
+
+// spotExpectedPools and expectedPrice repeat nodewright's launch price model
+// (internal/scheduling/plan.go, unexported there) so both plans' expected
+// costs are computed alike: on-demand and reserved launch their cheapest
+// option (lowest-price allocation); spot's price-capacity-optimized choice
+// is modelled as the mean of the few cheapest options.
+const spotExpectedPools = 5
+
+func expectedPrice(ct string, ranked []rankedOption) float64 {
+	if ct != karpv1.CapacityTypeSpot {
+		return ranked[0].offering.Price
+	}
+	n := min(len(ranked), spotExpectedPools)
+	sum := 0.0
+	for _, r := range ranked[:n] {
+		sum += r.offering.Price
+	}
+	return sum / float64(n)
 }
 
 type rankedOption struct {

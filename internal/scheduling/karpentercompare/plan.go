@@ -148,6 +148,7 @@ func writeSideBySide(w io.Writer, nw, kp simulation.Output) error {
 	row("pods on existing nodes", func(o simulation.Output) string { return fmt.Sprint(existingPods(o)) })
 	row("unschedulable", func(o simulation.Output) string { return fmt.Sprint(len(o.Unschedulable)) })
 	row("$/hour", func(o simulation.Output) string { return fmt.Sprintf("%.4f", o.CostPerHour) })
+	row("expected $/hour", func(o simulation.Output) string { return fmt.Sprintf("%.4f", o.ExpectedCostPerHour) })
 	row("$/month (730h)", func(o simulation.Output) string { return fmt.Sprintf("%.2f", o.CostPerHour*730) })
 	row("cost / lower bound", func(o simulation.Output) string {
 		if o.LowerBoundPerHour <= 0 {
@@ -160,7 +161,8 @@ func writeSideBySide(w io.Writer, nw, kp simulation.Output) error {
 	}
 	fmt.Fprintf(w, "\nnodewright: %s\nkarpenter:  %s\n", typeMix(nw), typeMix(kp))
 	if kp.CostPerHour > 0 {
-		fmt.Fprintf(w, "nodewright $/h relative to Karpenter's: %.3fx\n", nw.CostPerHour/kp.CostPerHour)
+		fmt.Fprintf(w, "nodewright $/h relative to Karpenter's: %.3fx (expected $/h: %.3fx)\n",
+			nw.CostPerHour/kp.CostPerHour, nw.ExpectedCostPerHour/kp.ExpectedCostPerHour)
 	}
 	return nil
 }

@@ -44,10 +44,11 @@ func TestPlanWebTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
-	sum := 0.0
+	sum, expected := 0.0, 0.0
 	for _, c := range out.NodeClaims {
 		checkClaim(t, c)
 		sum += c.PricePerHour
+		expected += c.ExpectedPricePerHour
 		for _, p := range c.Pods {
 			seen[p]++
 		}
@@ -73,6 +74,10 @@ func TestPlanWebTier(t *testing.T) {
 	}
 	if math.Abs(out.CostPerHour-sum) > 1e-9 {
 		t.Errorf("costPerHour %v, claims sum to %v", out.CostPerHour, sum)
+	}
+	// On-demand claims are expected to launch at their price.
+	if math.Abs(out.ExpectedCostPerHour-expected) > 1e-9 || math.Abs(expected-sum) > 1e-9 {
+		t.Errorf("expectedCostPerHour %v, claims' expected prices sum to %v, prices to %v", out.ExpectedCostPerHour, expected, sum)
 	}
 }
 
