@@ -73,20 +73,31 @@ func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
 // how far up the price list it goes).
 const spotExpectedPools = 5
 
-// launchPrice is the price a claim is expected to launch at: the cheapest
-// option for on-demand and reserved (lowest-price allocation), the mean of
-// the cheapest spotExpectedPools options for spot.
+// launchPrice is the price a claim is expected to launch at (see
+// ExpectedLaunchPrice).
 func launchPrice(ct string, ranked []rankedOption) float64 {
-	if len(ranked) == 0 {
+	prices := make([]float64, 0, min(len(ranked), spotExpectedPools))
+	for _, r := range ranked[:min(len(ranked), spotExpectedPools)] {
+		prices = append(prices, r.price)
+	}
+	return ExpectedLaunchPrice(ct, prices)
+}
+
+// ExpectedLaunchPrice is the price a claim of capacity type ct whose
+// options cost prices (cheapest first) is expected to launch at: the
+// cheapest for on-demand and reserved (lowest-price allocation), the mean
+// of the cheapest spotExpectedPools for spot. +Inf without options.
+func ExpectedLaunchPrice(ct string, prices []float64) float64 {
+	if len(prices) == 0 {
 		return math.Inf(1)
 	}
 	if ct != CapacityTypeSpot {
-		return ranked[0].price
+		return prices[0]
 	}
-	n := min(len(ranked), spotExpectedPools)
+	n := min(len(prices), spotExpectedPools)
 	sum := 0.0
-	for _, r := range ranked[:n] {
-		sum += r.price
+	for _, p := range prices[:n] {
+		sum += p
 	}
 	return sum / float64(n)
 }

@@ -85,23 +85,14 @@ func claimOutput(cat *catalog.Catalog, n *kscheduler.NodeClaim, name string) (si
 	return co, nil
 }
 
-// spotExpectedPools and expectedPrice repeat nodewright's launch price model
-// (internal/scheduling/plan.go, unexported there) so both plans' expected
-// costs are computed alike: on-demand and reserved launch their cheapest
-// option (lowest-price allocation); spot's price-capacity-optimized choice
-// is modelled as the mean of the few cheapest options.
-const spotExpectedPools = 5
-
+// expectedPrice is nodewright's launch price model applied to Karpenter's
+// claim, so both plans' expected costs are computed alike.
 func expectedPrice(ct string, ranked []rankedOption) float64 {
-	if ct != karpv1.CapacityTypeSpot {
-		return ranked[0].offering.Price
+	prices := make([]float64, 0, len(ranked))
+	for _, r := range ranked {
+		prices = append(prices, r.offering.Price)
 	}
-	n := min(len(ranked), spotExpectedPools)
-	sum := 0.0
-	for _, r := range ranked[:n] {
-		sum += r.offering.Price
-	}
-	return sum / float64(n)
+	return scheduling.ExpectedLaunchPrice(ct, prices)
 }
 
 type rankedOption struct {
