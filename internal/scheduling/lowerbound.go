@@ -254,6 +254,7 @@ func (st *state) componentBound(classes []*boundClass, comp []int, cols boundCol
 	if len(comp) == 1 || len(comp) > maxBoundClasses {
 		return best
 	}
+	best = math.Max(best, b.coupled(comp))
 	done := map[string]bool{}
 	for _, g := range comp {
 		// Classes on the same columns have the same subset bound.

@@ -34,13 +34,8 @@ func (lp *coverLP) solveX() (float64, []float64, bool) {
 		return 0, x, true
 	}
 	t := lp.tableau(rows)
-	if !t.optimize(t.phase1Objective()) || t.objectiveValue(t.phase1Objective()) > 1e-7 {
-		return 0, nil, false
-	}
-	t.dropArtificials()
-	obj := make([]float64, t.cols)
-	copy(obj, lp.cost)
-	if !t.optimize(obj) {
+	obj, ok := t.twoPhase(lp.cost)
+	if !ok {
 		return 0, nil, false
 	}
 	for i, b := range t.basis {
@@ -63,15 +58,9 @@ func (lp *coverLP) solveReduced(wantReduced bool) (float64, []float64, bool) {
 		return 0, nil, true
 	}
 	t := lp.tableau(rows)
-	// Phase 1: drive the artificial variables out (minimize their sum).
-	if !t.optimize(t.phase1Objective()) || t.objectiveValue(t.phase1Objective()) > 1e-7 {
+	obj, ok := t.twoPhase(lp.cost)
+	if !ok {
 		return 0, nil, false
-	}
-	t.dropArtificials()
-	obj := make([]float64, t.cols)
-	copy(obj, lp.cost)
-	if !t.optimize(obj) {
-		return 0, nil, false // unbounded cannot happen with positive costs
 	}
 	var rc []float64
 	if wantReduced {
@@ -124,6 +113,63 @@ func (lp *coverLP) tableau(rows []int) *tableau {
 		t.basis = append(t.basis, t.artFirst+i)
 	}
 	return t
+}
+
+// twoPhase finds a feasible basis (phase 1 drives the artificial variables
+// out by minimizing their sum), then minimizes cost over the structural
+// columns. It returns the phase-2 objective, or false if infeasible.
+func (t *tableau) twoPhase(cost []float64) ([]float64, bool) {
+	if !t.optimize(t.phase1Objective()) || t.objectiveValue(t.phase1Objective()) > 1e-7 {
+		return nil, false
+	}
+	t.dropArtificials()
+	obj := make([]float64, t.cols)
+	copy(obj, cost)
+	if !t.optimize(obj) {
+		return nil, false // unbounded cannot happen with nonnegative costs
+	}
+	return obj, true
+}
+
+// solveGE solves min cost·z s.t. rows·z >= rhs, z >= 0 for rhs >= 0 (a
+// row with rhs 0 links variables: its surplus starts basic, no artificial
+// needed). Rows are scaled to unit size first.
+func solveGE(cost []float64, rows [][]float64, rhs []float64) (float64, bool) {
+	n, m := len(cost), len(rows)
+	t := &tableau{n: n, cols: n + 2*m, surpFirst: n, artFirst: n + m, allowArt: true}
+	for i, r := range rows {
+		scale := rhs[i]
+		if scale <= 0 {
+			for _, v := range r {
+				scale = math.Max(scale, math.Abs(v))
+			}
+		}
+		if scale == 0 {
+			scale = 1
+		}
+		row := make([]float64, t.cols)
+		for j := 0; j < n; j++ {
+			row[j] = r[j] / scale
+		}
+		row[t.surpFirst+i] = -1
+		basic := t.artFirst + i
+		if rhs[i] > 0 {
+			row[t.artFirst+i] = 1
+		} else {
+			for j := range row {
+				row[j] = -row[j] // -a·z + s = 0: s is basic at zero
+			}
+			basic = t.surpFirst + i
+		}
+		t.a = append(t.a, row)
+		t.rhs = append(t.rhs, math.Max(rhs[i], 0)/scale)
+		t.basis = append(t.basis, basic)
+	}
+	obj, ok := t.twoPhase(cost)
+	if !ok {
+		return 0, false
+	}
+	return t.objectiveValue(obj), true
 }
 
 func (t *tableau) phase1Objective() []float64 {

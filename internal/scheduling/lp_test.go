@@ -100,3 +100,37 @@ func allCovered(d []float64) bool {
 	}
 	return true
 }
+
+// solveGE agrees with the cover LP on cover problems, and handles linking
+// rows (right-hand side 0): buying x of a column pays for what w uses.
+func TestSolveGE(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + r.Intn(6)
+		lp := coverLP{demand: []float64{float64(1 + r.Intn(50)), float64(r.Intn(90))}}
+		for j := 0; j < n; j++ {
+			lp.cap = append(lp.cap, []float64{float64(1 + r.Intn(16)), float64(r.Intn(64))})
+			lp.cost = append(lp.cost, 0.1+r.Float64())
+		}
+		want, wantOK := lp.solve()
+		var rows [][]float64
+		var rhs []float64
+		for k, d := range lp.demand {
+			row := make([]float64, n)
+			for j := range row {
+				row[j] = lp.cap[j][k]
+			}
+			rows, rhs = append(rows, row), append(rhs, d)
+		}
+		got, ok := solveGE(lp.cost, rows, rhs)
+		if ok != wantOK || (ok && math.Abs(got-want) > 1e-6*math.Max(1, want)) {
+			t.Fatalf("trial %d: solveGE %v %v, cover LP %v %v", trial, got, ok, want, wantOK)
+		}
+	}
+	// x (cost 2) has capacity 4; w must reach 10 and may only use what x
+	// pays for: x >= 2.5, cost 5.
+	got, ok := solveGE([]float64{2, 0}, [][]float64{{0, 1}, {4, -1}}, []float64{10, 0})
+	if !ok || math.Abs(got-5) > 1e-9 {
+		t.Fatalf("linked LP: %v %v, want 5", got, ok)
+	}
+}
