@@ -50,6 +50,25 @@
 // such room until a cheaper type fits are downsized; moves keep every
 // constraint. Nothing here raises the plan's cost.
 //
+// Re-split. Filling grows a claim until everything fits and then buys the
+// cheapest type that holds it; with prices close to linear in size that
+// ends in one big node with room idle, where two right-sized nodes, or
+// nodes of different families for CPU-heavy and memory-heavy pods, cost
+// less. The re-split pass takes windows of interchangeable claims (same
+// NodePool and requirements: the whole set when small, else the emptiest,
+// then each alone), moves the pods free of per-node topology (the others
+// stay, pinned, and lend their room), tries every non-dominated type in
+// three pod orders and a CPU/memory split, right-sizes each node, and keeps
+// a window's new packing only if it is cheaper at the price CreateFleet
+// would launch it at (spot: the mean of the cheapest five options).
+//
+// Lower bound. Every plan carries the cost of the cheapest cover of its
+// new pods' resources by the types they may use (lowerbound.go): classes
+// by hard constraints and fitting types, the cover LP, subset LPs, a
+// coupled LP where classes use different types, and whole nodes by branch
+// and bound for small plans. Each is a valid bound, so cost over bound
+// says how much any solver could still save.
+//
 // Resolution. Each claim launches, as CreateFleet would, in the preferred
 // capacity type it allows and some option offers (reserved, spot,
 // on-demand), at the cheapest available offering; its options are the
