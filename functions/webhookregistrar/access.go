@@ -28,7 +28,7 @@ func (r *registrar) handleAccess(ctx context.Context, ev cfn.Event) (string, map
 	if clusterName == "" || name == "" {
 		return ev.PhysicalResourceID, nil, fmt.Errorf("resource properties %s and %s are required", propClusterName, propAccessName)
 	}
-	log := r.log.With("requestType", ev.RequestType, "logicalId", ev.LogicalResourceID, "cluster", clusterName)
+	log := r.log.With("request-type", ev.RequestType, "logical-id", ev.LogicalResourceID, "cluster", clusterName)
 	switch ev.RequestType {
 	case cfn.RequestCreate, cfn.RequestUpdate:
 		if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {

@@ -103,7 +103,7 @@ func (r *registrar) handle(ctx context.Context, ev cfn.Event) (string, map[strin
 	if ev.ResourceType == accessResourceType {
 		return r.handleAccess(ctx, ev)
 	}
-	log := r.log.With("requestType", ev.RequestType, "logicalId", ev.LogicalResourceID, "physicalId", ev.PhysicalResourceID)
+	log := r.log.With("request-type", ev.RequestType, "logical-id", ev.LogicalResourceID, "physical-id", ev.PhysicalResourceID)
 	switch ev.RequestType {
 	case cfn.RequestCreate, cfn.RequestUpdate:
 		w, err := parseProps(ev.ResourceProperties)

@@ -139,7 +139,7 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 			// Pools the fleet tried before succeeding are short of capacity too;
 			// record them so the next claim does not start there.
 			_, _ = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType)
-			p.log.InfoContext(ctx, "launched instance", "nodeclaim", name, "instance", inst.ID, "instanceType", inst.Type,
+			p.log.InfoContext(ctx, "launched instance", "nodeclaim", name, "instance", inst.ID, "instance-type", inst.Type,
 				"zone", inst.Zone, "capacityType", inst.CapacityType, "image", inst.ImageID, "launchTemplate", inst.LaunchTemplate)
 			return inst, nil
 		}

@@ -289,7 +289,7 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 	if err != nil {
 		return "", err
 	}
-	p.log.InfoContext(ctx, "created launch template", "launchTemplate", name, "image", spec.ImageID, "nodeClass", spec.NodeClass)
+	p.log.InfoContext(ctx, "created launch template", "launch-template", name, "image", spec.ImageID, "nodeclass", spec.NodeClass)
 	return sdkaws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
 }
 
@@ -370,7 +370,7 @@ func (p *Provider) DeleteUnusedLaunchTemplates(ctx context.Context, inUse func(n
 		if err != nil && !isNotFound(err) {
 			return deleted, fmt.Errorf("delete launch template %s: %w", lt.Name, err)
 		}
-		p.log.InfoContext(ctx, "deleted unused launch template", "launchTemplate", lt.Name)
+		p.log.InfoContext(ctx, "deleted unused launch template", "launch-template", lt.Name)
 		deleted = append(deleted, lt.Name)
 	}
 	return deleted, nil

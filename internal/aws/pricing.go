@@ -99,7 +99,7 @@ func (p *Provider) prices(ctx context.Context, store PriceStore, force bool) (*P
 	case odErr == nil:
 		snap.OnDemand, snap.OnDemandSource = od, catalog.PriceSourcePricingAPI
 	case cached != nil && len(cached.OnDemand) > 0:
-		p.log.WarnContext(ctx, "Pricing API unavailable; keeping cached on-demand prices", "error", odErr, "fetchedAt", cached.FetchedAt)
+		p.log.WarnContext(ctx, "Pricing API unavailable; keeping cached on-demand prices", "error", odErr, "fetched-at", cached.FetchedAt)
 		snap.OnDemand, snap.OnDemandSource = cached.OnDemand, cached.OnDemandSource
 	default:
 		builtin, err := builtinOnDemand(p.opts.Region)

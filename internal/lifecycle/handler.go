@@ -67,7 +67,7 @@ func (h *Handler) handleSQS(ctx context.Context, ev events.SQSEvent) events.SQSE
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	var mu sync.Mutex
 	fail := func(id string, err error) {
-		h.C.log.ErrorContext(ctx, "lifecycle work item failed", "messageId", id, "error", err)
+		h.C.log.ErrorContext(ctx, "lifecycle work item failed", "message-id", id, "error", err)
 		mu.Lock()
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
 		mu.Unlock()

@@ -305,7 +305,7 @@ func (c *Controller) reconcile(ctx context.Context, cl *apis.NodeClaim, v view) 
 	// registered or not.
 	if exp, ok := cl.Spec.ExpireAfter.Get(); ok && exp > 0 {
 		if expiry := cl.CreationTimestamp.Add(exp); !now.Before(expiry) {
-			log.InfoContext(ctx, "nodeclaim expired", "expireAfter", exp.String())
+			log.InfoContext(ctx, "nodeclaim expired", "expire-after", exp.String())
 			c.d.Metrics.Add(metrics.NodeClaimsDisrupted, 1, metrics.Dimensions{"reason": apis.DeletionReasonExpired, "nodepool": cl.NodePoolName()})
 			return c.markAndTerminate(ctx, cl, apis.DeletionReasonExpired, fmt.Sprintf("expireAfter %s elapsed", exp), ActionExpired)
 		}
@@ -710,7 +710,7 @@ func (c *Controller) deleteEmpty(ctx context.Context, log *slog.Logger, cl *apis
 		return out, nil
 	}
 	after, _ := np.Spec.Disruption.ConsolidateAfter.Get()
-	log.InfoContext(ctx, "empty node: deleting", "node", node.Name, "consolidateAfter", after.String(),
+	log.InfoContext(ctx, "empty node: deleting", "node", node.Name, "consolidate-after", after.String(),
 		"last-pod-event", LastPodEvent(cl).UTC().Format(time.RFC3339))
 	c.d.Metrics.Add(metrics.NodeClaimsDisrupted, 1, metrics.Dimensions{"reason": apis.DeletionReasonEmpty, "nodepool": np.Name})
 	c.d.Metrics.Add(metrics.DisruptionActions, 1, metrics.Dimensions{"method": "emptiness", "action": "delete", "nodepool": np.Name})

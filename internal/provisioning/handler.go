@@ -59,7 +59,7 @@ func (h *Handler) handleSQS(ctx context.Context, ev events.SQSEvent) (events.SQS
 			err = fmt.Errorf("message kind %q does not belong on the provision queue", msg.Kind)
 		}
 		if err != nil {
-			h.P.log.ErrorContext(ctx, "rejecting provision queue message", "messageId", rec.MessageId, "error", err)
+			h.P.log.ErrorContext(ctx, "rejecting provision queue message", "message-id", rec.MessageId, "error", err)
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
 			continue
 		}

@@ -181,7 +181,7 @@ func (p *Provisioner) Run(ctx context.Context, tr Trigger) (*Result, error) {
 	}
 	if tr.Source == TriggerNudge && last != nil && len(tr.Nudges) > 0 && allBefore(tr.Nudges, last.StartedAt) {
 		res.Skipped = "stale nudges"
-		p.log.InfoContext(ctx, "provisioner run skipped: nudges predate the last completed run", "nudges", len(tr.Nudges), "lastRunStarted", last.StartedAt)
+		p.log.InfoContext(ctx, "provisioner run skipped: nudges predate the last completed run", "nudges", len(tr.Nudges), "last-run-started", last.StartedAt)
 		return res, nil
 	}
 	lease, err := p.d.Store.AcquireLease(ctx, LeaseName, p.holder, p.s.LeaseDuration)

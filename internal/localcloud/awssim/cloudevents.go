@@ -38,7 +38,7 @@ func (s *Server) instanceARN(id string) string {
 func (s *Server) publish(source, detailType string, detail any, resources ...string) {
 	b, _ := json.Marshal(detail)
 	if _, err := s.events.Publish(eventsim.Event{Source: source, DetailType: detailType, Detail: string(b), Resources: resources}); err != nil {
-		s.logger.Warn("publish event", "detailType", detailType, "error", err)
+		s.logger.Warn("publish event", "detail-type", detailType, "error", err)
 	}
 }
 
