@@ -140,7 +140,7 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 			// record them so the next claim does not start there.
 			_, _ = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType)
 			p.log.InfoContext(ctx, "launched instance", "nodeclaim", name, "instance", inst.ID, "instance-type", inst.Type,
-				"zone", inst.Zone, "capacityType", inst.CapacityType, "image", inst.ImageID, "launchTemplate", inst.LaunchTemplate)
+				"zone", inst.Zone, "capacity-type", inst.CapacityType, "image", inst.ImageID, "launch-template", inst.LaunchTemplate)
 			return inst, nil
 		}
 		if staleTemplate(out.Errors) {

@@ -118,7 +118,7 @@ func (l *logTap) render(rec map[string]any) string {
 		}
 		return fmt.Sprintf("run %s (%s): %d pending, batch %s, %d claims created, %d launched, %d pods nominated, %d unschedulable, solve %s, took %s",
 			str(rec, "run"), str(rec, "trigger"), int(num(rec, "pending")), str(rec, "batch"), int(num(rec, "created")), int(num(rec, "launched")),
-			int(num(rec, "nominated")), int(num(rec, "unschedulable")), str(rec, "solveTime"), str(rec, "duration"))
+			int(num(rec, "nominated")), int(num(rec, "unschedulable")), str(rec, "solve-time"), str(rec, "duration"))
 	case "provisioner run skipped: nudges predate the last completed run":
 		return "" // expected: the nudge's pods were handled by the run that just ended
 	case "node registered":
@@ -126,7 +126,7 @@ func (l *logTap) render(rec map[string]any) string {
 	case "node initialized":
 		return fmt.Sprintf("node %s initialized (Ready) for NodeClaim %s (%s after launch)", str(rec, "node"), claim, str(rec, "after-launch"))
 	case "empty node: deleting":
-		return fmt.Sprintf("node %s empty for consolidateAfter %s: NodeClaim %s marked for deletion", str(rec, "node"), str(rec, "consolidateAfter"), claim)
+		return fmt.Sprintf("node %s empty for consolidateAfter %s: NodeClaim %s marked for deletion", str(rec, "node"), str(rec, "consolidate-after"), claim)
 	case "node tainted for termination":
 		return fmt.Sprintf("node %s tainted %s, draining", str(rec, "node"), str(rec, "taint"))
 	case "pod evicted":

@@ -218,7 +218,7 @@ func (c *Controller) Run(ctx context.Context) (*Result, error) {
 	res.Decided = true
 	c.d.Metrics.Add(metrics.DisruptionDecisions, 1, metrics.Dimensions{"method": cmd.Method, "decision": cmd.Action()})
 	c.log.InfoContext(ctx, "disruption decided; validating before acting", "method", cmd.Method, "action", cmd.Action(),
-		"message", cmd.Message, "nodes", cmd.NodeNames(), "validateAfter", cmd.ValidateAfter)
+		"message", cmd.Message, "nodes", cmd.NodeNames(), "validate-after", cmd.ValidateAfter)
 	if !cmd.ValidateAfter.After(v.Now) {
 		// No validation delay configured: validate against a fresh view now.
 		fresh, err := c.view(ctx)

@@ -213,8 +213,8 @@ func (p *Provisioner) Run(ctx context.Context, tr Trigger) (*Result, error) {
 	res.Duration = p.d.Now().Sub(start)
 	attrs := []any{"run", lease.Token, "trigger", tr.Source, "pending", res.Pending, "batch", res.Batch.String(),
 		"rounds", res.Rounds, "created", len(res.Created), "launched", len(res.Launched), "resumed", len(res.Resumed),
-		"failed", len(res.Failed), "capacityFailed", len(res.CapacityFailed), "nominated", res.Nominated,
-		"unschedulable", res.Unschedulable, "solveTime", res.SolveTime.String(), "duration", res.Duration.String()}
+		"failed", len(res.Failed), "capacity-failed", len(res.CapacityFailed), "nominated", res.Nominated,
+		"unschedulable", res.Unschedulable, "solve-time", res.SolveTime.String(), "duration", res.Duration.String()}
 	if err != nil {
 		p.log.ErrorContext(ctx, "provisioner run failed", append(attrs, "error", err.Error())...)
 		return res, err
