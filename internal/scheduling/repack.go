@@ -133,30 +133,11 @@ func (rp *repacker) refreshOptions(nd *node) bool {
 			}
 		}
 	}
-	opts := newBitset(len(c.pool.types))
-	var maxAvail resVec
-	for i, t := range c.pool.types {
-		if !vecLE(nd.used, c.pool.avail[i]) || !c.pool.withinCharge(i, c.charged) || !typeCompatible(t, c.reqs) {
-			continue
-		}
-		opts.set(i)
-		if maxAvail == nil {
-			maxAvail = c.pool.avail[i].clone()
-		} else {
-			for j, v := range c.pool.avail[i] {
-				maxAvail[j] = max(maxAvail[j], v)
-			}
-		}
-	}
-	if maxAvail == nil {
+	opts, ok := c.pool.fittingOptions(c.reqs, nd.used, c.charged)
+	if !ok {
 		return false
 	}
-	if c.pool.minValues {
-		if ok, _ := c.pool.satisfiesMinValues(c.reqs, opts); !ok {
-			return false
-		}
-	}
-	c.options, c.cur, c.maxAvail = opts, opts.first(), maxAvail
+	c.options, c.cur, c.maxAvail = opts, opts.first(), c.pool.maxAvailOf(opts)
 	c.version++
 	return true
 }

@@ -15,7 +15,7 @@ func (st *state) materialize(b *resplitBucket, old []*node, pk packing) bool {
 	}
 	opts := make([]bitset, len(pk.nodes))
 	for i, pn := range pk.nodes {
-		if opts[i], ok = st.resplitOptions(b, pn.used, charged[i]); !ok {
+		if opts[i], ok = b.pool.fittingOptions(b.reqs, pn.used, charged[i]); !ok {
 			return false
 		}
 	}
@@ -36,7 +36,7 @@ func (st *state) materialize(b *resplitBucket, old []*node, pk packing) bool {
 		}
 		c := nd.claim
 		c.options, c.cur, c.charged = opts[i], opts[i].first(), charged[i]
-		c.maxAvail = maxAvailOf(p, opts[i])
+		c.maxAvail = p.maxAvailOf(opts[i])
 		c.version++
 	}
 	return true
@@ -76,14 +76,13 @@ func (st *state) chargesFor(b *resplitBucket, old []*node, pk packing) ([][]int6
 	return out, true
 }
 
-// resplitOptions is every type a new node may launch as: compatible with
-// the bucket's requirements and every pod on it, holding them, within its
-// reservation, and meeting minValues.
-func (st *state) resplitOptions(b *resplitBucket, used resVec, charged []int64) (bitset, bool) {
-	p := b.pool
+// fittingOptions is every type a claim may launch as: compatible with its
+// requirements (so with a launchable offering), holding used, within the
+// claim's reservation, and meeting minValues. False if none qualify.
+func (p *poolState) fittingOptions(reqs Requirements, used resVec, charged []int64) (bitset, bool) {
 	opts := newBitset(len(p.types))
 	for i, t := range p.types {
-		if vecLE(used, p.avail[i]) && p.withinCharge(i, charged) && typeCompatible(t, b.reqs) && st.typePrice(b, i) > 0 {
+		if vecLE(used, p.avail[i]) && p.withinCharge(i, charged) && typeCompatible(t, reqs) {
 			opts.set(i)
 		}
 	}
@@ -91,14 +90,16 @@ func (st *state) resplitOptions(b *resplitBucket, used resVec, charged []int64) 
 		return nil, false
 	}
 	if p.minValues {
-		if ok, _ := p.satisfiesMinValues(b.reqs, opts); !ok {
+		if ok, _ := p.satisfiesMinValues(reqs, opts); !ok {
 			return nil, false
 		}
 	}
 	return opts, true
 }
 
-func maxAvailOf(p *poolState, opts bitset) resVec {
+// maxAvailOf is the per-resource maximum over the options, for quick
+// rejection.
+func (p *poolState) maxAvailOf(opts bitset) resVec {
 	var out resVec
 	opts.each(func(i int) bool {
 		if out == nil {
