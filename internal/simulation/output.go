@@ -84,10 +84,10 @@ func NewOutput(cat *catalog.Catalog, plan *scheduling.Plan) Output {
 			CapacityType: c.CapacityType, Zone: c.Zone, PricePerHour: c.PricePerHour, ExpectedPricePerHour: c.ExpectedPricePerHour,
 			InstanceTypeOptions: nonNil(c.InstanceTypeOptions),
 			Labels:              claimLabels(cat, c),
-			Taints:              taints(c.Taints),
-			StartupTaints:       taints(c.StartupTaints),
-			Allocatable:         quantities(c.Allocatable),
-			Requests:            nonZero(quantities(c.Requests)),
+			Taints:              Taints(c.Taints),
+			StartupTaints:       Taints(c.StartupTaints),
+			Allocatable:         Quantities(c.Allocatable),
+			Requests:            NonZero(Quantities(c.Requests)),
 			Pods:                nonNil(c.Pods),
 		}
 		if len(co.StartupTaints) == 0 {
@@ -119,9 +119,9 @@ func NewOutput(cat *catalog.Catalog, plan *scheduling.Plan) Output {
 	return out
 }
 
-// nonZero drops zero quantities (a claim's requests list every resource the
+// NonZero drops zero quantities (a claim's requests list every resource the
 // solver tracks, most of them unused).
-func nonZero(m map[string]string) map[string]string {
+func NonZero(m map[string]string) map[string]string {
 	for k, v := range m {
 		if v == "0" {
 			delete(m, k)
@@ -137,7 +137,8 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func taints(ts []corev1.Taint) []TaintOutput {
+// Taints is the output shape of taints.
+func Taints(ts []corev1.Taint) []TaintOutput {
 	out := make([]TaintOutput, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, TaintOutput{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
@@ -145,7 +146,8 @@ func taints(ts []corev1.Taint) []TaintOutput {
 	return out
 }
 
-func quantities(l corev1.ResourceList) map[string]string {
+// Quantities prints a resource list as simulate does.
+func Quantities(l corev1.ResourceList) map[string]string {
 	out := make(map[string]string, len(l))
 	for k, v := range l {
 		out[string(k)] = v.String()

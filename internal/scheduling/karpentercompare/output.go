@@ -61,16 +61,16 @@ func claimOutput(cat *catalog.Catalog, n *kscheduler.NodeClaim, name string) (si
 		Name: name, NodePool: n.NodePoolName, NodeClass: n.Spec.NodeClassRef.Name,
 		InstanceType: best.it.Name, CapacityType: ct, Zone: best.offering.Zone(), PricePerHour: best.offering.Price,
 		Labels:      claimLabels(cat, n, best),
-		Taints:      taints(n.Spec.Taints),
-		Allocatable: quantities(best.it.Allocatable()),
-		Requests:    nonZero(quantities(n.Spec.Resources.Requests)),
+		Taints:      simulation.Taints(n.Spec.Taints),
+		Allocatable: simulation.Quantities(best.it.Allocatable()),
+		Requests:    simulation.NonZero(simulation.Quantities(n.Spec.Resources.Requests)),
 		Pods:        podKeys(n.Pods),
 	}
 	for _, r := range ranked {
 		co.InstanceTypeOptions = append(co.InstanceTypeOptions, r.it.Name)
 	}
 	co.ExpectedPricePerHour = expectedPrice(ct, ranked)
-	if st := taints(n.Spec.StartupTaints); len(st) > 0 {
+	if st := simulation.Taints(n.Spec.StartupTaints); len(st) > 0 {
 		co.StartupTaints = st
 	}
 	if len(co.Requests) == 0 {
@@ -226,30 +226,4 @@ func podKeys(pods []*corev1.Pod) []string {
 		out = append(out, podKey(p))
 	}
 	return out
-}
-
-func taints(ts []corev1.Taint) []simulation.TaintOutput {
-	out := make([]simulation.TaintOutput, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, simulation.TaintOutput{Key: t.Key, Value: t.Value, Effect: string(t.Effect)})
-	}
-	return out
-}
-
-func quantities(l corev1.ResourceList) map[string]string {
-	out := make(map[string]string, len(l))
-	for k, v := range l {
-		out[string(k)] = v.String()
-	}
-	return out
-}
-
-// nonZero drops zero quantities, as simulate does for a claim's requests.
-func nonZero(m map[string]string) map[string]string {
-	for k, v := range m {
-		if v == "0" {
-			delete(m, k)
-		}
-	}
-	return m
 }
