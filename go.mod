@@ -8,6 +8,7 @@ ignore (
 	./infra/node_modules
 	./internal/localcloud/dynalite/node_modules
 	./internal/scheduling/karpentercompare
+	./tools
 )
 
 require (
