@@ -49,7 +49,7 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 		Cloud:       a.EC2,
 		Catalog:     provisioning.ProviderCatalog(a.EC2, awsstore.Prices{Store: a.Store}, a.AWSConfig.Region, a.Log),
 		Unavailable: provisioning.ProviderICE(a.EC2),
-		Provision:   DisruptionProvisionPass(prov),
+		Provision:   prov.Pass(),
 		Config:      a.Config,
 		Metrics:     a.Metrics,
 		Log:         a.Log,
@@ -65,18 +65,6 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 		a.Log.Warn("no work queue configured: drains start on the lifecycle's schedule")
 	}
 	return d, nil
-}
-
-// DisruptionProvisionPass adapts a provisioner to the disruption
-// controller's replacement pass.
-func DisruptionProvisionPass(p *provisioning.Provisioner) disruption.Provision {
-	return func(ctx context.Context) (disruption.ProvisionResult, error) {
-		res, err := p.Run(ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
-		if res == nil {
-			return disruption.ProvisionResult{}, err
-		}
-		return disruption.ProvisionResult{Skipped: res.Skipped, Launched: res.Launched, Failed: len(res.Failed)}, err
-	}
 }
 
 // holder identifies this execution environment in leases (Lambda's log

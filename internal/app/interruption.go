@@ -58,7 +58,7 @@ func (a *App) InterruptionDeps() (interruption.Deps, error) {
 		Terminator: term,
 		Cloud:      a.EC2,
 		ICE:        a.EC2.ICE(),
-		Provision:  ProvisionPass(prov),
+		Provision:  prov.Pass(),
 		Metrics:    a.Metrics,
 		Log:        a.Log,
 		Now:        a.Now,
@@ -79,20 +79,3 @@ const (
 	interruptionBatchIdle = 100 * time.Millisecond
 	interruptionBatchMax  = time.Second
 )
-
-// ProvisionPass adapts a provisioner to the interruption controller's
-// replacement pass.
-func ProvisionPass(p *provisioning.Provisioner) interruption.Provision {
-	return func(ctx context.Context) (interruption.ProvisionResult, error) {
-		res, err := p.Run(ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
-		if res == nil {
-			return interruption.ProvisionResult{}, err
-		}
-		return interruption.ProvisionResult{
-			Skipped:       res.Skipped,
-			Launched:      res.Launched,
-			Failed:        len(res.Failed),
-			Unschedulable: res.Unschedulable,
-		}, err
-	}
-}

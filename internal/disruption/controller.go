@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 	"time"
@@ -15,10 +14,12 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -60,19 +61,6 @@ type Cloud interface {
 	Drift(ctx context.Context, nc *apis.EC2NodeClass, inst nwaws.Instance) (string, error)
 }
 
-// ProvisionResult is what one provisioning pass did.
-type ProvisionResult struct {
-	Skipped  string
-	Launched []string
-	Failed   int
-}
-
-// Provision runs one provisioning pass (the provisioner's own solver and
-// launch path). The pass places the pods of nodes marked disrupting on
-// existing room or new claims, so calling it after marking the candidates
-// launches their replacements, and calling it again launches nothing more.
-type Provision func(ctx context.Context) (ProvisionResult, error)
-
 // Deps are the controller's adapters.
 type Deps struct {
 	Store   Store
@@ -82,7 +70,11 @@ type Deps struct {
 	Catalog func(ctx context.Context) (*catalog.Catalog, error)
 	// Unavailable returns the ICE set (optional).
 	Unavailable func(ctx context.Context) (map[scheduling.OfferingKey]bool, error)
-	Provision   Provision
+	// Provision runs one provisioning pass (*provisioning.Provisioner.Pass).
+	// The pass places the pods of nodes marked disrupting, so calling it
+	// after marking the candidates launches their replacements, and calling
+	// it again launches nothing more.
+	Provision provisioning.Pass
 	// Requeue hands claims marked for deletion to the lifecycle at once
 	// (optional: the lifecycle's schedule picks them up within a minute).
 	Requeue  func(ctx context.Context, msg queue.Message, delay time.Duration) error
@@ -112,15 +104,7 @@ func New(d Deps) (*Controller, error) {
 	case d.Provision == nil:
 		return nil, errors.New("disruption: a provisioning pass is required (replacements)")
 	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.New(io.Discard, nil)
-	}
+	d.Log, d.Now, d.Metrics = basedeps.Logger(d.Log), basedeps.Clock(d.Now), basedeps.Recorder(d.Metrics)
 	if d.Holder == "" {
 		d.Holder = "disruption"
 	}
@@ -414,7 +398,7 @@ func (c *Controller) provision(ctx context.Context, cmd *Command, log *slog.Logg
 			cmd.ReplacementClaims = append(cmd.ReplacementClaims, name)
 		}
 	}
-	log.InfoContext(ctx, "replacement provisioning pass", "skipped", pr.Skipped, "launched", pr.Launched, "failed", pr.Failed)
+	log.InfoContext(ctx, "replacement provisioning pass", "skipped", pr.Skipped, "launched", pr.Launched, "failed", len(pr.Failed))
 }
 
 // markForDeletion hands the candidates to the termination workflow (the

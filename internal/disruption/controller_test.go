@@ -17,6 +17,7 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -214,9 +215,9 @@ func newHarness(t *testing.T, f *fixture, s Settings) *harness {
 	c, err := New(Deps{
 		Store: h.st, Cluster: h.cl, Config: f.cfg,
 		Catalog: func(context.Context) (*catalog.Catalog, error) { return f.cat, nil },
-		Provision: func(context.Context) (ProvisionResult, error) {
+		Provision: func(context.Context) (provisioning.Result, error) {
 			h.passes++
-			return ProvisionResult{Launched: h.launched}, nil
+			return provisioning.Result{Launched: h.launched}, nil
 		},
 		Requeue: func(_ context.Context, m queue.Message, _ time.Duration) error {
 			if m.Kind != queue.KindLifecycle {

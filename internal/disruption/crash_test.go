@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodewright/nodewright/internal/app"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/kube"
@@ -163,7 +162,7 @@ func (e *env) crashingDisruption(cr *cloudtest.Crasher) *disruption.Controller {
 	d, err := disruption.New(disruption.Deps{
 		Store: st, Cluster: kc, Cloud: p, Config: e.cfg,
 		Catalog: provisioning.ProviderCatalog(p, nil, e.cloud.Region, nil), Unavailable: provisioning.ProviderICE(p),
-		Provision: app.DisruptionProvisionPass(prov), Requeue: requeue,
+		Provision: prov.Pass(), Requeue: requeue,
 		Settings: disruption.Settings{ValidationDelay: time.Second},
 	})
 	if err != nil {

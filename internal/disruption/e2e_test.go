@@ -27,7 +27,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/internal/apis"
-	"github.com/nodewright/nodewright/internal/app"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/disruption"
@@ -171,7 +170,7 @@ func newEnv(t *testing.T, types, disruptionBlock string) *env {
 		Store: e.st, Cluster: e.kc, Cloud: e.p, Config: e.cfg,
 		Catalog:     provisioning.ProviderCatalog(e.p, nil, cloud.Region, nil),
 		Unavailable: provisioning.ProviderICE(e.p),
-		Provision:   app.DisruptionProvisionPass(e.prov),
+		Provision:   e.prov.Pass(),
 		Requeue:     requeue,
 		Settings:    disruption.Settings{ValidationDelay: time.Second},
 	})

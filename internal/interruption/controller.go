@@ -13,9 +13,11 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 	"github.com/nodewright/nodewright/internal/termination"
@@ -63,28 +65,6 @@ type Terminator interface {
 	Step(ctx context.Context, claim *apis.NodeClaim) (termination.Result, error)
 }
 
-// ProvisionResult is what one provisioning pass did, as far as the
-// interruption controller cares.
-type ProvisionResult struct {
-	// Skipped is non-empty when the pass did not run (another holds the
-	// provisioner lease).
-	Skipped string
-	// Launched are the claims the pass launched.
-	Launched []string
-	// Failed counts claims whose launch failed (capacity or otherwise).
-	Failed int
-	// Unschedulable counts pods no node or claim could take.
-	Unschedulable int
-}
-
-// Provision runs one provisioning pass. The pass places the reschedulable
-// pods of every node marked for deletion or disrupting on existing nodes,
-// in-flight claims or new claims (the provisioner's own launch path), so
-// calling it after marking a claim launches that node's replacement — and
-// calling it again launches nothing more, because the replacement is then
-// in flight and takes the same pods.
-type Provision func(ctx context.Context) (ProvisionResult, error)
-
 // Deps are the controller's adapters.
 type Deps struct {
 	Store      Store
@@ -93,8 +73,12 @@ type Deps struct {
 	// Cloud terminates instances of claims whose instance stopped.
 	Cloud termination.Cloud
 	// ICE receives the offerings of interrupted spot instances.
-	ICE       Unavailable
-	Provision Provision
+	ICE Unavailable
+	// Provision runs one provisioning pass (*provisioning.Provisioner.Pass).
+	// The pass places the reschedulable pods of every node marked for
+	// deletion or disrupting, so calling it after marking a claim launches
+	// that node's replacement, and calling it again launches nothing more.
+	Provision provisioning.Pass
 	// Requeue hands a claim to the lifecycle function (the drain carries on
 	// there); nil leaves it to the lifecycle's schedule.
 	Requeue  func(ctx context.Context, msg queue.Message, delay time.Duration) error
@@ -143,24 +127,10 @@ func New(d Deps) (*Controller, error) {
 	if d.Settings.ProvisionRetry <= 0 {
 		d.Settings.ProvisionRetry = 200 * time.Millisecond
 	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Sleep == nil {
-		d.Sleep = sleepCtx
-	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.New(discard{}, nil)
-	}
+	d.Log, d.Now, d.Metrics = basedeps.Logger(d.Log), basedeps.Clock(d.Now), basedeps.Recorder(d.Metrics)
+	d.Sleep = basedeps.Sleeper(d.Sleep)
 	return &Controller{d: d, log: d.Log}, nil
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // Action is what the controller does for one instance of a message.
 type Action string
@@ -282,7 +252,7 @@ func (c *Controller) Process(ctx context.Context, items []Item) []Outcome {
 	}
 
 	// Phase 2: one provisioning pass for the whole batch.
-	var pass ProvisionResult
+	var pass provisioning.Result
 	var passErr error
 	var passAt time.Time
 	if needPass {
@@ -292,7 +262,7 @@ func (c *Controller) Process(ctx context.Context, items []Item) []Outcome {
 			c.log.ErrorContext(ctx, "replacement capacity: provisioning pass failed", "error", passErr)
 		} else {
 			c.log.InfoContext(ctx, "replacement capacity: provisioning pass done", "launched", pass.Launched,
-				"failed", pass.Failed, "unschedulable", pass.Unschedulable)
+				"failed", len(pass.Failed), "unschedulable", pass.Unschedulable)
 		}
 	}
 
@@ -325,9 +295,9 @@ func (c *Controller) Process(ctx context.Context, items []Item) []Outcome {
 				w.out.Err = fmt.Errorf("rebalance: replacement for instance %s not provisioned; not draining: %w", w.item.InstanceID, passErr)
 				continue
 			}
-			if pass.Failed > 0 {
+			if len(pass.Failed) > 0 {
 				c.undoDisrupting(ctx, w)
-				w.out.Err = fmt.Errorf("rebalance: %d replacement launches failed; not draining instance %s", pass.Failed, w.item.InstanceID)
+				w.out.Err = fmt.Errorf("rebalance: %d replacement launches failed; not draining instance %s", len(pass.Failed), w.item.InstanceID)
 				continue
 			}
 			if w.out.Err = c.mark(ctx, w); w.out.Err == nil {
@@ -491,7 +461,7 @@ func (c *Controller) undoDisrupting(ctx context.Context, w *work) {
 
 // provision runs the provisioning pass, waiting a bounded time for the
 // provisioner lease.
-func (c *Controller) provision(ctx context.Context) (ProvisionResult, error) {
+func (c *Controller) provision(ctx context.Context) (provisioning.Result, error) {
 	deadline := c.d.Now().Add(c.d.Settings.ProvisionWait)
 	for {
 		res, err := c.d.Provision(ctx)
@@ -673,15 +643,4 @@ func hasDisruptedTaint(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 	"github.com/nodewright/nodewright/internal/termination"
@@ -129,7 +130,7 @@ type fixture struct {
 	cloud    *fakeCloud
 	ice      *fakeICE
 	passes   int
-	passFn   func(n int) (ProvisionResult, error)
+	passFn   func(n int) (provisioning.Result, error)
 	requeued []queue.Message
 	logs     *bytes.Buffer
 	metrics  *bytes.Buffer
@@ -161,10 +162,12 @@ func newFixture(t *testing.T, rebalance string) *fixture {
 	}
 	f.kc = kube.NewClientFromClientset(f.cs, nil)
 	f.term = &fakeTerminator{kc: f.kc}
-	f.passFn = func(int) (ProvisionResult, error) { return ProvisionResult{Launched: []string{"default-repl"}}, nil }
+	f.passFn = func(int) (provisioning.Result, error) {
+		return provisioning.Result{Launched: []string{"default-repl"}}, nil
+	}
 	h, err := NewHandler(Deps{
 		Store: f.st, Cluster: f.kc, Terminator: f.term, Cloud: f.cloud, ICE: f.ice,
-		Provision: func(context.Context) (ProvisionResult, error) {
+		Provision: func(context.Context) (provisioning.Result, error) {
 			f.passes++
 			return f.passFn(f.passes)
 		},
@@ -370,11 +373,11 @@ func TestSpotDuplicatesOneDrain(t *testing.T) {
 
 func TestProvisionLeaseRetriedThenReported(t *testing.T) {
 	f := newFixture(t, "")
-	f.passFn = func(n int) (ProvisionResult, error) {
+	f.passFn = func(n int) (provisioning.Result, error) {
 		if n < 3 {
-			return ProvisionResult{Skipped: "lease held"}, nil
+			return provisioning.Result{Skipped: "lease held"}, nil
 		}
-		return ProvisionResult{Launched: []string{"r"}}, nil
+		return provisioning.Result{Launched: []string{"r"}}, nil
 	}
 	if got := failures(f.handle(t, spot("e1", instanceID))); len(got) != 0 || f.passes != 3 {
 		t.Fatalf("failures %v after %d passes", got, f.passes)
@@ -383,7 +386,7 @@ func TestProvisionLeaseRetriedThenReported(t *testing.T) {
 	// A lease that stays held: the drain still starts (the instance is
 	// going), the message is retried for its replacement.
 	f = newFixture(t, "")
-	f.passFn = func(int) (ProvisionResult, error) { return ProvisionResult{Skipped: "lease held"}, nil }
+	f.passFn = func(int) (provisioning.Result, error) { return provisioning.Result{Skipped: "lease held"}, nil }
 	if got := failures(f.handle(t, spot("e1", instanceID))); len(got) != 1 {
 		t.Fatalf("failures %v, want the message retried", got)
 	}
@@ -408,7 +411,7 @@ func TestRebalance(t *testing.T) {
 	// replace, but the replacement cannot be provisioned: no drain, the
 	// node takes pods again, the message is retried.
 	f = newFixture(t, RebalanceReplace)
-	f.passFn = func(int) (ProvisionResult, error) { return ProvisionResult{}, errors.New("ec2 down") }
+	f.passFn = func(int) (provisioning.Result, error) { return provisioning.Result{}, errors.New("ec2 down") }
 	if got := failures(f.handle(t, rebalance(instanceID))); len(got) != 1 {
 		t.Fatalf("failures %v", got)
 	}
@@ -420,12 +423,12 @@ func TestRebalance(t *testing.T) {
 	// replace with a replacement: Disrupting during the pass, then the
 	// mark and the drain.
 	f = newFixture(t, RebalanceReplace)
-	f.passFn = func(int) (ProvisionResult, error) {
+	f.passFn = func(int) (provisioning.Result, error) {
 		cl, _ := f.st.GetNodeClaim(context.Background(), claimName)
 		if !cl.IsTrue(apis.ConditionDisrupting) || cl.Deleting() {
 			t.Errorf("during the pass: disrupting=%v deleting=%v", cl.IsTrue(apis.ConditionDisrupting), cl.Deleting())
 		}
-		return ProvisionResult{Launched: []string{"r"}}, nil
+		return provisioning.Result{Launched: []string{"r"}}, nil
 	}
 	if got := failures(f.handle(t, rebalance(instanceID))); len(got) != 0 {
 		t.Fatal(got)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/queue"
 )
 
@@ -33,7 +34,7 @@ func NewHandler(d Deps) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Handler{C: c, Sleep: sleepCtx}, nil
+	return &Handler{C: c, Sleep: basedeps.Sleep}, nil
 }
 
 // Handle accepts the two events the lifecycle function is invoked with:
@@ -157,15 +158,4 @@ func (h *Handler) work(ctx context.Context, subject string) error {
 func (h *Handler) hasTime(ctx context.Context, d time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return !ok || time.Until(dl) > d+5*time.Second
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -53,6 +53,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/queue"
@@ -183,15 +184,7 @@ func New(d Deps) (*Controller, error) {
 	if d.Store == nil || d.Cluster == nil || d.Cloud == nil || d.Config == nil {
 		return nil, errors.New("lifecycle: store, cluster, cloud and configuration are required")
 	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.New(discard{}, nil)
-	}
+	d.Log, d.Now, d.Metrics = basedeps.Logger(d.Log), basedeps.Clock(d.Now), basedeps.Recorder(d.Metrics)
 	if d.Holder == "" {
 		d.Holder = "lifecycle"
 	}
@@ -202,10 +195,6 @@ func New(d Deps) (*Controller, error) {
 	}
 	return &Controller{d: d, s: d.Settings, term: term, log: d.Log}, nil
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // Terminator is the controller's termination workflow.
 func (c *Controller) Terminator() *termination.Terminator { return c.term }

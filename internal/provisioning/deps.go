@@ -125,17 +125,3 @@ func (s *Settings) defaults() {
 		s.RegistrationCheck = 30 * time.Second
 	}
 }
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}

@@ -31,7 +31,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sort"
 	"strconv"
@@ -44,6 +43,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
@@ -117,6 +117,25 @@ type Result struct {
 	Duration       time.Duration `json:"duration"`
 }
 
+// Pass is one provisioning pass run on behalf of another controller: the
+// disruption and interruption controllers call it after marking nodes, so
+// the pods of those nodes get their replacements through this one launch
+// path. A pass that did not run (another holds the provisioner lease) says
+// why in Result.Skipped.
+type Pass func(ctx context.Context) (Result, error)
+
+// Pass returns p's provisioning pass for other controllers (a manual trigger:
+// no batching window, the current snapshot as it is).
+func (p *Provisioner) Pass() Pass {
+	return func(ctx context.Context) (Result, error) {
+		res, err := p.Run(ctx, Trigger{Source: TriggerManual})
+		if res == nil {
+			return Result{}, err
+		}
+		return *res, err
+	}
+}
+
 // lastRun is the record of the last completed run, which lets nudges sent
 // before it started be dropped: that run already saw their pods.
 type lastRun struct {
@@ -148,18 +167,8 @@ func New(d Deps) (*Provisioner, error) {
 	case d.Config == nil:
 		return nil, errors.New("provisioner: Config is required")
 	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Sleep == nil {
-		d.Sleep = sleepCtx
-	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.New(io.Discard, nil)
-	}
+	d.Log, d.Now, d.Metrics = basedeps.Logger(d.Log), basedeps.Clock(d.Now), basedeps.Recorder(d.Metrics)
+	d.Sleep = basedeps.Sleeper(d.Sleep)
 	s := d.Settings
 	s.defaults()
 	var b [8]byte

@@ -47,6 +47,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/store"
@@ -167,12 +168,7 @@ func New(d Deps) (*Terminator, error) {
 	if d.Store == nil || d.Cluster == nil || d.Cloud == nil {
 		return nil, errors.New("termination: store, cluster and cloud are required")
 	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
+	d.Log, d.Now = basedeps.Logger(d.Log), basedeps.Clock(d.Now)
 	if d.EvictConcurrency <= 0 {
 		d.EvictConcurrency = 16
 	}

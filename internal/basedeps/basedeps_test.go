@@ -1,0 +1,37 @@
+package basedeps
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestDefaultsFillOnlyWhatIsMissing(t *testing.T) {
+	if Logger(nil) == nil || Clock(nil) == nil || Recorder(nil) == nil || Sleeper(nil) == nil {
+		t.Fatal("a nil dependency must get a default")
+	}
+	fixed := time.Unix(42, 0)
+	if got := Clock(func() time.Time { return fixed })(); !got.Equal(fixed) {
+		t.Fatalf("Clock replaced the given clock: %v", got)
+	}
+	called := false
+	_ = Sleeper(func(context.Context, time.Duration) error { called = true; return nil })(context.Background(), time.Hour)
+	if !called {
+		t.Fatal("Sleeper replaced the given sleep")
+	}
+}
+
+func TestSleepEndsWithTheContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Sleep on an ended context = %v, want context.Canceled", err)
+	}
+	if err := Sleep(context.Background(), 0); err != nil {
+		t.Fatalf("Sleep(0) = %v", err)
+	}
+	if err := Sleep(context.Background(), time.Millisecond); err != nil {
+		t.Fatalf("Sleep(1ms) = %v", err)
+	}
+}
