@@ -19,62 +19,27 @@ type claimState struct {
 	charged  []int64 // NodePool limit reserved at creation (limit order)
 }
 
-// try places up to limit pods of s on nd; perm reports that nd can never
-// take this shape variant (so it leaves the candidate list).
-func (st *state) try(s *shape, nd *node, limit int, growth bool) (int, bool) {
-	if len(s.ports) > 0 {
-		if portsConflict(nd.ports, s.ports) {
-			return 0, true
-		}
-		limit = 1
-	}
+// try places up to limit pods of s on nd in room already paid for (an
+// existing node's allocatable, a claim's current cheapest type); never
+// reports that nd can never take this shape variant (so it leaves the
+// shape's candidates).
+func (st *state) try(s *shape, nd *node, limit int) (placed int, never bool) {
 	c := nd.claim
 	if c == nil {
-		if growth {
-			return 0, false
-		}
-		if nd.src.MarkedForDeletion || untoleratedTaint(s.tolerations, nd.taints, !s.toleratePrefer) != nil || !s.reqs.MatchesLabels(nd.labels) {
-			return 0, true
-		}
-		k := s.req.fitCount(nd.used, nd.alloc, limit)
-		if k == 0 {
-			return 0, true
-		}
-		tr := st.topology(s, nd, k)
-		if tr.allow == 0 {
-			return 0, tr.permanent
-		}
-		st.commit(s, nd, tr.allow)
-		return tr.allow, false
+		return st.tryExisting(s, nd, limit)
 	}
-	if !growth && !s.req.fits(nd.used, c.pool.avail[c.cur]) {
+	if !s.req.fits(nd.used, c.pool.avail[c.cur]) {
 		return 0, false // no paid-for room; the growth pass decides the rest
 	}
-	if !s.req.fits(nd.used, c.maxAvail) {
-		return 0, true
-	}
-	if (len(c.pool.taints) > 0 && untoleratedTaint(s.tolerations, c.pool.taints, !s.toleratePrefer) != nil) ||
-		(len(s.reqs) > 0 && c.reqs.Compatible(s.reqs) != nil) {
+	limit, ok := admits(s, nd, limit)
+	if !ok {
 		return 0, true
 	}
 	mask := st.mask(s, c.pool)
-	k := 0
-	if !growth {
-		if !mask.has(c.cur) {
-			return 0, false
-		}
-		k = s.req.fitCount(nd.used, c.pool.avail[c.cur], limit)
-	} else {
-		c.options.each(func(i int) bool {
-			if mask.has(i) {
-				k = max(k, s.req.fitCount(nd.used, c.pool.avail[i], limit))
-			}
-			return k < limit
-		})
-		if k == 0 {
-			return 0, true
-		}
+	if !mask.has(c.cur) {
+		return 0, false
 	}
+	k := s.req.fitCount(nd.used, c.pool.avail[c.cur], limit)
 	if k == 0 {
 		return 0, false
 	}
@@ -82,12 +47,74 @@ func (st *state) try(s *shape, nd *node, limit int, growth bool) (int, bool) {
 	if tr.allow == 0 {
 		return 0, tr.permanent
 	}
-	for k = tr.allow; k > 0; k /= 2 {
-		if st.commitClaim(s, nd, k, tr.narrow, mask) {
-			return k, false
+	return st.commitMost(s, nd, tr.allow, tr.narrow, mask), false
+}
+
+// tryExisting is try on an existing or in-flight node: its labels, taints
+// and allocatable are fixed, so whatever fails now fails for good (except
+// topology, which says so itself).
+func (st *state) tryExisting(s *shape, nd *node, limit int) (placed int, never bool) {
+	limit, ok := hostPortLimit(s, nd, limit)
+	if !ok || nd.src.MarkedForDeletion || untoleratedTaint(s.tolerations, nd.taints, !s.toleratePrefer) != nil || !s.reqs.MatchesLabels(nd.labels) {
+		return 0, true
+	}
+	k := s.req.fitCount(nd.used, nd.alloc, limit)
+	if k == 0 {
+		return 0, true
+	}
+	tr := st.topology(s, nd, k)
+	if tr.allow == 0 {
+		return 0, tr.permanent
+	}
+	st.commit(s, nd, tr.allow)
+	return tr.allow, false
+}
+
+// admits is the check before any placement on claim nd, shared by the pass
+// over paid-for room (try) and the growth pass (stepOf): host ports free,
+// room for a pod in the claim's largest option, the pool's taints
+// tolerated, requirements compatible. A claim's ports and usage only grow
+// and its options and requirements only narrow, so a claim that fails can
+// never take this shape variant. It returns how many pods the claim may
+// take at most.
+func admits(s *shape, nd *node, limit int) (int, bool) {
+	c := nd.claim
+	limit, ok := hostPortLimit(s, nd, limit)
+	if !ok || !s.req.fits(nd.used, c.maxAvail) {
+		return 0, false
+	}
+	if len(c.pool.taints) > 0 && untoleratedTaint(s.tolerations, c.pool.taints, !s.toleratePrefer) != nil {
+		return 0, false
+	}
+	if len(s.reqs) > 0 && c.reqs.Compatible(s.reqs) != nil {
+		return 0, false
+	}
+	return limit, true
+}
+
+// hostPortLimit caps limit at one pod when the shape uses host ports (two
+// would conflict with each other) and reports false when nd's ports
+// already conflict.
+func hostPortLimit(s *shape, nd *node, limit int) (int, bool) {
+	if len(s.ports) == 0 {
+		return limit, true
+	}
+	if portsConflict(nd.ports, s.ports) {
+		return 0, false
+	}
+	return 1, true
+}
+
+// commitMost places as many of k pods on claim nd as one of its options
+// holds: the narrowing and the requirements merged may leave no type with
+// room for all k, so it halves until one fits. It returns the pods placed.
+func (st *state) commitMost(s *shape, nd *node, k int, narrow []narrowing, mask bitset) int {
+	for ; k > 0; k /= 2 {
+		if st.commitClaim(s, nd, k, narrow, mask) {
+			return k
 		}
 	}
-	return 0, false
+	return 0
 }
 
 // commitClaim merges the shape's requirements and narrowings into the claim,
@@ -112,26 +139,8 @@ func (st *state) commitClaim(s *shape, nd *node, k int, narrow []narrowing, mask
 	changed := !reqs.Equal(c.reqs)
 	used := nd.used.clone()
 	used.addScaled(s.req, int64(k))
-	opts := newBitset(len(c.pool.types))
-	maxAvail := make(resVec, len(used))
-	found := false
-	for wi, w := range c.options {
-		w &= mask[wi]
-		for w != 0 {
-			i := wi<<6 + bits.TrailingZeros64(w)
-			w &= w - 1
-			av := c.pool.avail[i]
-			if !vecLE(used, av) || (changed && !typeCompatible(c.pool.types[i], reqs)) {
-				continue
-			}
-			opts[wi] |= 1 << (uint(i) & 63)
-			found = true
-			for j, v := range av {
-				maxAvail[j] = max(maxAvail[j], v)
-			}
-		}
-	}
-	if !found {
+	opts, maxAvail := keepOptions(c, mask, used, reqs, changed)
+	if opts == nil {
 		return false
 	}
 	if c.pool.minValues {
@@ -164,6 +173,36 @@ func (st *state) commitClaim(s *shape, nd *node, k int, narrow []narrowing, mask
 		st.addRoomy(nd) // a bigger type may leave room again
 	}
 	return true
+}
+
+// keepOptions returns the claim's options in mask that have room for used
+// and, when the requirements changed, are compatible with reqs, with their
+// per-resource maximum; nil when none is left. It walks the bitset a word
+// at a time: it runs on every commit.
+func keepOptions(c *claimState, mask bitset, used resVec, reqs Requirements, changed bool) (bitset, resVec) {
+	opts := newBitset(len(c.pool.types))
+	maxAvail := make(resVec, len(used))
+	found := false
+	for wi, w := range c.options {
+		w &= mask[wi]
+		for w != 0 {
+			i := wi<<6 + bits.TrailingZeros64(w)
+			w &= w - 1
+			av := c.pool.avail[i]
+			if !vecLE(used, av) || (changed && !typeCompatible(c.pool.types[i], reqs)) {
+				continue
+			}
+			opts[wi] |= 1 << (uint(i) & 63)
+			found = true
+			for j, v := range av {
+				maxAvail[j] = max(maxAvail[j], v)
+			}
+		}
+	}
+	if !found {
+		return nil, nil
+	}
+	return opts, maxAvail
 }
 
 // commit records k pods of s on nd (capacity already checked).
@@ -199,57 +238,17 @@ func (st *state) openClaim(s *shape, n int) int {
 	return 0
 }
 
+// openClaimFrom opens a claim in pool p for up to n pods of s, or says
+// why p cannot take the shape.
 func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 	name := fmt.Sprintf("NodePool %q", p.np.Name)
-	if t := untoleratedTaint(s.tolerations, p.taints, !s.toleratePrefer); t != nil {
-		return 0, name + " taint " + taintString(t) + " is not tolerated"
+	mask, why := st.poolRejects(s, p)
+	if why != "" {
+		return 0, name + why
 	}
-	if inc := p.reqs.Compatible(s.reqs); inc != nil {
-		return 0, name + ": " + inc.Error()
-	}
-	if len(s.ports) > 0 && portsConflict(p.daemons, s.ports) {
-		return 0, name + ": host ports conflict with its DaemonSets"
-	}
-	if len(p.types) == 0 {
-		return 0, name + " has no launchable instance types (its requirements exclude every offering, or all are unavailable)"
-	}
-	mask := st.mask(s, p)
-	if mask.empty() {
-		return 0, name + ": no instance type matches"
-	}
-	if p.nodesExhausted() {
-		return 0, name + ": node limit reached"
-	}
-	opts := newBitset(len(p.types))
-	var maxAvail resVec
-	k := 0
-	anyFit, anyLimit := false, false
-	mask.each(func(i int) bool {
-		f := s.req.fitCount(st.zero, p.avail[i], n)
-		if f == 0 {
-			return true
-		}
-		anyFit = true
-		if !p.withinLimits(i) {
-			return true
-		}
-		anyLimit = true
-		opts.set(i)
-		k = max(k, f)
-		if maxAvail == nil {
-			maxAvail = p.avail[i].clone()
-		} else {
-			for j, v := range p.avail[i] {
-				maxAvail[j] = max(maxAvail[j], v)
-			}
-		}
-		return true
-	})
-	if !anyFit {
-		return 0, name + ": no instance type has room"
-	}
-	if !anyLimit {
-		return 0, name + ": limits exhausted"
+	opts, maxAvail, k, why := st.newClaimOptions(s, p, mask, n)
+	if why != "" {
+		return 0, name + why
 	}
 	if len(s.ports) > 0 {
 		k = min(k, 1)
@@ -271,13 +270,7 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 		st.claimSeq--
 		return 0, name + ": " + tr.reason()
 	}
-	fullMask := p.all
-	for k = tr.allow; k > 0; k /= 2 {
-		if st.commitClaim(s, nd, k, tr.narrow, fullMask) {
-			break
-		}
-	}
-	if k == 0 {
+	if k = st.commitMost(s, nd, tr.allow, tr.narrow, p.all); k == 0 {
 		st.claimSeq--
 		return 0, name + ": no instance type is offered where the topology constraints lead"
 	}
@@ -285,4 +278,59 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 	st.addRoomy(nd)
 	c.charged = p.charge(c.options)
 	return k, ""
+}
+
+// poolRejects says, after the pool's name, why pool p cannot take shape s
+// whatever the pod count, or returns the pool's types compatible with it.
+func (st *state) poolRejects(s *shape, p *poolState) (bitset, string) {
+	if t := untoleratedTaint(s.tolerations, p.taints, !s.toleratePrefer); t != nil {
+		return nil, " taint " + taintString(t) + " is not tolerated"
+	}
+	if inc := p.reqs.Compatible(s.reqs); inc != nil {
+		return nil, ": " + inc.Error()
+	}
+	if len(s.ports) > 0 && portsConflict(p.daemons, s.ports) {
+		return nil, ": host ports conflict with its DaemonSets"
+	}
+	if len(p.types) == 0 {
+		return nil, " has no launchable instance types (its requirements exclude every offering, or all are unavailable)"
+	}
+	mask := st.mask(s, p)
+	if mask.empty() {
+		return nil, ": no instance type matches"
+	}
+	if p.nodesExhausted() {
+		return nil, ": node limit reached"
+	}
+	return mask, ""
+}
+
+// newClaimOptions lists the types a new claim for s may start with:
+// compatible (mask), with room for a pod and within the NodePool's limits.
+// k is the most pods (at most n) one of them holds; why, after the pool's
+// name, says what left no option.
+func (st *state) newClaimOptions(s *shape, p *poolState, mask bitset, n int) (opts bitset, maxAvail resVec, k int, why string) {
+	opts = newBitset(len(p.types))
+	anyFit, anyLimit := false, false
+	mask.each(func(i int) bool {
+		f := s.req.fitCount(st.zero, p.avail[i], n)
+		if f == 0 {
+			return true
+		}
+		anyFit = true
+		if !p.withinLimits(i) {
+			return true
+		}
+		anyLimit = true
+		opts.set(i)
+		k = max(k, f)
+		return true
+	})
+	if !anyFit {
+		return nil, nil, 0, ": no instance type has room"
+	}
+	if !anyLimit {
+		return nil, nil, 0, ": limits exhausted"
+	}
+	return opts, p.maxAvailOf(opts), k, ""
 }

@@ -163,7 +163,7 @@ func (st *state) placeShape(s *shape) bool {
 			noRoom = placed == 0 && len(s.owned) == 0 && len(s.inverseAnti) == 0
 		}
 		if placed == 0 {
-			placed = st.growPass(s, n)
+			placed = st.grow(s, n)
 		}
 		if placed == 0 {
 			placed = st.openClaim(s, n)
@@ -215,7 +215,7 @@ func (st *state) pass(s *shape, n int) int {
 		if s.excl.has(int(ni)) {
 			continue
 		}
-		k, perm := st.try(s, nd, n-placed, false)
+		k, perm := st.try(s, nd, n-placed)
 		if perm {
 			s.excl.set(int(ni))
 			continue
