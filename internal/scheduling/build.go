@@ -150,40 +150,13 @@ func (st *state) initShape(s *shape, p *corev1.Pod, volReqs Requirements) {
 		s.spreads = append(s.spreads, spreadTerm{group: g, anyway: c.WhenUnsatisfiable == corev1.ScheduleAnyway})
 	}
 	if a := p.Spec.Affinity; a != nil {
-		add := func(kind topoKind, t *corev1.PodAffinityTerm, weight int32, dst *[]affinityTerm) bool {
-			g, err := st.groups.affinityGroup(kind, p, t)
-			if err != nil {
-				s.invalid = err.Error()
-				return false
-			}
-			*dst = append(*dst, affinityTerm{group: g, weight: weight})
-			return true
+		if pa := a.PodAffinity; pa != nil && !st.affinityTerms(s, p, kindAffinity,
+			pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, &s.affinity, &s.prefAffinity) {
+			return
 		}
-		if a.PodAffinity != nil {
-			for i := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				if !add(kindAffinity, &a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], 0, &s.affinity) {
-					return
-				}
-			}
-			for i := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-				t := &a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i]
-				if !add(kindAffinity, &t.PodAffinityTerm, t.Weight, &s.prefAffinity) {
-					return
-				}
-			}
-		}
-		if a.PodAntiAffinity != nil {
-			for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				if !add(kindAnti, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], 0, &s.antiAffinity) {
-					return
-				}
-			}
-			for i := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-				t := &a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i]
-				if !add(kindAnti, &t.PodAffinityTerm, t.Weight, &s.prefAnti) {
-					return
-				}
-			}
+		if pa := a.PodAntiAffinity; pa != nil && !st.affinityTerms(s, p, kindAnti,
+			pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, &s.antiAffinity, &s.prefAnti) {
+			return
 		}
 		byWeight := func(ts []affinityTerm) {
 			sort.SliceStable(ts, func(i, j int) bool { return ts[i].weight > ts[j].weight })
@@ -194,6 +167,32 @@ func (st *state) initShape(s *shape, p *corev1.Pod, volReqs Requirements) {
 	st.activate(s)
 }
 
+// affinityTerms adds a pod's required and preferred terms of one kind
+// (pod affinity or anti-affinity) to the shape as groups. An invalid term
+// makes the shape invalid, with the reason, and returns false.
+func (st *state) affinityTerms(s *shape, p *corev1.Pod, kind topoKind, required []corev1.PodAffinityTerm,
+	preferred []corev1.WeightedPodAffinityTerm, req, pref *[]affinityTerm) bool {
+	add := func(t *corev1.PodAffinityTerm, weight int32, dst *[]affinityTerm) bool {
+		g, err := st.groups.affinityGroup(kind, p, t)
+		if err != nil {
+			s.invalid = err.Error()
+			return false
+		}
+		*dst = append(*dst, affinityTerm{group: g, weight: weight})
+		return true
+	}
+	for i := range required {
+		if !add(&required[i], 0, req) {
+			return false
+		}
+	}
+	for i := range preferred {
+		if !add(&preferred[i].PodAffinityTerm, preferred[i].Weight, pref) {
+			return false
+		}
+	}
+	return true
+}
 
 func (st *state) buildPools() error {
 	daemons, err := digestDaemonSets(st.in.DaemonSets)
@@ -221,6 +220,9 @@ func (st *state) buildPools() error {
 	return nil
 }
 
+// buildExisting digests the existing and in-flight nodes (initialized
+// first, then by name), charges them to their NodePool's limits, and seeds
+// the anti-affinity of the pods already on them.
 func (st *state) buildExisting() error {
 	nodes := append([]*ExistingNode(nil), st.in.Nodes...)
 	sort.SliceStable(nodes, func(i, j int) bool {
@@ -242,48 +244,7 @@ func (st *state) buildExisting() error {
 			return fmt.Errorf("existing node %s listed twice", en.Name)
 		}
 		seen[en.Name] = true
-		n := &node{idx: int32(len(st.nodes)), name: en.Name, labels: en.Labels, src: en}
-		if n.labels == nil {
-			n.labels = map[string]string{}
-		}
-		for _, t := range en.Taints {
-			if !en.Initialized && (IsEphemeralTaint(t) || isStartupTaint(t, en.StartupTaints)) {
-				continue // gone by the time the node is ready
-			}
-			n.taints = append(n.taints, t)
-		}
-		if en.Initialized {
-			n.taints = append(n.taints, en.StartupTaints...)
-		}
-		n.alloc, _ = st.space.vector(en.Allocatable, false)
-		n.used = make(resVec, st.space.dim())
-		present := map[string]bool{}
-		for _, p := range en.Pods {
-			v, _ := st.space.vector(PodRequests(p), false)
-			v[resPods] = 1
-			n.used.addScaled(v, 1)
-			n.ports = append(n.ports, podHostPorts(p)...)
-			for _, o := range p.OwnerReferences {
-				if o.Kind == "DaemonSet" {
-					present[string(o.UID)] = true
-					present[p.Namespace+"/"+o.Name] = true
-				}
-			}
-		}
-		if !en.Initialized {
-			// Daemons not yet running will claim their share once it starts.
-			for _, d := range st.daemons {
-				if present[d.uid] && d.uid != "" || present[d.name] {
-					continue
-				}
-				if d.matchesNode(n.labels, append(append([]corev1.Taint(nil), en.Taints...), en.StartupTaints...)) {
-					v, _ := st.space.vector(d.req, false)
-					v[resPods] = 1
-					n.used.addScaled(v, 1)
-					n.ports = append(n.ports, d.ports...)
-				}
-			}
-		}
+		n := st.existingNode(en)
 		if p, ok := poolByName[en.Labels[LabelNodePool]]; ok {
 			c := en.Capacity
 			if c == nil {
@@ -294,7 +255,63 @@ func (st *state) buildExisting() error {
 		st.nodes = append(st.nodes, n)
 		st.addRoomy(n)
 	}
-	// Existing pods' anti-affinity terms keep matching pending pods away.
+	return st.seedExistingAntiAffinity()
+}
+
+// existingNode is en as the solver sees it once pending pods could arrive:
+// the taints that block scheduling then, and the room its pods take (on a
+// node still starting, also the DaemonSet pods still to come).
+func (st *state) existingNode(en *ExistingNode) *node {
+	n := &node{idx: int32(len(st.nodes)), name: en.Name, labels: en.Labels, src: en}
+	if n.labels == nil {
+		n.labels = map[string]string{}
+	}
+	for _, t := range en.Taints {
+		if !en.Initialized && (IsEphemeralTaint(t) || isStartupTaint(t, en.StartupTaints)) {
+			continue // gone by the time the node is ready
+		}
+		n.taints = append(n.taints, t)
+	}
+	if en.Initialized {
+		n.taints = append(n.taints, en.StartupTaints...)
+	}
+	n.alloc, _ = st.space.vector(en.Allocatable, false)
+	n.used = make(resVec, st.space.dim())
+	present := map[string]bool{} // DaemonSets with a pod here, by UID and by namespace/name
+	for _, p := range en.Pods {
+		st.addExistingPod(n, PodRequests(p), podHostPorts(p))
+		for _, o := range p.OwnerReferences {
+			if o.Kind == "DaemonSet" {
+				present[string(o.UID)] = true
+				present[p.Namespace+"/"+o.Name] = true
+			}
+		}
+	}
+	if !en.Initialized {
+		// Daemons not yet running will claim their share once it starts.
+		for _, d := range st.daemons {
+			if present[d.uid] && d.uid != "" || present[d.name] {
+				continue
+			}
+			if d.matchesNode(n.labels, append(append([]corev1.Taint(nil), en.Taints...), en.StartupTaints...)) {
+				st.addExistingPod(n, d.req, d.ports)
+			}
+		}
+	}
+	return n
+}
+
+// addExistingPod counts one pod's requests and host ports on node n.
+func (st *state) addExistingPod(n *node, req corev1.ResourceList, ports []hostPort) {
+	v, _ := st.space.vector(req, false)
+	v[resPods] = 1
+	n.used.addScaled(v, 1)
+	n.ports = append(n.ports, ports...)
+}
+
+// seedExistingAntiAffinity makes existing pods' required anti-affinity
+// terms keep matching pending pods away.
+func (st *state) seedExistingAntiAffinity() error {
 	for _, n := range st.nodes {
 		for _, p := range n.src.Pods {
 			a := p.Spec.Affinity
