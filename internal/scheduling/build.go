@@ -27,7 +27,7 @@ func (st *state) buildShapes() error {
 			continue
 		}
 		reqList := PodRequests(p)
-		req, _ := st.space.vector(reqList, true)
+		req := st.space.vector(reqList, true)
 		req[resPods] = 1
 		volReqs, volErr := vols.requirements(p)
 		volKey := volReqs.canonical()
@@ -275,7 +275,7 @@ func (st *state) existingNode(en *ExistingNode) *node {
 	if en.Initialized {
 		n.taints = append(n.taints, en.StartupTaints...)
 	}
-	n.alloc, _ = st.space.vector(en.Allocatable, false)
+	n.alloc = st.space.vector(en.Allocatable, false)
 	n.used = make(resVec, st.space.dim())
 	present := map[string]bool{} // DaemonSets with a pod here, by UID and by namespace/name
 	for _, p := range en.Pods {
@@ -303,7 +303,7 @@ func (st *state) existingNode(en *ExistingNode) *node {
 
 // addExistingPod counts one pod's requests and host ports on node n.
 func (st *state) addExistingPod(n *node, req corev1.ResourceList, ports []hostPort) {
-	v, _ := st.space.vector(req, false)
+	v := st.space.vector(req, false)
 	v[resPods] = 1
 	n.used.addScaled(v, 1)
 	n.ports = append(n.ports, ports...)
@@ -346,40 +346,7 @@ func (st *state) buildUniverse() {
 		}
 		set := map[string]bool{}
 		for _, p := range st.pools {
-			r, constrained := p.reqs.Get(key)
-			zr, _ := p.reqs.Get(LabelZone)
-			cr, _ := p.reqs.Get(LabelCapacityType)
-			ir, _ := p.reqs.Get(LabelZoneID)
-			for _, t := range p.types {
-				switch key {
-				case LabelZone, LabelCapacityType, LabelZoneID:
-					for _, o := range t.offerings {
-						// Only offerings this pool could launch make a domain.
-						if !o.Available || (zr != nil && !zr.Has(o.Zone)) || (cr != nil && !cr.Has(o.CapacityType)) ||
-							(ir != nil && !ir.Matches(o.ZoneID, o.ZoneID != "")) {
-							continue
-						}
-						v := o.Zone
-						if key == LabelCapacityType {
-							v = o.CapacityType
-						} else if key == LabelZoneID {
-							v = o.ZoneID
-						}
-						if v != "" && (!constrained || r.Has(v)) {
-							set[v] = true
-						}
-					}
-				default:
-					if v, ok := t.it.Labels[key]; ok && (!constrained || r.Has(v)) {
-						set[v] = true
-					}
-				}
-			}
-			if constrained && r.Finite() {
-				for _, v := range r.Values() {
-					set[v] = true
-				}
-			}
+			p.addDomains(key, set)
 		}
 		for _, n := range st.nodes {
 			if v, ok := n.labels[key]; ok {
@@ -395,6 +362,38 @@ func (st *state) buildUniverse() {
 		st.topoKeys = append(st.topoKeys, key)
 	}
 	sort.Strings(st.topoKeys)
+}
+
+// addDomains adds to set the values of key a node of pool p could carry:
+// from the offerings it could launch (zone, capacity type, zone ID) or its
+// types' labels, and the values its requirements list.
+func (p *poolState) addDomains(key string, set map[string]bool) {
+	r, constrained := p.reqs.Get(key)
+	f := launchFilterOf(p.reqs)
+	for _, t := range p.types {
+		switch key {
+		case LabelZone, LabelCapacityType, LabelZoneID:
+			for j := range t.offerings {
+				o := &t.offerings[j]
+				// Only offerings this pool could launch make a domain.
+				if !f.allows(o) {
+					continue
+				}
+				if v := offeringValue(o, key); v != "" && (!constrained || r.Has(v)) {
+					set[v] = true
+				}
+			}
+		default:
+			if v, ok := t.it.Labels[key]; ok && (!constrained || r.Has(v)) {
+				set[v] = true
+			}
+		}
+	}
+	if constrained && r.Finite() {
+		for _, v := range r.Values() {
+			set[v] = true
+		}
+	}
 }
 
 // linkGroups finds, for each shape, the groups whose selector matches its

@@ -24,11 +24,9 @@ type rankedOption struct {
 // that capacity type; the options are the fitting types that have such an
 // offering, cheapest first. buf is reused across claims.
 func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
-	zone, _ := c.reqs.Get(LabelZone)
-	ctReq, _ := c.reqs.Get(LabelCapacityType)
-	zid, _ := c.reqs.Get(LabelZoneID)
+	f := launchFilterOf(c.reqs)
 	for _, ct := range []string{CapacityTypeReserved, CapacityTypeSpot, CapacityTypeOnDemand} {
-		if ctReq != nil && !ctReq.Has(ct) {
+		if f.ct != nil && !f.ct.Has(ct) {
 			continue
 		}
 		ranked := buf[:0]
@@ -37,8 +35,7 @@ func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
 			best := -1
 			for j := range t.offerings {
 				o := &t.offerings[j]
-				if !o.Available || o.CapacityType != ct || (zone != nil && !zone.Has(o.Zone)) ||
-					(zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "")) {
+				if o.CapacityType != ct || !f.allows(o) {
 					continue
 				}
 				if best < 0 || o.Price < t.offerings[best].Price || (o.Price == t.offerings[best].Price && o.Zone < t.offerings[best].Zone) {

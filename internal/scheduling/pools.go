@@ -263,11 +263,11 @@ func (p *poolState) addOverhead(space *resourceSpace, daemons []*daemon) {
 	p.all = newBitset(len(p.types))
 	startupAndTaints := append(append([]corev1.Taint(nil), np.Taints...), np.StartupTaints...)
 	for i, t := range p.types {
-		alloc, _ := space.vector(t.it.Allocatable, false)
+		alloc := space.vector(t.it.Allocatable, false)
 		over := make(resVec, space.dim())
 		for _, d := range daemons {
 			if d.compatibleWith(p.reqs, startupAndTaints, t) {
-				v, _ := space.vector(d.req, false)
+				v := space.vector(d.req, false)
 				over.addScaled(v, 1)
 				over[resPods]++
 			}
@@ -439,6 +439,35 @@ func (rs Requirements) canonical() string {
 	return string(w.b)
 }
 
+// launchFilter holds the zone, capacity type and zone ID requirements an
+// offering must meet for a pool or claim to launch it (nil: any).
+type launchFilter struct{ zone, ct, zid *Requirement }
+
+func launchFilterOf(reqs Requirements) launchFilter {
+	var f launchFilter
+	f.zone, _ = reqs.Get(LabelZone)
+	f.ct, _ = reqs.Get(LabelCapacityType)
+	f.zid, _ = reqs.Get(LabelZoneID)
+	return f
+}
+
+func (f launchFilter) allows(o *Offering) bool {
+	return o.Available && (f.zone == nil || f.zone.Has(o.Zone)) && (f.ct == nil || f.ct.Has(o.CapacityType)) &&
+		(f.zid == nil || f.zid.Matches(o.ZoneID, o.ZoneID != ""))
+}
+
+// offeringValue is the value an offering gives key: its zone, capacity
+// type or zone ID.
+func offeringValue(o *Offering, key string) string {
+	switch key {
+	case LabelCapacityType:
+		return o.CapacityType
+	case LabelZoneID:
+		return o.ZoneID
+	}
+	return o.Zone
+}
+
 // satisfiesMinValues checks every minValues requirement against options.
 func (p *poolState) satisfiesMinValues(reqs Requirements, options bitset) (bool, string) {
 	for i := range reqs {
@@ -451,17 +480,9 @@ func (p *poolState) satisfiesMinValues(reqs Requirements, options bitset) (bool,
 			t := p.types[ti]
 			switch r.Key {
 			case LabelZone, LabelCapacityType, LabelZoneID:
-				for _, o := range t.offerings {
-					if !o.Available {
-						continue
-					}
-					v := o.Zone
-					if r.Key == LabelCapacityType {
-						v = o.CapacityType
-					} else if r.Key == LabelZoneID {
-						v = o.ZoneID
-					}
-					if r.Has(v) {
+				for j := range t.offerings {
+					o := &t.offerings[j]
+					if v := offeringValue(o, r.Key); o.Available && r.Has(v) {
 						seen[v] = true
 					}
 				}

@@ -117,14 +117,11 @@ func (st *state) viable(n *node, key string) []string {
 	r, constrained := c.reqs.Get(key)
 	switch key {
 	case LabelZone, LabelCapacityType, LabelZoneID:
-		zone, _ := c.reqs.Get(LabelZone)
-		ct, _ := c.reqs.Get(LabelCapacityType)
-		zid, _ := c.reqs.Get(LabelZoneID)
+		f := launchFilterOf(c.reqs)
 		c.options.each(func(i int) bool {
 			for j := range c.pool.types[i].offerings {
 				o := &c.pool.types[i].offerings[j]
-				if !o.Available || (zone != nil && !zone.Has(o.Zone)) || (ct != nil && !ct.Has(o.CapacityType)) ||
-					(zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "")) {
+				if !f.allows(o) {
 					continue
 				}
 				switch key {
