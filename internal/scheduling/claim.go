@@ -123,6 +123,8 @@ func (st *state) commitMost(s *shape, nd *node, k int, narrow []narrowing, mask 
 func (st *state) commitClaim(s *shape, nd *node, k int, narrow []narrowing, mask bitset) bool {
 	c := nd.claim
 	reqs := c.reqs
+	// A shape variant's requirements are intersected into a claim once;
+	// later commits of the same variant skip the intersection.
 	merged := false
 	for _, v := range c.merged {
 		if v == s.variant {
@@ -148,6 +150,9 @@ func (st *state) commitClaim(s *shape, nd *node, k int, narrow []narrowing, mask
 			return false
 		}
 	}
+	// Pods placed while a narrowed key was open were not counted in its
+	// groups; once the narrowing decides the domain, recordDecided counts
+	// them (only for keys that were not decided already).
 	var decidedBefore []bool
 	for _, nw := range narrow {
 		_, d := st.domainsOf(nd, nw.key, nil)

@@ -92,16 +92,33 @@ func SolveWithOptions(ctx context.Context, in *Input, opts Options) (*Plan, erro
 	st.buildUniverse()
 	st.linkGroups()
 	st.orderShapes()
-	// Like Karpenter, pods that fail are retried after the others, round
-	// after round, until a round places nothing: a pod with affinity to a
-	// smaller pod sorts before it and only fits once that pod is placed.
+	if err := st.placeAll(); err != nil {
+		return nil, err
+	}
+	if !opts.DisableRepack {
+		st.repack()
+		if !opts.DisableResplit {
+			st.resplit()
+		}
+	}
+	plan := st.plan()
+	plan.LowerBoundPerHour = st.lowerBound()
+	return plan, nil
+}
+
+// placeAll places every shape in order. Like Karpenter, pods that fail
+// are retried after the others, round after round, until a round places
+// nothing: a pod with affinity to a smaller pod sorts before it and only
+// fits once that pod is placed.
+func (st *state) placeAll() error {
 	queue := st.shapes
-	for round := 0; len(queue) > 0; round++ {
+	for len(queue) > 0 {
 		var retry []*shape
 		progress := 0
 		for i, s := range queue {
-			if i&63 == 0 && ctx.Err() != nil {
-				return nil, fmt.Errorf("solve: %w", ctx.Err())
+			// Checking every 64 shapes keeps cancellation prompt and cheap.
+			if i&63 == 0 && st.ctx.Err() != nil {
+				return fmt.Errorf("solve: %w", st.ctx.Err())
 			}
 			before := s.placedSoFar
 			if !st.placeShape(s) {
@@ -113,19 +130,11 @@ func SolveWithOptions(ctx context.Context, in *Input, opts Options) (*Plan, erro
 			for _, s := range retry {
 				st.fail(s, s.unplacedReason)
 			}
-			break
+			return nil
 		}
 		queue = retry
 	}
-	if !opts.DisableRepack {
-		st.repack()
-		if !opts.DisableResplit {
-			st.resplit()
-		}
-	}
-	plan := st.plan()
-	plan.LowerBoundPerHour = st.lowerBound()
-	return plan, nil
+	return nil
 }
 
 // mask returns the pool's types compatible with the shape's requirements.
