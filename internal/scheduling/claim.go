@@ -28,8 +28,10 @@ func (st *state) try(s *shape, nd *node, limit int) (placed int, never bool) {
 	if c == nil {
 		return st.tryExisting(s, nd, limit)
 	}
+	// No paid-for room is the common miss and the cheapest test, so it
+	// comes before admits; the growth pass decides the rest.
 	if !s.req.fits(nd.used, c.pool.avail[c.cur]) {
-		return 0, false // no paid-for room; the growth pass decides the rest
+		return 0, false
 	}
 	limit, ok := admits(s, nd, limit)
 	if !ok {

@@ -224,8 +224,8 @@ func (st *state) pass(s *shape, n int) int {
 		if s.excl.has(int(ni)) {
 			continue
 		}
-		k, perm := st.try(s, nd, n-placed)
-		if perm {
+		k, never := st.try(s, nd, n-placed)
+		if never {
 			s.excl.set(int(ni))
 			continue
 		}
