@@ -24,11 +24,9 @@ type rankedOption struct {
 // that capacity type; the options are the fitting types that have such an
 // offering, cheapest first. buf is reused across claims.
 func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
-	zone, _ := c.reqs.Get(LabelZone)
-	ctReq, _ := c.reqs.Get(LabelCapacityType)
-	zid, _ := c.reqs.Get(LabelZoneID)
+	f := launchFilterOf(c.reqs)
 	for _, ct := range []string{CapacityTypeReserved, CapacityTypeSpot, CapacityTypeOnDemand} {
-		if ctReq != nil && !ctReq.Has(ct) {
+		if f.ct != nil && !f.ct.Has(ct) {
 			continue
 		}
 		ranked := buf[:0]
@@ -37,8 +35,7 @@ func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
 			best := -1
 			for j := range t.offerings {
 				o := &t.offerings[j]
-				if !o.Available || o.CapacityType != ct || (zone != nil && !zone.Has(o.Zone)) ||
-					(zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "")) {
+				if o.CapacityType != ct || !f.allows(o) {
 					continue
 				}
 				if best < 0 || o.Price < t.offerings[best].Price || (o.Price == t.offerings[best].Price && o.Zone < t.offerings[best].Zone) {
@@ -133,6 +130,9 @@ func (st *state) plan() *Plan {
 	return out
 }
 
+// finalize turns claim nd into the NodeClaim to launch: the capacity type
+// and options CreateFleet would launch it with (see resolve), its labels,
+// requirements, requests and pods, and a name that hashes its pods.
 func (st *state) finalize(nd *node) *NodeClaimPlan {
 	c := nd.claim
 	p := c.pool
@@ -148,19 +148,7 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 		}
 		return nil
 	}
-	keep := ranked
-	if len(keep) > MaxInstanceTypeOptions {
-		keep = keep[:MaxInstanceTypeOptions]
-		if p.minValues {
-			b := newBitset(len(p.types))
-			for _, r := range keep {
-				b.set(int(r.idx))
-			}
-			if ok, _ := p.satisfiesMinValues(c.reqs, b); !ok {
-				keep = ranked // minValues wins over the fleet size cap
-			}
-		}
-	}
+	keep := capOptions(c, ranked)
 	t := p.types[keep[0].idx]
 	bestOffering := t.offerings[keep[0].offering]
 	cp := &NodeClaimPlan{
@@ -172,7 +160,7 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 		PricePerHour: bestOffering.Price,
 		// Options past the fleet cap are never sent, so they cannot launch.
 		ExpectedPricePerHour: launchPrice(ct, keep),
-		Labels:               map[string]string{},
+		Labels:               claimLabels(c, t, bestOffering, ct),
 		Taints:               append([]corev1.Taint{}, p.np.Taints...),
 		Allocatable:          t.it.Allocatable.DeepCopy(),
 	}
@@ -184,10 +172,43 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 		names[i] = p.types[r.idx].it.Name
 	}
 	cp.InstanceTypeOptions = names
-	// Labels: the template's, the requirements' single values, the type's,
-	// and the offering's.
-	for k, v := range p.np.Labels {
-		cp.Labels[k] = v
+	addClaimRequirements(cp, c.reqs, names, ct)
+	used := nd.used.clone()
+	for j, v := range p.overhead[keep[0].idx] {
+		used[j] += v
+	}
+	cp.Requests = st.space.list(used)
+	addClaimPods(cp, nd)
+	return cp
+}
+
+// capOptions keeps the cheapest MaxInstanceTypeOptions of the ranked
+// options, unless that would break the pool's minValues.
+func capOptions(c *claimState, ranked []rankedOption) []rankedOption {
+	p := c.pool
+	if len(ranked) <= MaxInstanceTypeOptions {
+		return ranked
+	}
+	keep := ranked[:MaxInstanceTypeOptions]
+	if p.minValues {
+		b := newBitset(len(p.types))
+		for _, r := range keep {
+			b.set(int(r.idx))
+		}
+		if ok, _ := p.satisfiesMinValues(c.reqs, b); !ok {
+			return ranked // minValues wins over the fleet size cap
+		}
+	}
+	return keep
+}
+
+// claimLabels are the template's labels, the requirements' single values,
+// the type's labels, and the offering's.
+func claimLabels(c *claimState, t *typeInfo, o Offering, ct string) map[string]string {
+	np := c.pool.np
+	labels := map[string]string{}
+	for k, v := range np.Labels {
+		labels[k] = v
 	}
 	for i := range c.reqs {
 		r := &c.reqs[i]
@@ -195,20 +216,26 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 			continue
 		}
 		if v, ok := r.Single(); ok {
-			cp.Labels[r.Key] = v
+			labels[r.Key] = v
 		}
 	}
 	for k, v := range t.it.Labels {
-		cp.Labels[k] = v
+		labels[k] = v
 	}
-	cp.Labels[LabelNodePool] = p.np.Name
-	cp.Labels[LabelZone] = bestOffering.Zone
-	if bestOffering.ZoneID != "" {
-		cp.Labels[LabelZoneID] = bestOffering.ZoneID
+	labels[LabelNodePool] = np.Name
+	labels[LabelZone] = o.Zone
+	if o.ZoneID != "" {
+		labels[LabelZoneID] = o.ZoneID
 	}
-	cp.Labels[LabelCapacityType] = ct
-	// Requirements: the claim's, pinned to the options and capacity type.
-	reqs := c.reqs.Add(Requirement{Key: LabelInstanceType, values: sortedUnique(names)})
+	labels[LabelCapacityType] = ct
+	return labels
+}
+
+// addClaimRequirements sets the claim's requirements, pinned to its
+// options and capacity type (the placeholder hostname left out), and
+// their minValues.
+func addClaimRequirements(cp *NodeClaimPlan, claimReqs Requirements, names []string, ct string) {
+	reqs := claimReqs.Add(Requirement{Key: LabelInstanceType, values: sortedUnique(names)})
 	reqs = reqs.Add(Requirement{Key: LabelCapacityType, values: []string{ct}})
 	for i := range reqs {
 		if reqs[i].Key == LabelHostname {
@@ -222,13 +249,13 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 			cp.MinValues[reqs[i].Key] = reqs[i].MinValues
 		}
 	}
-	used := nd.used.clone()
-	for j, v := range p.overhead[keep[0].idx] {
-		used[j] += v
-	}
-	cp.Requests = st.space.list(used)
+}
+
+// addClaimPods lists the claim's pods and names it after them: the same
+// pods in the same pool give the same name, whatever else changed.
+func addClaimPods(cp *NodeClaimPlan, nd *node) {
 	h := sha256.New()
-	h.Write([]byte(p.np.Name))
+	h.Write([]byte(cp.NodePool))
 	for _, pr := range nd.placed {
 		for _, pod := range pr.s.pods[pr.start : pr.start+pr.n] {
 			k := podKey(pod)
@@ -238,6 +265,5 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 			h.Write([]byte(k))
 		}
 	}
-	cp.Name = p.np.Name + "-" + hex.EncodeToString(h.Sum(nil))[:10]
-	return cp
+	cp.Name = cp.NodePool + "-" + hex.EncodeToString(h.Sum(nil))[:10]
 }

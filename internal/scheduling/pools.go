@@ -201,6 +201,9 @@ func (d *daemon) matchesNode(labels map[string]string, taints []corev1.Taint) bo
 	return false
 }
 
+// newPoolState prepares NodePool np for a solve: its requirements (with its
+// labels, name and node class), the types it may launch, the room
+// DaemonSets leave on each, and its limits.
 func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemons []*daemon, unavailable map[OfferingKey]bool) (*poolState, error) {
 	p := &poolState{np: np, taints: np.Taints, maskCache: map[string]bitset{}}
 	reqs := np.Requirements
@@ -220,6 +223,16 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 			p.minValues = true
 		}
 	}
+	p.addTypes(its, unavailable)
+	p.addOverhead(space, daemons)
+	p.addLimits()
+	return p, nil
+}
+
+// addTypes keeps the instance types the pool's requirements allow, with
+// the unavailable offerings marked, cheapest launchable offering first
+// (then by name).
+func (p *poolState) addTypes(its []*InstanceType, unavailable map[OfferingKey]bool) {
 	for _, it := range its {
 		t := &typeInfo{it: it, offerings: append([]Offering(nil), it.Offerings...)}
 		for i := range t.offerings {
@@ -227,10 +240,10 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 				t.offerings[i].Available = false
 			}
 		}
-		if !typeCompatible(t, reqs) {
+		if !typeCompatible(t, p.reqs) {
 			continue
 		}
-		o, _ := cheapestOffering(t, reqs, "")
+		o, _ := cheapestOffering(t, p.reqs, "")
 		t.rankPrice = o.Price
 		p.types = append(p.types, t)
 	}
@@ -240,14 +253,21 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 		}
 		return p.types[i].it.Name < p.types[j].it.Name
 	})
+}
+
+// addOverhead works out, per type, the DaemonSet pods a node of the pool
+// will run (those that tolerate its taints and startup taints and match
+// its labels) and the room they leave, and the host ports they hold.
+func (p *poolState) addOverhead(space *resourceSpace, daemons []*daemon) {
+	np := p.np
 	p.all = newBitset(len(p.types))
 	startupAndTaints := append(append([]corev1.Taint(nil), np.Taints...), np.StartupTaints...)
 	for i, t := range p.types {
-		alloc, _ := space.vector(t.it.Allocatable, false)
+		alloc := space.vector(t.it.Allocatable, false)
 		over := make(resVec, space.dim())
 		for _, d := range daemons {
-			if d.compatibleWith(reqs, startupAndTaints, t) {
-				v, _ := space.vector(d.req, false)
+			if d.compatibleWith(p.reqs, startupAndTaints, t) {
+				v := space.vector(d.req, false)
 				over.addScaled(v, 1)
 				over[resPods]++
 			}
@@ -261,10 +281,16 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 		p.all.set(i)
 	}
 	for _, d := range daemons {
-		if d.compatibleWith(reqs, startupAndTaints, nil) {
+		if d.compatibleWith(p.reqs, startupAndTaints, nil) {
 			p.daemons = append(p.daemons, d.ports...)
 		}
 	}
+}
+
+// addLimits reads the NodePool's limits (by resource name, nodes apart)
+// and each type's capacity in those resources.
+func (p *poolState) addLimits() {
+	np := p.np
 	names := make([]string, 0, len(np.Limits))
 	for n := range np.Limits {
 		names = append(names, string(n))
@@ -293,7 +319,6 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 		}
 		p.limitUse = append(p.limitUse, use)
 	}
-	return p, nil
 }
 
 // chargeExisting subtracts an existing node's capacity from the limits.
@@ -414,6 +439,35 @@ func (rs Requirements) canonical() string {
 	return string(w.b)
 }
 
+// launchFilter holds the zone, capacity type and zone ID requirements an
+// offering must meet for a pool or claim to launch it (nil: any).
+type launchFilter struct{ zone, ct, zid *Requirement }
+
+func launchFilterOf(reqs Requirements) launchFilter {
+	var f launchFilter
+	f.zone, _ = reqs.Get(LabelZone)
+	f.ct, _ = reqs.Get(LabelCapacityType)
+	f.zid, _ = reqs.Get(LabelZoneID)
+	return f
+}
+
+func (f launchFilter) allows(o *Offering) bool {
+	return o.Available && (f.zone == nil || f.zone.Has(o.Zone)) && (f.ct == nil || f.ct.Has(o.CapacityType)) &&
+		(f.zid == nil || f.zid.Matches(o.ZoneID, o.ZoneID != ""))
+}
+
+// offeringValue is the value an offering gives key: its zone, capacity
+// type or zone ID.
+func offeringValue(o *Offering, key string) string {
+	switch key {
+	case LabelCapacityType:
+		return o.CapacityType
+	case LabelZoneID:
+		return o.ZoneID
+	}
+	return o.Zone
+}
+
 // satisfiesMinValues checks every minValues requirement against options.
 func (p *poolState) satisfiesMinValues(reqs Requirements, options bitset) (bool, string) {
 	for i := range reqs {
@@ -426,17 +480,9 @@ func (p *poolState) satisfiesMinValues(reqs Requirements, options bitset) (bool,
 			t := p.types[ti]
 			switch r.Key {
 			case LabelZone, LabelCapacityType, LabelZoneID:
-				for _, o := range t.offerings {
-					if !o.Available {
-						continue
-					}
-					v := o.Zone
-					if r.Key == LabelCapacityType {
-						v = o.CapacityType
-					} else if r.Key == LabelZoneID {
-						v = o.ZoneID
-					}
-					if r.Has(v) {
+				for j := range t.offerings {
+					o := &t.offerings[j]
+					if v := offeringValue(o, r.Key); o.Available && r.Has(v) {
 						seen[v] = true
 					}
 				}

@@ -89,39 +89,33 @@ func newResourceSpace() *resourceSpace {
 	return s
 }
 
-func (s *resourceSpace) add(n corev1.ResourceName) int {
-	if i, ok := s.index[n]; ok {
-		return i
+func (s *resourceSpace) add(n corev1.ResourceName) {
+	if _, ok := s.index[n]; ok {
+		return
 	}
 	s.index[n] = len(s.names)
 	s.names = append(s.names, n)
-	return len(s.names) - 1
 }
 
 func (s *resourceSpace) dim() int { return len(s.names) }
 
 // vector converts a list, registering unseen names only when register is
-// true; unregistered names are reported so callers can decide (a type may
-// offer resources nobody asks for; a pod may ask for one nobody offers).
-func (s *resourceSpace) vector(l corev1.ResourceList, register bool) (resVec, []corev1.ResourceName) {
+// true (pending pods' and DaemonSets' requests); other lists (allocatable,
+// existing pods) drop the names no pending pod or DaemonSet asks for: they
+// cannot matter to placement.
+func (s *resourceSpace) vector(l corev1.ResourceList, register bool) resVec {
 	if register {
 		for n := range l {
 			s.add(n)
 		}
 	}
 	v := make(resVec, s.dim())
-	var unknown []corev1.ResourceName
 	for n, q := range l {
-		i, ok := s.index[n]
-		if !ok {
-			if !q.IsZero() {
-				unknown = append(unknown, n)
-			}
-			continue
+		if i, ok := s.index[n]; ok {
+			v[i] = quantityValue(n, q)
 		}
-		v[i] = quantityValue(n, q)
 	}
-	return v, unknown
+	return v
 }
 
 func quantityValue(n corev1.ResourceName, q resource.Quantity) int64 {

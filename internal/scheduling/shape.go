@@ -153,15 +153,25 @@ func (w *keyWriter) sortedMap(m map[string]string, keep func(string) bool) {
 	}
 }
 
+// strs writes a list of strings, length first.
+func (w *keyWriter) strs(ss []string) {
+	w.int(int64(len(ss)))
+	for _, s := range ss {
+		w.str(s)
+	}
+}
+
+// expr writes one selector expression (node or label selector alike).
+func (w *keyWriter) expr(key, op string, values []string) {
+	w.str(key)
+	w.str(op)
+	w.strs(values)
+}
+
 func (w *keyWriter) selectorReqs(rs []corev1.NodeSelectorRequirement) {
 	w.int(int64(len(rs)))
 	for _, r := range rs {
-		w.str(r.Key)
-		w.str(string(r.Operator))
-		w.int(int64(len(r.Values)))
-		for _, v := range r.Values {
-			w.str(v)
-		}
+		w.expr(r.Key, string(r.Operator), r.Values)
 	}
 }
 
@@ -173,35 +183,23 @@ func (w *keyWriter) labelSelector(s *metav1.LabelSelector) {
 	w.sortedMap(s.MatchLabels, nil)
 	w.int(int64(len(s.MatchExpressions)))
 	for _, e := range s.MatchExpressions {
-		w.str(e.Key)
-		w.str(string(e.Operator))
-		w.int(int64(len(e.Values)))
-		for _, v := range e.Values {
-			w.str(v)
-		}
+		w.expr(e.Key, string(e.Operator), e.Values)
 	}
 }
 
 func (w *keyWriter) podAffinityTerm(t *corev1.PodAffinityTerm) {
 	w.labelSelector(t.LabelSelector)
-	w.int(int64(len(t.Namespaces)))
-	for _, n := range t.Namespaces {
-		w.str(n)
-	}
+	w.strs(t.Namespaces)
 	w.labelSelector(t.NamespaceSelector)
 	w.str(t.TopologyKey)
-	w.int(int64(len(t.MatchLabelKeys)))
-	for _, k := range t.MatchLabelKeys {
-		w.str(k)
-	}
-	w.int(int64(len(t.MismatchLabelKeys)))
-	for _, k := range t.MismatchLabelKeys {
-		w.str(k)
-	}
+	w.strs(t.MatchLabelKeys)
+	w.strs(t.MismatchLabelKeys)
 }
 
 // writeShapeKey serializes everything that makes pods distinguishable to
-// the solver. volumeKey is the pod's resolved volume topology.
+// the solver. volumeKey is the pod's resolved volume topology. Strings
+// carry their length and optional parts a tag, so parts cannot run into
+// each other.
 func writeShapeKey(w *keyWriter, pod *corev1.Pod, req resVec, selectorKeys map[string]bool, volumeKey string) {
 	w.str(pod.Namespace)
 	for _, v := range req {
@@ -210,76 +208,21 @@ func writeShapeKey(w *keyWriter, pod *corev1.Pod, req resVec, selectorKeys map[s
 	w.sortedMap(pod.Labels, func(k string) bool { return selectorKeys[k] })
 	w.sortedMap(pod.Spec.NodeSelector, nil)
 	w.str(volumeKey)
-	w.int(int64(len(pod.Spec.Tolerations)))
-	for _, t := range pod.Spec.Tolerations {
-		w.str(t.Key)
-		w.str(string(t.Operator))
-		w.str(t.Value)
-		w.str(string(t.Effect))
-	}
-	a := pod.Spec.Affinity
-	if a != nil && a.NodeAffinity != nil {
-		w.tag('N')
-		if r := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
-			w.int(int64(len(r.NodeSelectorTerms)))
-			for _, t := range r.NodeSelectorTerms {
-				w.selectorReqs(t.MatchExpressions)
-				w.selectorReqs(t.MatchFields)
-			}
+	w.tolerations(pod.Spec.Tolerations)
+	if a := pod.Spec.Affinity; a != nil {
+		if a.NodeAffinity != nil {
+			w.nodeAffinity(a.NodeAffinity)
 		}
-		w.tag('P')
-		for _, p := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			w.int(int64(p.Weight))
-			w.selectorReqs(p.Preference.MatchExpressions)
+		if pa := a.PodAffinity; pa != nil {
+			w.podAffinities('A', 'a', pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
-	}
-	if a != nil && a.PodAffinity != nil {
-		w.tag('A')
-		for i := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			w.podAffinityTerm(&a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i])
-		}
-		w.tag('a')
-		for i := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			p := &a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i]
-			w.int(int64(p.Weight))
-			w.podAffinityTerm(&p.PodAffinityTerm)
-		}
-	}
-	if a != nil && a.PodAntiAffinity != nil {
-		w.tag('X')
-		for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			w.podAffinityTerm(&a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i])
-		}
-		w.tag('x')
-		for i := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			p := &a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution[i]
-			w.int(int64(p.Weight))
-			w.podAffinityTerm(&p.PodAffinityTerm)
+		if pa := a.PodAntiAffinity; pa != nil {
+			w.podAffinities('X', 'x', pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 	}
 	w.tag('S')
-	for _, c := range pod.Spec.TopologySpreadConstraints {
-		w.int(int64(c.MaxSkew))
-		w.str(c.TopologyKey)
-		w.str(string(c.WhenUnsatisfiable))
-		w.labelSelector(c.LabelSelector)
-		if c.MinDomains != nil {
-			w.int(int64(*c.MinDomains))
-		} else {
-			w.tag('-')
-		}
-		if c.NodeAffinityPolicy != nil {
-			w.str(string(*c.NodeAffinityPolicy))
-		}
-		w.tag('|')
-		if c.NodeTaintsPolicy != nil {
-			w.str(string(*c.NodeTaintsPolicy))
-		}
-		w.tag('|')
-		w.int(int64(len(c.MatchLabelKeys)))
-		for _, k := range c.MatchLabelKeys {
-			w.str(k)
-		}
+	for i := range pod.Spec.TopologySpreadConstraints {
+		w.spread(&pod.Spec.TopologySpreadConstraints[i])
 	}
 	w.tag('H')
 	for _, p := range podHostPortsFast(pod) {
@@ -287,6 +230,67 @@ func writeShapeKey(w *keyWriter, pod *corev1.Pod, req resVec, selectorKeys map[s
 		w.str(string(p.protocol))
 		w.int(int64(p.port))
 	}
+}
+
+func (w *keyWriter) tolerations(ts []corev1.Toleration) {
+	w.int(int64(len(ts)))
+	for _, t := range ts {
+		w.str(t.Key)
+		w.str(string(t.Operator))
+		w.str(t.Value)
+		w.str(string(t.Effect))
+	}
+}
+
+func (w *keyWriter) nodeAffinity(na *corev1.NodeAffinity) {
+	w.tag('N')
+	if r := na.RequiredDuringSchedulingIgnoredDuringExecution; r != nil {
+		w.int(int64(len(r.NodeSelectorTerms)))
+		for _, t := range r.NodeSelectorTerms {
+			w.selectorReqs(t.MatchExpressions)
+			w.selectorReqs(t.MatchFields)
+		}
+	}
+	w.tag('P')
+	for _, p := range na.PreferredDuringSchedulingIgnoredDuringExecution {
+		w.int(int64(p.Weight))
+		w.selectorReqs(p.Preference.MatchExpressions)
+	}
+}
+
+// podAffinities writes one kind's required terms after reqTag and its
+// preferred terms after prefTag.
+func (w *keyWriter) podAffinities(reqTag, prefTag byte, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) {
+	w.tag(reqTag)
+	for i := range required {
+		w.podAffinityTerm(&required[i])
+	}
+	w.tag(prefTag)
+	for i := range preferred {
+		w.int(int64(preferred[i].Weight))
+		w.podAffinityTerm(&preferred[i].PodAffinityTerm)
+	}
+}
+
+func (w *keyWriter) spread(c *corev1.TopologySpreadConstraint) {
+	w.int(int64(c.MaxSkew))
+	w.str(c.TopologyKey)
+	w.str(string(c.WhenUnsatisfiable))
+	w.labelSelector(c.LabelSelector)
+	if c.MinDomains != nil {
+		w.int(int64(*c.MinDomains))
+	} else {
+		w.tag('-')
+	}
+	if c.NodeAffinityPolicy != nil {
+		w.str(string(*c.NodeAffinityPolicy))
+	}
+	w.tag('|')
+	if c.NodeTaintsPolicy != nil {
+		w.str(string(*c.NodeTaintsPolicy))
+	}
+	w.tag('|')
+	w.strs(c.MatchLabelKeys)
 }
 
 // podHostPortsFast avoids the sort when there are no host ports (the norm).

@@ -3,245 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"sort"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 )
-
-type topoKind uint8
-
-const (
-	kindSpread topoKind = iota
-	kindAffinity
-	kindAnti
-)
-
-func (k topoKind) String() string {
-	switch k {
-	case kindSpread:
-		return "topology spread"
-	case kindAffinity:
-		return "pod affinity"
-	}
-	return "pod anti-affinity"
-}
-
-// topoGroup is one (kind, topology key, namespaces, selector, parameters)
-// with incremental per-domain counts of the pods its selector matches.
-// Anti-affinity groups additionally count, per domain, the pods that own the
-// term, so pods matching the selector keep away from them (symmetry).
-type topoGroup struct {
-	kind       topoKind
-	key        string
-	nsAll      bool
-	namespaces map[string]bool
-	nsLabels   labels.Selector // namespaceSelector, when set and non-empty
-	selector   labels.Selector
-	maxSkew    int32
-	minDomains int32
-	// Node filter for counting (spread only): nodeAffinityPolicy Honor keeps
-	// the owner's node requirements, nodeTaintsPolicy Honor its tolerations.
-	filterBase  Requirements
-	filterTerms []Requirements
-	filterTols  []corev1.Toleration
-	honorTaints bool
-
-	counts map[string]int32
-	owners map[string]int32
-	desc   string
-}
-
-func (g *topoGroup) selectsNamespace(ns string, nsLabels map[string]map[string]string) bool {
-	if g.nsAll || g.namespaces[ns] {
-		return true
-	}
-	if g.nsLabels != nil {
-		return g.nsLabels.Matches(labels.Set(nsLabels[ns]))
-	}
-	return false
-}
-
-func (g *topoGroup) selects(ns string, podLabels map[string]string, nsLabels map[string]map[string]string) bool {
-	return g.selectsNamespace(ns, nsLabels) && g.selector.Matches(labels.Set(podLabels))
-}
-
-// nodeCounts reports whether pods on n count toward g (spread node policies).
-func (g *topoGroup) nodeCounts(n *node) bool {
-	if g.kind != kindSpread {
-		return true
-	}
-	if g.honorTaints && untoleratedTaint(g.filterTols, n.taints, false) != nil {
-		return false
-	}
-	if len(g.filterBase) == 0 && len(g.filterTerms) == 0 {
-		return true
-	}
-	match := func(rs Requirements) bool {
-		if n.claim == nil {
-			return rs.MatchesLabels(n.labels)
-		}
-		return n.claim.reqs.Compatible(rs) == nil
-	}
-	if !match(g.filterBase) {
-		return false
-	}
-	if len(g.filterTerms) == 0 {
-		return true
-	}
-	for _, t := range g.filterTerms {
-		if match(t) {
-			return true
-		}
-	}
-	return false
-}
-
-// groupBuilder dedupes groups across shapes.
-type groupBuilder struct {
-	byKey    map[string]*topoGroup
-	groups   []*topoGroup
-	nsLabels map[string]map[string]string
-}
-
-func selectorString(w *keyWriter, s labels.Selector) {
-	w.str(s.String())
-}
-
-func (b *groupBuilder) get(g *topoGroup, extra string) *topoGroup {
-	var w keyWriter
-	w.int(int64(g.kind))
-	w.str(g.key)
-	if g.nsAll {
-		w.tag('*')
-	} else {
-		nss := make([]string, 0, len(g.namespaces))
-		for n := range g.namespaces {
-			nss = append(nss, n)
-		}
-		sort.Strings(nss)
-		for _, n := range nss {
-			w.str(n)
-		}
-	}
-	if g.nsLabels != nil {
-		w.str(g.nsLabels.String())
-	}
-	selectorString(&w, g.selector)
-	w.int(int64(g.maxSkew))
-	w.int(int64(g.minDomains))
-	w.str(extra)
-	k := string(w.b)
-	if ex, ok := b.byKey[k]; ok {
-		return ex
-	}
-	g.counts = map[string]int32{}
-	if g.kind == kindAnti {
-		g.owners = map[string]int32{}
-	}
-	b.byKey[k] = g
-	b.groups = append(b.groups, g)
-	return g
-}
-
-// termSelector builds a pod affinity term's selector with matchLabelKeys /
-// mismatchLabelKeys folded in from the owner's labels.
-func termSelector(sel *metav1.LabelSelector, podLabels map[string]string, matchKeys, mismatchKeys []string) (labels.Selector, error) {
-	var s labels.Selector
-	if sel == nil {
-		// A nil selector matches nothing in pod (anti-)affinity and spread.
-		return labels.Nothing(), nil
-	}
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range matchKeys {
-		if v, ok := podLabels[k]; ok {
-			r, err := labels.NewRequirement(k, selection.In, []string{v})
-			if err != nil {
-				return nil, err
-			}
-			s = s.Add(*r)
-		}
-	}
-	for _, k := range mismatchKeys {
-		if v, ok := podLabels[k]; ok {
-			r, err := labels.NewRequirement(k, selection.NotIn, []string{v})
-			if err != nil {
-				return nil, err
-			}
-			s = s.Add(*r)
-		}
-	}
-	return s, nil
-}
-
-func (b *groupBuilder) affinityGroup(kind topoKind, pod *corev1.Pod, t *corev1.PodAffinityTerm) (*topoGroup, error) {
-	if t.TopologyKey == "" {
-		return nil, fmt.Errorf("%s term has an empty topologyKey", kind)
-	}
-	sel, err := termSelector(t.LabelSelector, pod.Labels, t.MatchLabelKeys, t.MismatchLabelKeys)
-	if err != nil {
-		return nil, fmt.Errorf("%s selector: %w", kind, err)
-	}
-	g := &topoGroup{kind: kind, key: t.TopologyKey, selector: sel, namespaces: map[string]bool{}}
-	for _, n := range t.Namespaces {
-		g.namespaces[n] = true
-	}
-	if t.NamespaceSelector != nil {
-		if len(t.NamespaceSelector.MatchLabels) == 0 && len(t.NamespaceSelector.MatchExpressions) == 0 {
-			g.nsAll = true
-		} else {
-			ns, err := metav1.LabelSelectorAsSelector(t.NamespaceSelector)
-			if err != nil {
-				return nil, fmt.Errorf("%s namespaceSelector: %w", kind, err)
-			}
-			g.nsLabels = ns
-		}
-	}
-	if !g.nsAll && len(t.Namespaces) == 0 && t.NamespaceSelector == nil {
-		g.namespaces[pod.Namespace] = true
-	}
-	g.desc = fmt.Sprintf("%s on %s (%s)", kind, t.TopologyKey, sel.String())
-	return b.get(g, ""), nil
-}
-
-func (b *groupBuilder) spreadGroup(pod *corev1.Pod, c *corev1.TopologySpreadConstraint, base Requirements, terms []Requirements) (*topoGroup, error) {
-	if c.TopologyKey == "" {
-		return nil, fmt.Errorf("topology spread constraint has an empty topologyKey")
-	}
-	if c.MaxSkew <= 0 {
-		return nil, fmt.Errorf("topology spread constraint on %s: maxSkew must be positive", c.TopologyKey)
-	}
-	sel, err := termSelector(c.LabelSelector, pod.Labels, c.MatchLabelKeys, nil)
-	if err != nil {
-		return nil, fmt.Errorf("topology spread selector: %w", err)
-	}
-	g := &topoGroup{kind: kindSpread, key: c.TopologyKey, selector: sel, maxSkew: c.MaxSkew,
-		namespaces: map[string]bool{pod.Namespace: true}}
-	if c.MinDomains != nil {
-		g.minDomains = *c.MinDomains
-	}
-	var extra keyWriter
-	if c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor {
-		g.filterBase, g.filterTerms = base, terms
-		extra.str(base.canonical())
-		for _, t := range terms {
-			extra.str(t.canonical())
-		}
-	}
-	extra.tag('|')
-	if c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
-		g.honorTaints, g.filterTols = true, pod.Spec.Tolerations
-		for _, t := range pod.Spec.Tolerations {
-			extra.str(t.Key + "/" + string(t.Operator) + "/" + t.Value + "/" + string(t.Effect))
-		}
-	}
-	g.desc = fmt.Sprintf("topology spread on %s maxSkew %d (%s)", c.TopologyKey, c.MaxSkew, sel.String())
-	return b.get(g, string(extra.b)), nil
-}
 
 // narrowing restricts a claim's label key to values, chosen by topology.
 type narrowing struct {
@@ -355,14 +117,11 @@ func (st *state) viable(n *node, key string) []string {
 	r, constrained := c.reqs.Get(key)
 	switch key {
 	case LabelZone, LabelCapacityType, LabelZoneID:
-		zone, _ := c.reqs.Get(LabelZone)
-		ct, _ := c.reqs.Get(LabelCapacityType)
-		zid, _ := c.reqs.Get(LabelZoneID)
+		f := launchFilterOf(c.reqs)
 		c.options.each(func(i int) bool {
 			for j := range c.pool.types[i].offerings {
 				o := &c.pool.types[i].offerings[j]
-				if !o.Available || (zone != nil && !zone.Has(o.Zone)) || (ct != nil && !ct.Has(o.CapacityType)) ||
-					(zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "")) {
+				if !f.allows(o) {
 					continue
 				}
 				switch key {
@@ -449,170 +208,217 @@ func (g *topoGroup) minCount(s *shape, universe []string) int32 {
 	return min
 }
 
-// topology decides how many pods of s may join node n (at most limit)
-// under every topology term the shape owns and every anti-affinity that
-// selects it, and which domains an undecided claim must narrow to.
+// topology decides how many pods of s may join node n (at most limit, at
+// least one) under every topology term the shape owns and every
+// anti-affinity that selects it, and which domains an undecided claim must
+// narrow to. Each term's check narrows res further, so later terms see the
+// domains earlier ones left.
 func (st *state) topology(s *shape, n *node, limit int) topoResult {
 	res := topoResult{allow: limit}
 	if len(s.owned) == 0 && len(s.inverseAnti) == 0 {
 		return res
 	}
-	fail := func(perm bool, why whyCode, g *topoGroup, dom string) topoResult {
-		return topoResult{permanent: perm, why: why, g: g, dom: dom}
-	}
 	for _, g := range s.inverseAnti {
-		if len(g.owners) == 0 {
-			continue
-		}
-		doms, decided := st.domainsOf(n, g.key, res.narrow)
-		if doms == nil {
-			continue
-		}
-		if decided {
-			if g.owners[doms[0]] > 0 {
-				return fail(true, whyInverseAntiIn, g, doms[0])
-			}
-			continue
-		}
-		keep := doms[:0:0]
-		for _, d := range doms {
-			if g.owners[d] == 0 {
-				keep = append(keep, d)
-			}
-		}
-		if len(keep) == 0 {
-			return fail(true, whyInverseAntiAll, g, "")
-		}
-		if len(keep) < len(doms) {
-			res.narrow = append(res.narrow, narrowing{g.key, keep})
+		if fail, ok := st.inverseAntiCheck(n, g, &res); !ok {
+			return fail
 		}
 	}
 	for _, g := range s.owned {
 		self := g.selects(s.ns, s.labels, st.nsLabels)
 		doms, decided := st.domainsOf(n, g.key, res.narrow)
+		var fail topoResult
+		ok := true
 		switch g.kind {
 		case kindAnti:
-			if doms == nil {
-				continue
-			}
-			if decided {
-				if g.counts[doms[0]] > 0 {
-					return fail(true, whyAntiIn, g, doms[0])
-				}
-			} else {
-				keep := doms[:0:0]
-				for _, d := range doms {
-					if g.counts[d] == 0 {
-						keep = append(keep, d)
-					}
-				}
-				if len(keep) == 0 {
-					return fail(true, whyAntiAll, g, "")
-				}
-				// A pod that repels its own kind would otherwise block every
-				// domain the claim might still land in; commit to one.
-				if self && len(keep) > 1 {
-					keep = keep[:1]
-				}
-				if len(keep) < len(doms) {
-					res.narrow = append(res.narrow, narrowing{g.key, keep})
-				}
-			}
-			if self {
-				res.allow = min(res.allow, 1)
-			}
+			fail, ok = antiCheck(g, self, doms, decided, &res)
 		case kindAffinity:
-			if doms == nil {
-				return fail(true, whyNoLabel, g, "")
-			}
-			matched := false
-			for _, d := range st.universeFor(g.key) {
-				if g.counts[d] > 0 && eligibleReq(s, g.key, d) {
-					matched = true
-					break
-				}
-			}
-			if !matched && g.key == LabelHostname {
-				for d, c := range g.counts {
-					if c > 0 && eligibleReq(s, g.key, d) {
-						matched = true
-						break
-					}
-				}
-			}
-			if decided {
-				if g.counts[doms[0]] > 0 || (!matched && self) {
-					continue
-				}
-				if n.claim != nil && g.key == LabelHostname {
-					return fail(false, whyAffinityNewNode, g, "")
-				}
-				return fail(false, whyAffinityNone, g, doms[0])
-			}
-			var pick string
-			for _, d := range doms {
-				if g.counts[d] > 0 {
-					pick = d
-					break
-				}
-			}
-			if pick == "" && !matched && self {
-				for _, d := range doms {
-					if eligibleReq(s, g.key, d) {
-						pick = d
-						break
-					}
-				}
-			}
-			if pick == "" {
-				return fail(false, whyAffinityNowhere, g, "")
-			}
-			res.narrow = append(res.narrow, narrowing{g.key, []string{pick}})
+			fail, ok = st.affinityCheck(s, n, g, self, doms, decided, &res)
 		case kindSpread:
-			if doms == nil {
-				return fail(true, whyNoLabel, g, "")
-			}
-			universe := st.universeFor(g.key)
-			minC := g.minCount(s, universe)
-			var inc int32
-			if self {
-				inc = 1
-			}
-			if decided {
-				c := g.counts[doms[0]]
-				if c+inc-minC > g.maxSkew {
-					r := fail(g.key == LabelHostname, whySkew, g, doms[0])
-					r.skew = c + inc - minC
-					return r
-				}
-				if self {
-					res.allow = min(res.allow, int(g.maxSkew+minC-c))
-				}
-				continue
-			}
-			best, bestC := "", int32(-1)
-			for _, d := range doms {
-				c := g.counts[d]
-				if c+inc-minC > g.maxSkew {
-					continue
-				}
-				if bestC < 0 || c < bestC {
-					best, bestC = d, c
-				}
-			}
-			if best == "" {
-				return fail(false, whySkewAll, g, "")
-			}
-			res.narrow = append(res.narrow, narrowing{g.key, []string{best}})
-			if self {
-				res.allow = min(res.allow, int(g.maxSkew+minC-bestC))
-			}
+			fail, ok = st.spreadCheck(s, g, self, doms, decided, &res)
+		}
+		if !ok {
+			return fail
 		}
 		if res.allow <= 0 {
-			return fail(false, whyGroup, g, "")
+			return topoFail(false, whyGroup, g, "")
 		}
 	}
 	return res
+}
+
+func topoFail(perm bool, why whyCode, g *topoGroup, dom string) topoResult {
+	return topoResult{permanent: perm, why: why, g: g, dom: dom}
+}
+
+// freeDomains returns the domains of doms where counts holds nothing, in
+// a new slice (doms may be a claim's cached viable set).
+func freeDomains(doms []string, counts map[string]int32) []string {
+	keep := doms[:0:0]
+	for _, d := range doms {
+		if counts[d] == 0 {
+			keep = append(keep, d)
+		}
+	}
+	return keep
+}
+
+// inverseAntiCheck keeps the pod away from domains where pods with a
+// required anti-affinity that selects it run (symmetry).
+func (st *state) inverseAntiCheck(n *node, g *topoGroup, res *topoResult) (topoResult, bool) {
+	if len(g.owners) == 0 {
+		return topoResult{}, true
+	}
+	doms, decided := st.domainsOf(n, g.key, res.narrow)
+	if doms == nil {
+		return topoResult{}, true // the node never carries the key
+	}
+	if decided {
+		if g.owners[doms[0]] > 0 {
+			return topoFail(true, whyInverseAntiIn, g, doms[0]), false
+		}
+		return topoResult{}, true
+	}
+	keep := freeDomains(doms, g.owners)
+	if len(keep) == 0 {
+		return topoFail(true, whyInverseAntiAll, g, ""), false
+	}
+	if len(keep) < len(doms) {
+		res.narrow = append(res.narrow, narrowing{g.key, keep})
+	}
+	return topoResult{}, true
+}
+
+// antiCheck keeps the pod out of domains holding a pod its anti-affinity
+// term selects; a pod that selects itself takes one per domain.
+func antiCheck(g *topoGroup, self bool, doms []string, decided bool, res *topoResult) (topoResult, bool) {
+	if doms == nil {
+		return topoResult{}, true // the node never carries the key
+	}
+	if decided {
+		if g.counts[doms[0]] > 0 {
+			return topoFail(true, whyAntiIn, g, doms[0]), false
+		}
+	} else {
+		keep := freeDomains(doms, g.counts)
+		if len(keep) == 0 {
+			return topoFail(true, whyAntiAll, g, ""), false
+		}
+		// A pod that repels its own kind would otherwise block every
+		// domain the claim might still land in; commit to one.
+		if self && len(keep) > 1 {
+			keep = keep[:1]
+		}
+		if len(keep) < len(doms) {
+			res.narrow = append(res.narrow, narrowing{g.key, keep})
+		}
+	}
+	if self {
+		res.allow = min(res.allow, 1)
+	}
+	return topoResult{}, true
+}
+
+// affinityCheck puts the pod in a domain that holds a pod its affinity
+// term selects; the first pod of a kind that selects itself may start
+// anywhere its requirements allow.
+func (st *state) affinityCheck(s *shape, n *node, g *topoGroup, self bool, doms []string, decided bool, res *topoResult) (topoResult, bool) {
+	if doms == nil {
+		return topoFail(true, whyNoLabel, g, ""), false
+	}
+	matched := st.affinityMatchedAnywhere(s, g)
+	if decided {
+		if g.counts[doms[0]] > 0 || (!matched && self) {
+			return topoResult{}, true
+		}
+		if n.claim != nil && g.key == LabelHostname {
+			return topoFail(false, whyAffinityNewNode, g, ""), false
+		}
+		return topoFail(false, whyAffinityNone, g, doms[0]), false
+	}
+	var pick string
+	for _, d := range doms {
+		if g.counts[d] > 0 {
+			pick = d
+			break
+		}
+	}
+	if pick == "" && !matched && self {
+		for _, d := range doms {
+			if eligibleReq(s, g.key, d) {
+				pick = d
+				break
+			}
+		}
+	}
+	if pick == "" {
+		return topoFail(false, whyAffinityNowhere, g, ""), false
+	}
+	res.narrow = append(res.narrow, narrowing{g.key, []string{pick}})
+	return topoResult{}, true
+}
+
+// affinityMatchedAnywhere reports whether any domain the shape may use
+// already holds a pod the group selects (hostname domains are not in the
+// universe: they are the counts' own keys).
+func (st *state) affinityMatchedAnywhere(s *shape, g *topoGroup) bool {
+	for _, d := range st.universeFor(g.key) {
+		if g.counts[d] > 0 && eligibleReq(s, g.key, d) {
+			return true
+		}
+	}
+	if g.key == LabelHostname {
+		for d, c := range g.counts {
+			if c > 0 && eligibleReq(s, g.key, d) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// spreadCheck keeps the skew of the pod's domain within maxSkew of the
+// least loaded eligible domain, narrowing an open claim to the least
+// loaded domain it can still reach, and caps the pods of a self-selecting
+// shape at what the skew allows.
+func (st *state) spreadCheck(s *shape, g *topoGroup, self bool, doms []string, decided bool, res *topoResult) (topoResult, bool) {
+	if doms == nil {
+		return topoFail(true, whyNoLabel, g, ""), false
+	}
+	minC := g.minCount(s, st.universeFor(g.key))
+	var inc int32
+	if self {
+		inc = 1
+	}
+	if decided {
+		c := g.counts[doms[0]]
+		if c+inc-minC > g.maxSkew {
+			r := topoFail(g.key == LabelHostname, whySkew, g, doms[0])
+			r.skew = c + inc - minC
+			return r, false
+		}
+		if self {
+			res.allow = min(res.allow, int(g.maxSkew+minC-c))
+		}
+		return topoResult{}, true
+	}
+	best, bestC := "", int32(-1)
+	for _, d := range doms {
+		c := g.counts[d]
+		if c+inc-minC > g.maxSkew {
+			continue
+		}
+		if bestC < 0 || c < bestC {
+			best, bestC = d, c
+		}
+	}
+	if best == "" {
+		return topoFail(false, whySkewAll, g, ""), false
+	}
+	res.narrow = append(res.narrow, narrowing{g.key, []string{best}})
+	if self {
+		res.allow = min(res.allow, int(g.maxSkew+minC-bestC))
+	}
+	return topoResult{}, true
 }
 
 func eligibleReq(s *shape, key, d string) bool {

@@ -3,12 +3,9 @@ package scheduling_test
 import (
 	"fmt"
 	"sort"
-	"strconv"
-	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -16,148 +13,8 @@ import (
 )
 
 // This file is an independent checker: it re-derives every constraint from
-// the raw input with plain Kubernetes semantics (no solver code) and checks
-// the plan's final state against it.
-
-type vnode struct {
-	name   string
-	labels map[string]string
-	taints []corev1.Taint
-	alloc  corev1.ResourceList
-	pods   []*corev1.Pod // every pod on the node (existing + placed + daemons)
-	placed []*corev1.Pod
-	ports  map[string]bool
-	claim  bool
-}
-
-func matchExpr(e corev1.NodeSelectorRequirement, lbls map[string]string) bool {
-	v, ok := lbls[e.Key]
-	switch e.Operator {
-	case corev1.NodeSelectorOpIn:
-		if !ok {
-			return false
-		}
-		for _, x := range e.Values {
-			if x == v {
-				return true
-			}
-		}
-		return false
-	case corev1.NodeSelectorOpNotIn:
-		for _, x := range e.Values {
-			if ok && x == v {
-				return false
-			}
-		}
-		return true
-	case corev1.NodeSelectorOpExists:
-		return ok
-	case corev1.NodeSelectorOpDoesNotExist:
-		return !ok
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
-		if !ok {
-			return false
-		}
-		a, err1 := strconv.ParseInt(v, 10, 64)
-		b, err2 := strconv.ParseInt(e.Values[0], 10, 64)
-		if err1 != nil || err2 != nil {
-			return false
-		}
-		if e.Operator == corev1.NodeSelectorOpGt {
-			return a > b
-		}
-		return a < b
-	}
-	return false
-}
-
-func termMatches(t corev1.NodeSelectorTerm, lbls map[string]string, name string) bool {
-	for _, e := range t.MatchExpressions {
-		if !matchExpr(e, lbls) {
-			return false
-		}
-	}
-	for _, f := range t.MatchFields {
-		if !matchExpr(corev1.NodeSelectorRequirement{Key: "n", Operator: f.Operator, Values: f.Values}, map[string]string{"n": name}) {
-			return false
-		}
-	}
-	return true
-}
-
-func nodeAffinityOK(p *corev1.Pod, n *vnode) error {
-	for k, v := range p.Spec.NodeSelector {
-		if n.labels[k] != v {
-			return fmt.Errorf("nodeSelector %s=%s not met (node has %q)", k, v, n.labels[k])
-		}
-	}
-	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			if termMatches(t, n.labels, n.name) {
-				return nil
-			}
-		}
-		return fmt.Errorf("no required node affinity term matches")
-	}
-	return nil
-}
-
-func tolerated(p *corev1.Pod, t corev1.Taint) bool {
-	for _, tol := range p.Spec.Tolerations {
-		if tol.Effect != "" && tol.Effect != t.Effect {
-			continue
-		}
-		if tol.Operator == corev1.TolerationOpExists && (tol.Key == "" || tol.Key == t.Key) {
-			return true
-		}
-		if tol.Key == t.Key && tol.Value == t.Value {
-			return true
-		}
-	}
-	return false
-}
-
-func podReq(p *corev1.Pod) corev1.ResourceList {
-	out := scheduling.PodRequests(p)
-	out[corev1.ResourcePods] = resource.MustParse("1")
-	return out
-}
-
-func selects(term *corev1.PodAffinityTerm, owner, q *corev1.Pod) bool {
-	nsOK := false
-	if len(term.Namespaces) == 0 && term.NamespaceSelector == nil {
-		nsOK = q.Namespace == owner.Namespace
-	} else {
-		for _, n := range term.Namespaces {
-			if n == q.Namespace {
-				nsOK = true
-			}
-		}
-		if term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0 {
-			nsOK = true
-		}
-	}
-	if !nsOK || term.LabelSelector == nil {
-		return false
-	}
-	selMu.Lock()
-	sel, ok := selCache[term.LabelSelector]
-	if !ok {
-		var err error
-		sel, err = metav1.LabelSelectorAsSelector(term.LabelSelector)
-		if err != nil {
-			sel = labels.Nothing()
-		}
-		selCache[term.LabelSelector] = sel
-	}
-	selMu.Unlock()
-	return sel.Matches(labels.Set(q.Labels))
-}
-
-var (
-	selMu    sync.Mutex
-	selCache = map[*metav1.LabelSelector]labels.Selector{}
-)
+// the raw input with plain Kubernetes semantics (no solver code, matchers
+// in validate_match_test.go) and checks the plan's final state against it.
 
 // checkPlan fails t for every constraint the plan violates.
 func checkPlan(t *testing.T, in *scheduling.Input, plan *scheduling.Plan) {
@@ -172,21 +29,66 @@ func checkPlan(t *testing.T, in *scheduling.Input, plan *scheduling.Plan) {
 	}
 }
 
+// planCheck is one run of the checker: the nodes of the plan's final state
+// (existing nodes and claims, with every pod on them) and the violations
+// found so far.
+type planCheck struct {
+	in      *scheduling.Input
+	plan    *scheduling.Plan
+	pending map[string]*corev1.Pod
+	seen    map[string]int // times each pod appears in the plan
+	pools   map[string]*scheduling.NodePool
+	nodes   []*vnode
+	byName  map[string]*vnode
+	podNode map[*corev1.Pod]*vnode
+	errs    []string
+}
+
+func (pc *planCheck) bad(f string, a ...any) { pc.errs = append(pc.errs, fmt.Sprintf(f, a...)) }
+
 func planErrors(in *scheduling.Input, plan *scheduling.Plan) []string {
-	var errs []string
-	bad := func(f string, a ...any) { errs = append(errs, fmt.Sprintf(f, a...)) }
-	pending := map[string]*corev1.Pod{}
+	pc := &planCheck{in: in, plan: plan, pending: map[string]*corev1.Pod{}, seen: map[string]int{},
+		pools: map[string]*scheduling.NodePool{}, byName: map[string]*vnode{}, podNode: map[*corev1.Pod]*vnode{}}
 	for _, p := range in.Pods {
-		pending[p.Namespace+"/"+p.Name] = p
+		pc.pending[p.Namespace+"/"+p.Name] = p
 	}
-	seen := map[string]int{}
-	pools := map[string]*scheduling.NodePool{}
 	for _, p := range in.NodePools {
-		pools[p.Name] = p
+		pc.pools[p.Name] = p
 	}
-	var nodes []*vnode
-	byName := map[string]*vnode{}
-	for _, en := range in.Nodes {
+	pc.existingNodes()
+	pc.claims()
+	pc.limits()
+	pc.accounting()
+	for _, n := range pc.nodes {
+		for _, p := range n.pods {
+			pc.podNode[p] = n
+		}
+	}
+	for _, n := range pc.nodes {
+		pc.nodeErrors(n)
+	}
+	pc.podAffinityErrors()
+	pc.errs = append(pc.errs, spreadErrors(in, pc.nodes, pc.podNode, pc.pending)...)
+	sort.Strings(pc.errs)
+	return pc.errs
+}
+
+// place puts the plan's pods (by key) on n.
+func (pc *planCheck) place(n *vnode, keys []string) {
+	for _, k := range keys {
+		pc.seen[k]++
+		if p := pc.pending[k]; p != nil {
+			n.pods = append(n.pods, p)
+			n.placed = append(n.placed, p)
+		}
+	}
+}
+
+// existingNodes builds the input's nodes as the pods will find them (taints
+// that go away once a node is initialized are dropped) and puts the pods the
+// plan places there on them.
+func (pc *planCheck) existingNodes() {
+	for _, en := range pc.in.Nodes {
 		n := &vnode{name: en.Name, labels: map[string]string{}, alloc: en.Allocatable, ports: map[string]bool{}}
 		for k, v := range en.Labels {
 			n.labels[k] = v
@@ -208,149 +110,161 @@ func planErrors(in *scheduling.Input, plan *scheduling.Plan) []string {
 			n.taints = append(n.taints, tt)
 		}
 		n.pods = append(n.pods, en.Pods...)
-		nodes = append(nodes, n)
-		byName[n.name] = n
+		pc.nodes = append(pc.nodes, n)
+		pc.byName[n.name] = n
 	}
-	for _, np := range plan.ExistingNodes {
-		n := byName[np.Name]
+	for _, np := range pc.plan.ExistingNodes {
+		n := pc.byName[np.Name]
 		if n == nil {
-			bad("plan places pods on unknown node %s", np.Name)
+			pc.bad("plan places pods on unknown node %s", np.Name)
 			continue
 		}
-		for _, k := range np.Pods {
-			seen[k]++
-			if p := pending[k]; p != nil {
-				n.pods = append(n.pods, p)
-				n.placed = append(n.placed, p)
-			}
-		}
+		pc.place(n, np.Pods)
 	}
-	types := func(pool string) []*scheduling.InstanceType {
-		if its, ok := in.InstanceTypes[pool]; ok {
-			return its
-		}
-		return in.DefaultInstanceTypes
+}
+
+func (pc *planCheck) types(pool string) []*scheduling.InstanceType {
+	if its, ok := pc.in.InstanceTypes[pool]; ok {
+		return its
 	}
+	return pc.in.DefaultInstanceTypes
+}
+
+// claims checks every claim against its pool and the catalog and builds
+// its node: labels, the pool's taints, the DaemonSet pods it will run, and
+// its planned pods.
+func (pc *planCheck) claims() {
 	claimNames := map[string]bool{}
-	var cost float64
-	for _, c := range plan.NodeClaims {
+	for _, c := range pc.plan.NodeClaims {
 		if claimNames[c.Name] {
-			bad("claim name %s used twice", c.Name)
+			pc.bad("claim name %s used twice", c.Name)
 		}
 		claimNames[c.Name] = true
-		cost += c.PricePerHour
-		pool := pools[c.NodePool]
+		pool := pc.pools[c.NodePool]
 		if pool == nil {
-			bad("claim %s from unknown pool %s", c.Name, c.NodePool)
+			pc.bad("claim %s from unknown pool %s", c.Name, c.NodePool)
 			continue
 		}
 		var it *scheduling.InstanceType
-		for _, x := range types(c.NodePool) {
+		for _, x := range pc.types(c.NodePool) {
 			if x.Name == c.InstanceType {
 				it = x
 			}
 		}
 		if it == nil {
-			bad("claim %s: unknown instance type %s", c.Name, c.InstanceType)
+			pc.bad("claim %s: unknown instance type %s", c.Name, c.InstanceType)
 			continue
 		}
-		if len(c.InstanceTypeOptions) == 0 || len(c.InstanceTypeOptions) > 60 || c.InstanceTypeOptions[0] != c.InstanceType {
-			bad("claim %s: options %v must start with the chosen type and hold 1..60 types", c.Name, len(c.InstanceTypeOptions))
-		}
-		offered := false
-		for _, o := range it.Offerings {
-			if o.Zone == c.Zone && o.CapacityType == c.CapacityType && o.Available &&
-				!in.Unavailable[scheduling.OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}] {
-				offered = true
-				if o.Price != c.PricePerHour {
-					bad("claim %s: price %v but offering costs %v", c.Name, c.PricePerHour, o.Price)
-				}
-			}
-		}
-		if !offered {
-			bad("claim %s: %s not offered (or unavailable) in %s/%s", c.Name, it.Name, c.Zone, c.CapacityType)
-		}
-		if c.Labels[corev1.LabelTopologyZone] != c.Zone || c.Labels["karpenter.sh/capacity-type"] != c.CapacityType ||
-			c.Labels["karpenter.sh/nodepool"] != c.NodePool || c.Labels[corev1.LabelInstanceTypeStable] != c.InstanceType {
-			bad("claim %s: labels disagree with the chosen offering: %v", c.Name, c.Labels)
-		}
-		for k, v := range pool.Labels {
-			if c.Labels[k] != v {
-				bad("claim %s: missing pool label %s", c.Name, k)
-			}
-		}
-		for i := range pool.Requirements {
-			r := pool.Requirements[i].NodeSelectorRequirement()
-			if _, ok := c.Labels[r.Key]; !ok && (r.Operator == corev1.NodeSelectorOpNotIn || r.Operator == corev1.NodeSelectorOpDoesNotExist) {
-				continue
-			}
-			if !matchExpr(r, c.Labels) {
-				bad("claim %s: labels violate pool requirement %v", c.Name, r)
-			}
-		}
+		pc.claimOffering(c, it)
+		pc.claimLabels(c, pool)
 		n := &vnode{name: c.Name, labels: map[string]string{}, alloc: it.Allocatable, ports: map[string]bool{}, claim: true}
 		for k, v := range c.Labels {
 			n.labels[k] = v
 		}
 		n.labels[corev1.LabelHostname] = c.Name
 		n.taints = pool.Taints
-		allTaints := append(append([]corev1.Taint(nil), pool.Taints...), pool.StartupTaints...)
-		for _, ds := range in.DaemonSets {
-			dp := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds-" + ds.Name, Namespace: ds.Namespace}, Spec: ds.Spec.Template.Spec}
-			ok := nodeAffinityOK(dp, n) == nil
-			for _, tt := range allTaints {
-				if (tt.Effect == corev1.TaintEffectNoSchedule || tt.Effect == corev1.TaintEffectNoExecute) && !tolerated(dp, tt) {
-					ok = false
-				}
-			}
-			if ok {
-				n.pods = append(n.pods, dp)
-			}
-		}
-		for _, k := range c.Pods {
-			seen[k]++
-			if p := pending[k]; p != nil {
-				n.pods = append(n.pods, p)
-				n.placed = append(n.placed, p)
-			}
-		}
-		nodes = append(nodes, n)
-		byName[n.name] = n
+		pc.addDaemons(n, pool)
+		pc.place(n, c.Pods)
+		pc.nodes = append(pc.nodes, n)
+		pc.byName[n.name] = n
 	}
-	// NodePool limits: existing capacity plus every launched type's.
-	for _, pool := range in.NodePools {
+}
+
+// claimOffering checks the claim's options and that its type is offered,
+// available, at the claim's price, in its zone and capacity type.
+func (pc *planCheck) claimOffering(c *scheduling.NodeClaimPlan, it *scheduling.InstanceType) {
+	if len(c.InstanceTypeOptions) == 0 || len(c.InstanceTypeOptions) > 60 || c.InstanceTypeOptions[0] != c.InstanceType {
+		pc.bad("claim %s: options %v must start with the chosen type and hold 1..60 types", c.Name, len(c.InstanceTypeOptions))
+	}
+	offered := false
+	for _, o := range it.Offerings {
+		if o.Zone == c.Zone && o.CapacityType == c.CapacityType && o.Available &&
+			!pc.in.Unavailable[scheduling.OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}] {
+			offered = true
+			if o.Price != c.PricePerHour {
+				pc.bad("claim %s: price %v but offering costs %v", c.Name, c.PricePerHour, o.Price)
+			}
+		}
+	}
+	if !offered {
+		pc.bad("claim %s: %s not offered (or unavailable) in %s/%s", c.Name, it.Name, c.Zone, c.CapacityType)
+	}
+}
+
+// claimLabels checks the claim's labels against its offering and its
+// pool's labels and requirements.
+func (pc *planCheck) claimLabels(c *scheduling.NodeClaimPlan, pool *scheduling.NodePool) {
+	if c.Labels[corev1.LabelTopologyZone] != c.Zone || c.Labels["karpenter.sh/capacity-type"] != c.CapacityType ||
+		c.Labels["karpenter.sh/nodepool"] != c.NodePool || c.Labels[corev1.LabelInstanceTypeStable] != c.InstanceType {
+		pc.bad("claim %s: labels disagree with the chosen offering: %v", c.Name, c.Labels)
+	}
+	for k, v := range pool.Labels {
+		if c.Labels[k] != v {
+			pc.bad("claim %s: missing pool label %s", c.Name, k)
+		}
+	}
+	for i := range pool.Requirements {
+		r := pool.Requirements[i].NodeSelectorRequirement()
+		if _, ok := c.Labels[r.Key]; !ok && (r.Operator == corev1.NodeSelectorOpNotIn || r.Operator == corev1.NodeSelectorOpDoesNotExist) {
+			continue
+		}
+		if !matchExpr(r, c.Labels) {
+			pc.bad("claim %s: labels violate pool requirement %v", c.Name, r)
+		}
+	}
+}
+
+// addDaemons puts on a new node the DaemonSet pods that will run there:
+// those matching its labels and tolerating its taints and startup taints.
+func (pc *planCheck) addDaemons(n *vnode, pool *scheduling.NodePool) {
+	allTaints := append(append([]corev1.Taint(nil), pool.Taints...), pool.StartupTaints...)
+	for _, ds := range pc.in.DaemonSets {
+		dp := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "ds-" + ds.Name, Namespace: ds.Namespace}, Spec: ds.Spec.Template.Spec}
+		ok := nodeAffinityOK(dp, n) == nil
+		for _, tt := range allTaints {
+			if blocks(tt) && !tolerated(dp, tt) {
+				ok = false
+			}
+		}
+		if ok {
+			n.pods = append(n.pods, dp)
+		}
+	}
+}
+
+func blocks(t corev1.Taint) bool {
+	return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+}
+
+// limits checks NodePool limits: existing capacity plus every launched
+// type's.
+func (pc *planCheck) limits() {
+	for _, pool := range pc.in.NodePools {
 		if len(pool.Limits) == 0 {
 			continue
 		}
 		sum := corev1.ResourceList{}
 		nodes := int64(0)
-		add := func(l corev1.ResourceList) {
-			for name, q := range l {
-				cur := sum[name]
-				cur.Add(q)
-				sum[name] = cur
-			}
-		}
-		for _, en := range in.Nodes {
+		for _, en := range pc.in.Nodes {
 			if en.Labels["karpenter.sh/nodepool"] == pool.Name {
 				nodes++
 				if en.Capacity != nil {
-					add(en.Capacity)
+					addResources(sum, en.Capacity)
 				} else {
-					add(en.Allocatable)
+					addResources(sum, en.Allocatable)
 				}
 			}
 		}
 		planned := 0
-		for _, c := range plan.NodeClaims {
+		for _, c := range pc.plan.NodeClaims {
 			if c.NodePool != pool.Name {
 				continue
 			}
 			nodes++
 			planned++
-			for _, it := range types(pool.Name) {
+			for _, it := range pc.types(pool.Name) {
 				if it.Name == c.InstanceType {
-					add(it.Capacity)
+					addResources(sum, it.Capacity)
 				}
 			}
 		}
@@ -362,151 +276,170 @@ func planErrors(in *scheduling.Input, plan *scheduling.Plan) []string {
 			}
 			if name == "nodes" {
 				if nodes > lim.Value() {
-					bad("pool %s: %d nodes > limit %s", pool.Name, nodes, lim.String())
+					pc.bad("pool %s: %d nodes > limit %s", pool.Name, nodes, lim.String())
 				}
 				continue
 			}
 			if q := sum[name]; q.Cmp(lim) > 0 {
-				bad("pool %s: %s %s > limit %s", pool.Name, name, q.String(), lim.String())
+				pc.bad("pool %s: %s %s > limit %s", pool.Name, name, q.String(), lim.String())
 			}
 		}
 	}
-	if d := cost - plan.CostPerHour; d > 1e-6 || d < -1e-6 {
-		bad("costPerHour %v but claims sum to %v", plan.CostPerHour, cost)
+}
+
+func addResources(sum, l corev1.ResourceList) {
+	for name, q := range l {
+		cur := sum[name]
+		cur.Add(q)
+		sum[name] = cur
 	}
-	for _, u := range plan.Unschedulable {
-		seen[u.Pod]++
+}
+
+// accounting checks the plan's cost adds up, every unschedulable pod has a
+// reason, and every pending pod appears exactly once.
+func (pc *planCheck) accounting() {
+	var cost float64
+	for _, c := range pc.plan.NodeClaims {
+		cost += c.PricePerHour
+	}
+	if d := cost - pc.plan.CostPerHour; d > 1e-6 || d < -1e-6 {
+		pc.bad("costPerHour %v but claims sum to %v", pc.plan.CostPerHour, cost)
+	}
+	for _, u := range pc.plan.Unschedulable {
+		pc.seen[u.Pod]++
 		if u.Reason == "" {
-			bad("pod %s unschedulable without a reason", u.Pod)
+			pc.bad("pod %s unschedulable without a reason", u.Pod)
 		}
 	}
-	for k := range pending {
-		if seen[k] != 1 {
-			bad("pod %s appears %d times in the plan", k, seen[k])
+	for k := range pc.pending {
+		if pc.seen[k] != 1 {
+			pc.bad("pod %s appears %d times in the plan", k, pc.seen[k])
 		}
 	}
-	podNode := map[*corev1.Pod]*vnode{}
-	for _, n := range nodes {
-		for _, p := range n.pods {
-			podNode[p] = n
+}
+
+// nodeErrors checks one node's resources and host ports, and its placed
+// pods' node affinity, volume topology and tolerations.
+func (pc *planCheck) nodeErrors(n *vnode) {
+	sum := corev1.ResourceList{}
+	for _, p := range n.pods {
+		addResources(sum, podReq(p))
+	}
+	for name, q := range sum {
+		if q.IsZero() {
+			continue
+		}
+		a, ok := n.alloc[name]
+		if !ok || q.Cmp(a) > 0 {
+			pc.bad("node %s: %s requested %s > allocatable %s", n.name, name, q.String(), a.String())
 		}
 	}
-	for _, n := range nodes {
-		// Resources.
-		sum := corev1.ResourceList{}
-		for _, p := range n.pods {
-			for name, q := range podReq(p) {
-				cur := sum[name]
-				cur.Add(q)
-				sum[name] = cur
-			}
-		}
-		for name, q := range sum {
-			if q.IsZero() {
-				continue
-			}
-			a, ok := n.alloc[name]
-			if !ok || q.Cmp(a) > 0 {
-				bad("node %s: %s requested %s > allocatable %s", n.name, name, q.String(), a.String())
-			}
-		}
-		// Host ports.
-		ports := map[string]string{}
-		for _, p := range n.pods {
-			for _, c := range p.Spec.Containers {
-				for _, cp := range c.Ports {
-					if cp.HostPort == 0 {
-						continue
-					}
-					k := fmt.Sprintf("%s/%d", cp.Protocol, cp.HostPort)
-					if o, dup := ports[k]; dup {
-						bad("node %s: host port %s used by %s and %s", n.name, k, o, p.Name)
-					}
-					ports[k] = p.Name
-				}
-			}
-		}
-		for _, p := range n.placed {
-			if err := nodeAffinityOK(p, n); err != nil {
-				bad("pod %s on %s: %v", p.Name, n.name, err)
-			}
-			for _, v := range p.Spec.Volumes {
-				if v.PersistentVolumeClaim == nil {
+	ports := map[string]string{}
+	for _, p := range n.pods {
+		for _, c := range p.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.HostPort == 0 {
 					continue
 				}
-				for _, pvc := range in.PersistentVolumeClaims {
-					if pvc.Namespace != p.Namespace || pvc.Name != v.PersistentVolumeClaim.ClaimName || pvc.Spec.VolumeName == "" {
-						continue
-					}
-					for _, pv := range in.PersistentVolumes {
-						if pv.Name == pvc.Spec.VolumeName && pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil &&
-							!termMatches(pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0], n.labels, n.name) {
-							bad("pod %s on %s: volume %s's node affinity not met", p.Name, n.name, pv.Name)
-						}
-					}
+				k := fmt.Sprintf("%s/%d", cp.Protocol, cp.HostPort)
+				if o, dup := ports[k]; dup {
+					pc.bad("node %s: host port %s used by %s and %s", n.name, k, o, p.Name)
 				}
+				ports[k] = p.Name
 			}
-			for _, tt := range n.taints {
-				if (tt.Effect == corev1.TaintEffectNoSchedule || tt.Effect == corev1.TaintEffectNoExecute) && !tolerated(p, tt) {
-					bad("pod %s on %s does not tolerate %v", p.Name, n.name, tt)
+		}
+	}
+	for _, p := range n.placed {
+		if err := nodeAffinityOK(p, n); err != nil {
+			pc.bad("pod %s on %s: %v", p.Name, n.name, err)
+		}
+		pc.volumeErrors(p, n)
+		for _, tt := range n.taints {
+			if blocks(tt) && !tolerated(p, tt) {
+				pc.bad("pod %s on %s does not tolerate %v", p.Name, n.name, tt)
+			}
+		}
+	}
+}
+
+// volumeErrors checks that n meets the node affinity of p's bound volumes.
+func (pc *planCheck) volumeErrors(p *corev1.Pod, n *vnode) {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		for _, pvc := range pc.in.PersistentVolumeClaims {
+			if pvc.Namespace != p.Namespace || pvc.Name != v.PersistentVolumeClaim.ClaimName || pvc.Spec.VolumeName == "" {
+				continue
+			}
+			for _, pv := range pc.in.PersistentVolumes {
+				if pv.Name == pvc.Spec.VolumeName && pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil &&
+					!termMatches(pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0], n.labels, n.name) {
+					pc.bad("pod %s on %s: volume %s's node affinity not met", p.Name, n.name, pv.Name)
 				}
 			}
 		}
 	}
-	// Pod (anti-)affinity and spread, final state.
+}
+
+// podAffinityErrors checks required pod anti-affinity and affinity in the
+// final state.
+func (pc *planCheck) podAffinityErrors() {
 	all := []*corev1.Pod{}
-	for _, n := range nodes {
+	for _, n := range pc.nodes {
 		all = append(all, n.pods...)
 	}
 	for _, p := range all {
-		n := podNode[p]
 		a := p.Spec.Affinity
 		if a != nil && a.PodAntiAffinity != nil {
 			for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				term := &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
-				d, ok := n.labels[term.TopologyKey]
-				if !ok {
-					continue
-				}
-				_, pPending := pending[p.Namespace+"/"+p.Name]
-				for _, q := range all {
-					if _, qPending := pending[q.Namespace+"/"+q.Name]; !pPending && !qPending {
-						continue // the input's own state is not the plan's doing
-					}
-					if q != p && podNode[q].labels[term.TopologyKey] == d && selects(term, p, q) {
-						bad("anti-affinity: %s and %s share %s=%s", p.Name, q.Name, term.TopologyKey, d)
-					}
-				}
+				pc.antiAffinityErrors(all, p, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i])
 			}
 		}
-		if _, isPending := pending[p.Namespace+"/"+p.Name]; isPending && a != nil && a.PodAffinity != nil {
+		if _, isPending := pc.pending[p.Namespace+"/"+p.Name]; isPending && a != nil && a.PodAffinity != nil {
 			for i := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				term := &a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i]
-				d, ok := n.labels[term.TopologyKey]
-				if !ok {
-					bad("affinity: %s on node without %s", p.Name, term.TopologyKey)
-					continue
-				}
-				sameDomain, elsewhere := false, false
-				for _, q := range all {
-					if q == p || !selects(term, p, q) {
-						continue
-					}
-					if podNode[q].labels[term.TopologyKey] == d {
-						sameDomain = true
-					} else {
-						elsewhere = true
-					}
-				}
-				if !sameDomain && (elsewhere || !selects(term, p, p)) {
-					bad("affinity: %s in %s=%s has no matching pod there", p.Name, term.TopologyKey, d)
-				}
+				pc.affinityErrors(all, p, &a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i])
 			}
 		}
 	}
-	errs = append(errs, spreadErrors(in, nodes, podNode, pending)...)
-	sort.Strings(errs)
-	return errs
+}
+
+func (pc *planCheck) antiAffinityErrors(all []*corev1.Pod, p *corev1.Pod, term *corev1.PodAffinityTerm) {
+	d, ok := pc.podNode[p].labels[term.TopologyKey]
+	if !ok {
+		return
+	}
+	_, pPending := pc.pending[p.Namespace+"/"+p.Name]
+	for _, q := range all {
+		if _, qPending := pc.pending[q.Namespace+"/"+q.Name]; !pPending && !qPending {
+			continue // the input's own state is not the plan's doing
+		}
+		if q != p && pc.podNode[q].labels[term.TopologyKey] == d && selects(term, p, q) {
+			pc.bad("anti-affinity: %s and %s share %s=%s", p.Name, q.Name, term.TopologyKey, d)
+		}
+	}
+}
+
+func (pc *planCheck) affinityErrors(all []*corev1.Pod, p *corev1.Pod, term *corev1.PodAffinityTerm) {
+	d, ok := pc.podNode[p].labels[term.TopologyKey]
+	if !ok {
+		pc.bad("affinity: %s on node without %s", p.Name, term.TopologyKey)
+		return
+	}
+	sameDomain, elsewhere := false, false
+	for _, q := range all {
+		if q == p || !selects(term, p, q) {
+			continue
+		}
+		if pc.podNode[q].labels[term.TopologyKey] == d {
+			sameDomain = true
+		} else {
+			elsewhere = true
+		}
+	}
+	if !sameDomain && (elsewhere || !selects(term, p, p)) {
+		pc.bad("affinity: %s in %s=%s has no matching pod there", p.Name, term.TopologyKey, d)
+	}
 }
 
 // spreadErrors checks DoNotSchedule spread constraints. For hostname keys a
