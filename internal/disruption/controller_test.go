@@ -20,119 +20,21 @@ import (
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
+	"github.com/nodewright/nodewright/internal/store/storetest"
 )
 
-// memStore is an in-memory store with the real store's conditional
-// semantics (lease holders, KV versions).
-type memStore struct {
-	mu     sync.Mutex
-	now    func() time.Time
-	leases map[string]*store.Lease
-	kv     map[string]*store.KV
-	claims map[string]*apis.NodeClaim
-}
+// memStore is the shared in-memory store (internal/store/storetest, held to
+// the DynamoDB store's contract).
+type memStore struct{ *storetest.Store }
 
 func newMemStore(now func() time.Time, claims []*apis.NodeClaim) *memStore {
-	s := &memStore{now: now, leases: map[string]*store.Lease{}, kv: map[string]*store.KV{}, claims: map[string]*apis.NodeClaim{}}
-	for _, cl := range claims {
-		s.claims[cl.Name] = cl.DeepCopy()
-	}
+	s := &memStore{storetest.New(storetest.WithClock(now))}
+	s.Seed(claims...)
 	return s
 }
 
-func (s *memStore) AcquireLease(_ context.Context, name, holder string, d time.Duration) (*store.Lease, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if l := s.leases[name]; l != nil && l.Holder != "" && l.Holder != holder && s.now().Before(l.Expires) {
-		return nil, &store.LeaseHeldError{Name: name, Holder: l.Holder, Expires: l.Expires}
-	}
-	tok := int64(1)
-	if l := s.leases[name]; l != nil {
-		tok = l.Token + 1
-	}
-	s.leases[name] = &store.Lease{Name: name, Holder: holder, Token: tok, Expires: s.now().Add(d)}
-	cp := *s.leases[name]
-	return &cp, nil
-}
-
-func (s *memStore) ReleaseLease(_ context.Context, l *store.Lease) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur := s.leases[l.Name]; cur == nil || cur.Token != l.Token {
-		return store.ErrLeaseLost
-	}
-	s.leases[l.Name].Holder = ""
-	return nil
-}
-
-func (s *memStore) GetKV(_ context.Context, k string) (*store.KV, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := s.kv[k]
-	if v == nil || (!v.ExpiresAt.IsZero() && !s.now().Before(v.ExpiresAt)) {
-		return nil, store.ErrNotFound
-	}
-	cp := *v
-	return &cp, nil
-}
-
-func (s *memStore) PutKV(_ context.Context, k string, value []byte, expected int64, ttl time.Duration) (int64, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur := s.kv[k]
-	live := cur != nil && (cur.ExpiresAt.IsZero() || s.now().Before(cur.ExpiresAt))
-	if (expected == 0 && live) || (expected != 0 && (!live || cur.Version != expected)) {
-		return 0, store.ErrConflict
-	}
-	nv := &store.KV{Key: k, Value: append([]byte(nil), value...), Version: expected + 1}
-	if ttl > 0 {
-		nv.ExpiresAt = s.now().Add(ttl)
-	}
-	s.kv[k] = nv
-	return nv.Version, nil
-}
-
-func (s *memStore) DeleteKV(_ context.Context, k string, expected int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if cur := s.kv[k]; cur == nil || cur.Version != expected {
-		return store.ErrConflict
-	}
-	delete(s.kv, k)
-	return nil
-}
-
-func (s *memStore) ListNodeClaims(context.Context) ([]*apis.NodeClaim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []*apis.NodeClaim
-	for _, cl := range s.claims {
-		out = append(out, cl.DeepCopy())
-	}
-	slices.SortFunc(out, func(a, b *apis.NodeClaim) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
-}
-
-func (s *memStore) MutateNodeClaim(_ context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cl := s.claims[name]
-	if cl == nil {
-		return nil, fmt.Errorf("nodeclaim %s: %w", name, store.ErrNotFound)
-	}
-	cp := cl.DeepCopy()
-	if err := fn(cp); err != nil {
-		return nil, err
-	}
-	s.claims[name] = cp
-	return cp.DeepCopy(), nil
-}
-
-func (s *memStore) claim(name string) *apis.NodeClaim {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.claims[name]
-}
+// claim is a copy of the stored claim (nil when there is none).
+func (s *memStore) claim(name string) *apis.NodeClaim { return s.Claim(name) }
 
 // fakeCluster serves snapshots of a fixture and records what is done to it.
 type fakeCluster struct {
@@ -352,7 +254,7 @@ func TestControllerReplaceThenDrain(t *testing.T) {
 	}
 	// The provisioner's replacement comes up.
 	_, repl := f.node("new", "m5.large")
-	h.st.claims[repl.Name] = repl.DeepCopy()
+	h.st.Seed(repl)
 	h.now = h.now.Add(time.Minute)
 	if res = h.run(t); !res.Done {
 		t.Fatalf("pass with an initialized replacement: %+v", res)

@@ -27,65 +27,43 @@ import (
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
+	"github.com/nodewright/nodewright/internal/store/storetest"
 	"github.com/nodewright/nodewright/internal/termination"
 )
 
 // Pure unit tests over in-memory fakes; the end-to-end behaviour on the
 // local cloud is in integration_test.go.
 
+// memStore is the shared in-memory store (internal/store/storetest, held to
+// the DynamoDB store's contract) counting claim writes and instance lookups.
 type memStore struct {
+	*storetest.Store
 	mu      sync.Mutex
-	claims  map[string]*apis.NodeClaim
 	writes  int
 	lookups int
 }
 
-func (s *memStore) GetNodeClaim(_ context.Context, name string) (*apis.NodeClaim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cl, ok := s.claims[name]
-	if !ok {
-		return nil, fmt.Errorf("get %s: %w", name, store.ErrNotFound)
-	}
-	return cl.DeepCopy(), nil
+func newMemStore(claims ...*apis.NodeClaim) *memStore {
+	s := &memStore{Store: storetest.New()}
+	s.Seed(claims...)
+	return s
 }
 
-func (s *memStore) GetNodeClaimByInstanceID(_ context.Context, id string) (*apis.NodeClaim, error) {
+func (s *memStore) GetNodeClaimByInstanceID(ctx context.Context, id string) (*apis.NodeClaim, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.lookups++
-	for _, cl := range s.claims {
-		if cl.Status.InstanceID == id {
-			return cl.DeepCopy(), nil
-		}
-	}
-	return nil, fmt.Errorf("instance %s: %w", id, store.ErrNotFound)
+	s.mu.Unlock()
+	return s.Store.GetNodeClaimByInstanceID(ctx, id)
 }
 
-func (s *memStore) MutateNodeClaim(_ context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cl, ok := s.claims[name]
-	if !ok {
-		return nil, fmt.Errorf("mutate %s: %w", name, store.ErrNotFound)
+func (s *memStore) MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
+	cl, err := s.Store.MutateNodeClaim(ctx, name, fn)
+	if err == nil {
+		s.mu.Lock()
+		s.writes++
+		s.mu.Unlock()
 	}
-	cp := cl.DeepCopy()
-	if err := fn(cp); err != nil {
-		return nil, err
-	}
-	s.claims[name] = cp
-	s.writes++
-	return cp.DeepCopy(), nil
-}
-
-func (s *memStore) DeleteNodeClaim(_ context.Context, nc *apis.NodeClaim) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.claims[nc.Name]; !ok {
-		return store.ErrNotFound
-	}
-	delete(s.claims, nc.Name)
-	return nil
+	return cl, err
 }
 
 // fakeTerminator taints the node like the first termination step does.
@@ -147,13 +125,13 @@ func newFixture(t *testing.T, rebalance string) *fixture {
 	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/" + instanceID}}
 	f := &fixture{
-		st: &memStore{claims: map[string]*apis.NodeClaim{claimName: {
+		st: newMemStore(&apis.NodeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: claimName, Labels: map[string]string{
 				apis.NodePoolLabelKey: "default", catalog.LabelInstanceType: "m5.large", catalog.LabelTopologyZone: "us-west-2a",
 				apis.CapacityTypeLabelKey: apis.CapacityTypeSpot,
 			}},
 			Status: apis.NodeClaimStatus{InstanceID: instanceID, ProviderID: node.Spec.ProviderID, NodeName: nodeName},
-		}}},
+		}),
 		cs:      k8sfake.NewSimpleClientset(node),
 		cloud:   &fakeCloud{},
 		ice:     &fakeICE{},

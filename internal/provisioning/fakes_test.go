@@ -2,12 +2,9 @@ package provisioning
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,179 +20,45 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/store"
+	"github.com/nodewright/nodewright/internal/store/storetest"
 )
 
-// memStore is an in-memory Store with the real one's conditional semantics
-// (create-if-absent, versions, leases held by one holder).
+// memStore is the shared in-memory store (internal/store/storetest, held to
+// the DynamoDB store's contract) recording the lease and claim calls made
+// to it (the last-run record's reads and writes are not recorded).
 type memStore struct {
-	mu      sync.Mutex
-	now     func() time.Time
-	claims  map[string][]byte
-	deleted map[string]*apis.NodeClaim
-	kv      map[string]*store.KV
-	lease   *store.Lease
-	calls   []string
+	*storetest.Store
+	mu    sync.Mutex
+	calls []string
 }
 
 func newMemStore(now func() time.Time) *memStore {
-	return &memStore{now: now, claims: map[string][]byte{}, deleted: map[string]*apis.NodeClaim{}, kv: map[string]*store.KV{}}
+	m := &memStore{}
+	m.Store = storetest.New(storetest.WithClock(now), storetest.WithObserver(m.record))
+	return m
 }
 
 func (m *memStore) record(op string) {
-	m.calls = append(m.calls, op)
-}
-
-func (m *memStore) AcquireLease(_ context.Context, name, holder string, d time.Duration) (*store.Lease, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.record("AcquireLease")
-	now := m.now()
-	if m.lease != nil && m.lease.Holder != "" && m.lease.Holder != holder && m.lease.Expires.After(now) {
-		return nil, &store.LeaseHeldError{Name: name, Holder: m.lease.Holder, Expires: m.lease.Expires}
+	switch op {
+	case "AcquireLease", "ListNodeClaims", "CreateNodeClaim", "MutateNodeClaim", "DeleteNodeClaim":
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.calls = append(m.calls, op)
 	}
-	tok := int64(1)
-	if m.lease != nil {
-		tok = m.lease.Token + 1
-	}
-	m.lease = &store.Lease{Name: name, Holder: holder, Token: tok, Expires: now.Add(d)}
-	cp := *m.lease
-	return &cp, nil
-}
-
-func (m *memStore) RenewLease(_ context.Context, l *store.Lease, d time.Duration) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lease == nil || m.lease.Token != l.Token || m.lease.Holder != l.Holder {
-		return store.ErrLeaseLost
-	}
-	m.lease.Expires = m.now().Add(d)
-	l.Expires = m.lease.Expires
-	return nil
-}
-
-func (m *memStore) ReleaseLease(_ context.Context, l *store.Lease) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lease == nil || m.lease.Token != l.Token || m.lease.Holder != l.Holder {
-		return store.ErrLeaseLost
-	}
-	m.lease.Holder = ""
-	m.lease.Expires = m.now()
-	return nil
-}
-
-func (m *memStore) GetKV(_ context.Context, k string) (*store.KV, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.kv[k]
-	if !ok {
-		return nil, store.ErrNotFound
-	}
-	cp := *v
-	return &cp, nil
-}
-
-func (m *memStore) PutKV(_ context.Context, k string, value []byte, expected int64, _ time.Duration) (int64, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur, ok := m.kv[k]
-	if (ok && cur.Version != expected) || (!ok && expected != 0) {
-		return 0, store.ErrConflict
-	}
-	v := expected + 1
-	m.kv[k] = &store.KV{Key: k, Value: append([]byte(nil), value...), Version: v}
-	return v, nil
-}
-
-func decodeClaim(b []byte) *apis.NodeClaim {
-	var c apis.NodeClaim
-	if err := json.Unmarshal(b, &c); err != nil {
-		panic(err)
-	}
-	return &c
-}
-
-func (m *memStore) ListNodeClaims(context.Context) ([]*apis.NodeClaim, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.record("ListNodeClaims")
-	names := make([]string, 0, len(m.claims))
-	for n := range m.claims {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	out := make([]*apis.NodeClaim, 0, len(names))
-	for _, n := range names {
-		out = append(out, decodeClaim(m.claims[n]))
-	}
-	return out, nil
-}
-
-func (m *memStore) CreateNodeClaim(_ context.Context, nc *apis.NodeClaim) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.record("CreateNodeClaim")
-	if _, ok := m.claims[nc.Name]; ok {
-		return fmt.Errorf("nodeclaim %s: %w", nc.Name, store.ErrAlreadyExists)
-	}
-	if _, ok := m.deleted[nc.Name]; ok {
-		return fmt.Errorf("nodeclaim %s (tombstone): %w", nc.Name, store.ErrAlreadyExists)
-	}
-	nc.ResourceVersion = "1"
-	b, _ := json.Marshal(nc)
-	m.claims[nc.Name] = b
-	return nil
-}
-
-func (m *memStore) GetNodeClaim(_ context.Context, name string) (*apis.NodeClaim, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.claims[name]
-	if !ok {
-		return nil, store.ErrNotFound
-	}
-	return decodeClaim(b), nil
-}
-
-func (m *memStore) MutateNodeClaim(_ context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.record("MutateNodeClaim")
-	b, ok := m.claims[name]
-	if !ok {
-		return nil, store.ErrNotFound
-	}
-	c := decodeClaim(b)
-	if err := fn(c); err != nil {
-		return nil, err
-	}
-	v, _ := strconv.Atoi(c.ResourceVersion)
-	c.ResourceVersion = strconv.Itoa(v + 1)
-	b, _ = json.Marshal(c)
-	m.claims[name] = b
-	return decodeClaim(b), nil
-}
-
-func (m *memStore) DeleteNodeClaim(_ context.Context, nc *apis.NodeClaim) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.record("DeleteNodeClaim")
-	b, ok := m.claims[nc.Name]
-	if !ok {
-		return store.ErrNotFound
-	}
-	if decodeClaim(b).ResourceVersion != nc.ResourceVersion {
-		return store.ErrConflict
-	}
-	delete(m.claims, nc.Name)
-	m.deleted[nc.Name] = nc
-	return nil
 }
 
 func (m *memStore) live() []*apis.NodeClaim {
-	out, _ := m.ListNodeClaims(context.Background())
+	out, _ := m.Store.ListNodeClaims(context.Background())
 	return out
+}
+
+// tombstone is the deleted claim name as it was deleted (nil if none).
+func (m *memStore) tombstone(name string) *apis.NodeClaim {
+	ts, err := m.Store.GetTombstone(context.Background(), name)
+	if err != nil {
+		return nil
+	}
+	return ts.Claim
 }
 
 // fakeCluster serves snapshots and records pod events.

@@ -178,7 +178,7 @@ func TestCapacityErrorReplansInSameRun(t *testing.T) {
 	if len(claims) != 1 || claims[0].Labels[apis.CapacityTypeLabelKey] != "on-demand" {
 		t.Fatalf("want one on-demand claim, got %v", claims)
 	}
-	dead := e.store.deleted[res.CapacityFailed[0]]
+	dead := e.store.tombstone(res.CapacityFailed[0])
 	if dead == nil {
 		t.Fatalf("spot claim %s not tombstoned", res.CapacityFailed[0])
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"math/rand/v2"
 	"sort"
 	"strconv"
 	"sync"
@@ -259,31 +258,7 @@ func (s *Store) classifyClaimConflict(ctx context.Context, op, name string, want
 // free of side effects other than on the claim, since it may run repeatedly;
 // returning an error from fn aborts without writing.
 func (s *Store) MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
-	const attempts = 8
-	for i := 0; ; i++ {
-		nc, err := s.GetNodeClaim(ctx, name)
-		if err != nil {
-			return nil, err
-		}
-		if err := fn(nc); err != nil {
-			return nil, fmt.Errorf("mutate nodeclaim %s: %w", name, err)
-		}
-		nc.Name = name
-		err = s.UpdateNodeClaim(ctx, nc)
-		if err == nil {
-			return nc, nil
-		}
-		if !errors.Is(err, ErrConflict) || i+1 >= attempts {
-			return nil, err
-		}
-		// Jitter so racing writers do not collide again in lockstep.
-		backoff := time.Duration(1+rand.IntN(10<<i)) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-	}
+	return MutateWith(ctx, name, fn, s.GetNodeClaim, s.UpdateNodeClaim)
 }
 
 // DeleteNodeClaim turns a live claim into a tombstone if its version still

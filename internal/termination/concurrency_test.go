@@ -3,7 +3,6 @@ package termination
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -15,50 +14,18 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/kube"
-	"github.com/nodewright/nodewright/internal/store"
+	"github.com/nodewright/nodewright/internal/store/storetest"
 )
 
 // Pure unit tests of Steps racing on one claim, over an in-memory store
 // (store.ErrNotFound semantics like internal/store) and a fake clientset.
 
-type memStore struct {
-	mu     sync.Mutex
-	claims map[string]*apis.NodeClaim
-}
-
-func (s *memStore) GetNodeClaim(_ context.Context, name string) (*apis.NodeClaim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cl, ok := s.claims[name]
-	if !ok {
-		return nil, fmt.Errorf("get nodeclaim %s: %w (deleted)", name, store.ErrNotFound)
-	}
-	return cl.DeepCopy(), nil
-}
-
-func (s *memStore) MutateNodeClaim(_ context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cl, ok := s.claims[name]
-	if !ok {
-		return nil, fmt.Errorf("get nodeclaim %s: %w (deleted)", name, store.ErrNotFound)
-	}
-	cp := cl.DeepCopy()
-	if err := fn(cp); err != nil {
-		return nil, err
-	}
-	s.claims[name] = cp
-	return cp.DeepCopy(), nil
-}
-
-func (s *memStore) DeleteNodeClaim(_ context.Context, nc *apis.NodeClaim) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.claims[nc.Name]; !ok {
-		return store.ErrNotFound
-	}
-	delete(s.claims, nc.Name)
-	return nil
+// newMemStore is the shared in-memory store (internal/store/storetest,
+// held to the DynamoDB store's contract) holding claims.
+func newMemStore(claims ...*apis.NodeClaim) *storetest.Store {
+	st := storetest.New()
+	st.Seed(claims...)
+	return st
 }
 
 // hookCloud counts Terminate calls and runs hook inside each.
@@ -113,7 +80,7 @@ func markedClaim(now time.Time) *apis.NodeClaim {
 	return cl
 }
 
-func newRaceTerminator(t *testing.T, st *memStore, cloud *hookCloud) (*Terminator, *syncBuffer) {
+func newRaceTerminator(t *testing.T, st *storetest.Store, cloud *hookCloud) (*Terminator, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	term, err := New(Deps{
@@ -142,7 +109,7 @@ func noWarnings(t *testing.T, logs string) {
 func TestConcurrentStepsOnOneClaim(t *testing.T) {
 	now := time.Now()
 	cl := markedClaim(now)
-	st := &memStore{claims: map[string]*apis.NodeClaim{cl.Name: cl.DeepCopy()}}
+	st := newMemStore(cl)
 	second := make(chan struct{})
 	cloud := &hookCloud{}
 	cloud.hook = func(call int) {
@@ -194,9 +161,14 @@ func TestConcurrentStepsOnOneClaim(t *testing.T) {
 func TestStepFindsClaimTombstonedMidway(t *testing.T) {
 	now := time.Now()
 	cl := markedClaim(now)
-	st := &memStore{claims: map[string]*apis.NodeClaim{cl.Name: cl.DeepCopy()}}
+	st := newMemStore(cl)
 	cloud := &hookCloud{hook: func(int) {
-		if err := st.DeleteNodeClaim(context.Background(), cl); err != nil {
+		// The other process deletes the version it read, as against DynamoDB.
+		cur, err := st.GetNodeClaim(context.Background(), cl.Name)
+		if err == nil {
+			err = st.DeleteNodeClaim(context.Background(), cur)
+		}
+		if err != nil {
 			t.Error(err)
 		}
 	}}

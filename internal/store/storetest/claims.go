@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"strconv"
 	"time"
@@ -52,17 +51,6 @@ func (r *claimRec) decode() *apis.NodeClaim {
 
 func (r *claimRec) tombstone() store.Tombstone {
 	return store.Tombstone{Claim: r.decode(), DeletedAt: time.Unix(r.deletedAt, 0), ExpiresAt: time.Unix(r.expiresAt, 0)}
-}
-
-func versionOf(nc *apis.NodeClaim) (int64, error) {
-	if nc.ResourceVersion == "" {
-		return 0, fmt.Errorf("nodeclaim %s has no resourceVersion (read it from the store first)", nc.Name)
-	}
-	v, err := strconv.ParseInt(nc.ResourceVersion, 10, 64)
-	if err != nil || v < 1 {
-		return 0, fmt.Errorf("nodeclaim %s: invalid resourceVersion %q", nc.Name, nc.ResourceVersion)
-	}
-	return v, nil
 }
 
 // CreateNodeClaim is store.Store.CreateNodeClaim: create-if-absent, where an
@@ -150,7 +138,7 @@ func (s *Store) UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
 }
 
 func (s *Store) update(nc *apis.NodeClaim) error {
-	v, err := versionOf(nc)
+	v, err := store.VersionOf(nc)
 	if err != nil {
 		return fmt.Errorf("update nodeclaim: %w", err)
 	}
@@ -178,37 +166,15 @@ func (s *Store) putIfCurrent(op string, nc *apis.NodeClaim, v int64, rec *claimR
 	return nil
 }
 
-// MutateNodeClaim is store.Store.MutateNodeClaim: read, apply fn outside any
-// lock (fn may call the store), write conditionally, and retry on
-// ErrConflict up to 8 attempts.
+// MutateNodeClaim is store.Store.MutateNodeClaim, by the same algorithm
+// (store.MutateWith); fn runs outside any lock, so it may call the store.
 func (s *Store) MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
 	if err := s.begin(ctx, "MutateNodeClaim", "get nodeclaim "+name); err != nil {
 		return nil, err
 	}
-	const attempts = 8
-	for i := 0; ; i++ {
-		nc, err := s.getLive(name)
-		if err != nil {
-			return nil, err
-		}
-		if err := fn(nc); err != nil {
-			return nil, fmt.Errorf("mutate nodeclaim %s: %w", name, err)
-		}
-		nc.Name = name
-		err = s.update(nc)
-		if err == nil {
-			return nc, nil
-		}
-		if !errors.Is(err, store.ErrConflict) || i+1 >= attempts {
-			return nil, err
-		}
-		backoff := time.Duration(1+rand.IntN(10<<i)) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(backoff):
-		}
-	}
+	return store.MutateWith(ctx, name, fn,
+		func(_ context.Context, name string) (*apis.NodeClaim, error) { return s.getLive(name) },
+		func(_ context.Context, nc *apis.NodeClaim) error { return s.update(nc) })
 }
 
 // DeleteNodeClaim is store.Store.DeleteNodeClaim: a conditional write of a
@@ -217,7 +183,7 @@ func (s *Store) DeleteNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
 	if err := s.begin(ctx, "DeleteNodeClaim", "delete nodeclaim "+nc.Name); err != nil {
 		return err
 	}
-	v, err := versionOf(nc)
+	v, err := store.VersionOf(nc)
 	if err != nil {
 		return fmt.Errorf("delete nodeclaim: %w", err)
 	}

@@ -20,23 +20,13 @@ func (r *leaseRec) lease(name string) *store.Lease {
 	return &store.Lease{Name: name, Holder: r.holder, Token: r.token, Expires: time.UnixMilli(r.untilMs)}
 }
 
-func validateLeaseArgs(name, holder string, d time.Duration) error {
-	if name == "" || holder == "" {
-		return fmt.Errorf("lease name %q and holder %q must both be non-empty", name, holder)
-	}
-	if d <= 0 {
-		return fmt.Errorf("lease %s: duration %s must be positive", name, d)
-	}
-	return nil
-}
-
 // AcquireLease is store.Store.AcquireLease: free, expired, released or
 // already held by holder; every acquisition increments the token.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, d time.Duration) (*store.Lease, error) {
 	if err := s.begin(ctx, "AcquireLease", "acquire lease "+name); err != nil {
 		return nil, err
 	}
-	if err := validateLeaseArgs(name, holder, d); err != nil {
+	if err := store.ValidateLeaseArgs(name, holder, d); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -71,7 +61,7 @@ func (s *Store) RenewLease(ctx context.Context, l *store.Lease, d time.Duration)
 	if err := s.begin(ctx, "RenewLease", "renew lease "+l.Name); err != nil {
 		return err
 	}
-	if err := validateLeaseArgs(l.Name, l.Holder, d); err != nil {
+	if err := store.ValidateLeaseArgs(l.Name, l.Holder, d); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -127,7 +127,7 @@ func (s *Store) Seed(claims ...*apis.NodeClaim) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, nc := range claims {
-		v, err := versionOf(nc)
+		v, err := store.VersionOf(nc)
 		if err != nil {
 			v = 1
 		}
