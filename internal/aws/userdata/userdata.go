@@ -120,6 +120,21 @@ func (o Options) isIPv6() bool {
 	return ip != nil && ip.To4() == nil
 }
 
+// setPtr sets m[key] to *v when v is set (a kubelet setting left unset
+// keeps the AMI's default).
+func setPtr[T any](m map[string]any, key string, v *T) {
+	if v != nil {
+		m[key] = *v
+	}
+}
+
+// setMap sets m[key] to v when v has entries.
+func setMap[V any](m map[string]any, key string, v map[string]V) {
+	if len(v) > 0 {
+		m[key] = v
+	}
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
