@@ -293,6 +293,14 @@ func (l *loader) decodeInto(file string, root *yaml.Node, target any) (*loadedOb
 	return obj, d
 }
 
+// decodeBeta decodes a v1beta1 document into beta and starts the record of
+// its conversion to v1.
+func (l *loader) decodeBeta(file string, root *yaml.Node, beta any) *loadedObject {
+	obj, _ := l.decodeInto(file, root, beta)
+	obj.conv = newConversion()
+	return obj
+}
+
 func (l *loader) loadNodePool(file string, root *yaml.Node) {
 	np := &NodePool{}
 	obj, _ := l.decodeInto(file, root, np)
@@ -309,12 +317,11 @@ func (l *loader) loadNodePool(file string, root *yaml.Node) {
 
 func (l *loader) loadBetaNodePool(file string, root *yaml.Node) {
 	beta := &betaNodePool{}
-	obj, _ := l.decodeInto(file, root, beta)
-	obj.conv = newConversion()
+	obj := l.decodeBeta(file, root, beta)
 	np, kubelet := convertNodePool(beta, obj.present, obj.conv)
 	obj.np, obj.betaKubelet = np, kubelet
 	np.SetDefaults()
-	errs := append([]fieldErr(nil), obj.conv.errs...)
+	errs := slices.Clone(obj.conv.errs)
 	if beta.Spec.Disruption != nil && beta.Spec.Disruption.ConsolidationPolicy != "" &&
 		beta.Spec.Disruption.ConsolidationPolicy != consolidationPolicyWhenUnderutilizedBeta &&
 		beta.Spec.Disruption.ConsolidationPolicy != ConsolidationPolicyWhenEmpty {
@@ -344,12 +351,11 @@ func (l *loader) loadNodeClass(file string, root *yaml.Node) {
 
 func (l *loader) loadBetaNodeClass(file string, root *yaml.Node) {
 	beta := &betaEC2NodeClass{}
-	obj, _ := l.decodeInto(file, root, beta)
-	obj.conv = newConversion()
+	obj := l.decodeBeta(file, root, beta)
 	nc := convertEC2NodeClass(beta, obj.conv)
 	obj.nc = nc
 	nc.SetDefaults()
-	errs := append([]fieldErr(nil), obj.conv.errs...)
+	errs := slices.Clone(obj.conv.errs)
 	for _, e := range validateEC2NodeClass(nc) {
 		// A conversion error already explains a missing or unusable family.
 		if len(obj.conv.errs) > 0 && (e.path == "spec.amiFamily" || e.path == "spec.amiSelectorTerms") {
