@@ -209,15 +209,25 @@ func (s *Store) expired(expiresAt int64) bool {
 // A concurrent change gives ErrConflict; a deleted or missing claim
 // ErrNotFound.
 func (s *Store) UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
-	v, err := versionOf(nc)
-	if err != nil {
-		return fmt.Errorf("update nodeclaim: %w", err)
-	}
-	item, err := s.claimToItem(nc, v+1)
+	v, item, err := s.nextClaimItem("update", nc)
 	if err != nil {
 		return err
 	}
 	return s.putClaimIfCurrent(ctx, "update", nc, v, item)
+}
+
+// nextClaimItem returns the version nc was read at and the item of its next
+// version; op names the operation in errors.
+func (s *Store) nextClaimItem(op string, nc *apis.NodeClaim) (int64, map[string]types.AttributeValue, error) {
+	v, err := versionOf(nc)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s nodeclaim: %w", op, err)
+	}
+	item, err := s.claimToItem(nc, v+1)
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, item, nil
 }
 
 // putClaimIfCurrent writes item (version v+1 of nc) only while the stored
@@ -292,11 +302,7 @@ func (s *Store) MutateNodeClaim(ctx context.Context, name string, fn func(*apis.
 // DynamoDB removes it after the tombstone TTL. Deleting an already deleted
 // or missing claim gives ErrNotFound, so callers can treat it as done.
 func (s *Store) DeleteNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
-	v, err := versionOf(nc)
-	if err != nil {
-		return fmt.Errorf("delete nodeclaim: %w", err)
-	}
-	item, err := s.claimToItem(nc, v+1)
+	v, item, err := s.nextClaimItem("delete", nc)
 	if err != nil {
 		return err
 	}
