@@ -215,6 +215,21 @@ func (l *loader) loadDocument(file string, doc *yaml.Node) {
 		l.fail(file, avLine, "kind", "%s (NodePool or EC2NodeClass)", msgRequired)
 		return
 	}
+	l.loadKind(file, root, typeOf{apiVersion: apiVersion, group: group, version: version, kind: kind, avLine: avLine, kindLine: kindLine})
+}
+
+// typeOf is a document's apiVersion (split into group and version) and kind,
+// with the lines they are on.
+type typeOf struct {
+	apiVersion, group, version, kind string
+	avLine, kindLine                 int
+}
+
+// loadKind loads a NodePool or EC2NodeClass of a supported version and
+// explains everything else: a deprecated version is converted, a kind or
+// version nodewright does not configure fails or is skipped.
+func (l *loader) loadKind(file string, root *yaml.Node, t typeOf) {
+	apiVersion, group, version, kind, avLine, kindLine := t.apiVersion, t.group, t.version, t.kind, t.avLine, t.kindLine
 	switch {
 	case group == Group && kind == NodePoolKind && version == V1:
 		l.loadNodePool(file, root)
@@ -274,7 +289,7 @@ func (l *loader) stripStatus(file string, root *yaml.Node) {
 	}
 }
 
-func (l *loader) decodeInto(file string, root *yaml.Node, target any) (*loadedObject, *decoder) {
+func (l *loader) decodeInto(file string, root *yaml.Node, target any) *loadedObject {
 	d := newDecoder(file)
 	kind := NodePoolKind
 	if _, ok := target.(*EC2NodeClass); ok {
@@ -290,20 +305,20 @@ func (l *loader) decodeInto(file string, root *yaml.Node, target any) (*loadedOb
 		obj.decodeErrPaths = append(obj.decodeErrPaths, e.Path)
 	}
 	l.errs = append(l.errs, d.errs...)
-	return obj, d
+	return obj
 }
 
 // decodeBeta decodes a v1beta1 document into beta and starts the record of
 // its conversion to v1.
 func (l *loader) decodeBeta(file string, root *yaml.Node, beta any) *loadedObject {
-	obj, _ := l.decodeInto(file, root, beta)
+	obj := l.decodeInto(file, root, beta)
 	obj.conv = newConversion()
 	return obj
 }
 
 func (l *loader) loadNodePool(file string, root *yaml.Node) {
 	np := &NodePool{}
-	obj, _ := l.decodeInto(file, root, np)
+	obj := l.decodeInto(file, root, np)
 	obj.np = np
 	var pre []fieldErr
 	if obj.present("spec.disruption") && np.Spec.Disruption.ConsolidateAfter.IsZero() {
@@ -342,7 +357,7 @@ func (l *loader) loadBetaNodePool(file string, root *yaml.Node) {
 
 func (l *loader) loadNodeClass(file string, root *yaml.Node) {
 	nc := &EC2NodeClass{}
-	obj, _ := l.decodeInto(file, root, nc)
+	obj := l.decodeInto(file, root, nc)
 	obj.nc = nc
 	nc.SetDefaults()
 	l.report(obj, validateEC2NodeClass(nc))

@@ -106,8 +106,8 @@ func validateClaimSpec(v *validator, path string, ts *NodeClaimTemplateSpec) {
 	validateTaints(v, joinField(path, "startupTaints"), ts.StartupTaints)
 	ref := ts.NodeClassRef
 	refPath := joinField(path, "nodeClassRef")
-	switch {
-	case ref == nil:
+	switch ref {
+	case nil:
 		v.add(refPath, msgRequired)
 	default:
 		if ref.Name == "" {

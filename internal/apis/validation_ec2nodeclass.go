@@ -223,7 +223,7 @@ func validateAlias(v *validator, path, alias string) (string, bool) {
 		v.add(path, "'alias' is improperly formatted, must match the format 'family@version'")
 		return "", false
 	}
-	famName, version, _ := splitAlias(alias)
+	famName, version, _ := strings.Cut(alias, "@")
 	fam, ok := aliasFamilies[famName]
 	if !ok {
 		v.add(path, "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'")

@@ -94,7 +94,9 @@ func (p *Provider) fetchShapes(ctx context.Context) (*ec2Shapes, error) {
 		MaxResults:   sdkaws.Int32(1000),
 	})
 	s.offerings, err = allPages(ctx, op.HasMorePages, op.NextPage,
-		func(o *ec2.DescribeInstanceTypeOfferingsOutput) []ec2types.InstanceTypeOffering { return o.InstanceTypeOfferings })
+		func(o *ec2.DescribeInstanceTypeOfferingsOutput) []ec2types.InstanceTypeOffering {
+			return o.InstanceTypeOfferings
+		})
 	if err != nil {
 		return nil, fmt.Errorf("describe instance type offerings: %w", err)
 	}

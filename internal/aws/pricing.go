@@ -104,7 +104,7 @@ func (p *Provider) prices(ctx context.Context, store PriceStore, force bool) (*P
 	default:
 		builtin, err := builtinOnDemand(p.opts.Region)
 		if err != nil {
-			return nil, fmt.Errorf("prices %s: Pricing API: %v; embedded catalog: %w", p.opts.Region, odErr, err)
+			return nil, fmt.Errorf("prices %s: Pricing API: %w; embedded catalog: %w", p.opts.Region, odErr, err)
 		}
 		p.log.WarnContext(ctx, "Pricing API unavailable; using embedded list prices", "error", odErr)
 		snap.OnDemand, snap.OnDemandSource = builtin, catalog.PriceSourceEmbedded

@@ -198,7 +198,7 @@ func (c *Client) Evict(ctx context.Context, pod *corev1.Pod, o EvictOptions) err
 	for attempt := 0; attempt < o.Attempts; attempt++ {
 		if attempt > 0 {
 			if err := sleepBackoff(ctx, attempt); err != nil {
-				return fmt.Errorf("evict pod %s/%s: %w (last error: %v)", pod.Namespace, pod.Name, err, lastErr)
+				return fmt.Errorf("evict pod %s/%s: %w (last error: %w)", pod.Namespace, pod.Name, err, lastErr)
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
