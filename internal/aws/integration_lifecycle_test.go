@@ -19,10 +19,7 @@ import (
 func TestTerminateOnlyOwnedInstances(t *testing.T) {
 	e := newEnv(t, false)
 	nc := nodeClass("al2023@latest")
-	inst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("term-1"), NodeClass: nc, InstanceTypes: e.types("c5.large")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inst := e.launch(t, "term-1", nc, "c5.large")
 	// Someone else's instance: launched from the same template, without our tags.
 	subnets, _ := e.p.Subnets(e.ctx, nc)
 	out, err := e.clients.EC2.CreateFleet(e.ctx, &ec2.CreateFleetInput{
@@ -69,10 +66,7 @@ func TestTerminateOnlyOwnedInstances(t *testing.T) {
 func TestLaunchTemplateGarbageCollection(t *testing.T) {
 	e := newEnv(t, false)
 	nc := nodeClass("al2023@latest")
-	a, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("gc-1"), NodeClass: nc, InstanceTypes: e.types("c5.large")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := e.launch(t, "gc-1", nc, "c5.large")
 	nc2 := nodeClass("al2023@latest")
 	nc2.Spec.Tags = map[string]string{"team": "search"}
 	nc2.Spec.DetailedMonitoring = sdkaws.Bool(true)
@@ -80,10 +74,7 @@ func TestLaunchTemplateGarbageCollection(t *testing.T) {
 	size := resource.MustParse("100Gi")
 	nc2.Spec.BlockDeviceMappings = []*apis.BlockDeviceMapping{{DeviceName: sdkaws.String("/dev/xvda"), RootVolume: true,
 		EBS: &apis.BlockDevice{VolumeSize: &size, VolumeType: sdkaws.String("io2"), IOPS: sdkaws.Int64(4000)}}}
-	b, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("gc-2"), NodeClass: nc2, InstanceTypes: e.types("c5.large")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := e.launch(t, "gc-2", nc2, "c5.large")
 	created := e.sim.Calls("ec2", "CreateLaunchTemplate")
 	lt := created[len(created)-1].Params
 	if lt["LaunchTemplateData.Monitoring.Enabled"] != "true" || lt["LaunchTemplateData.NetworkInterface.1.AssociatePublicIpAddress"] != "false" ||
@@ -131,10 +122,7 @@ func TestLaunchTemplateGarbageCollection(t *testing.T) {
 func TestDrift(t *testing.T) {
 	e := newEnv(t, false)
 	nc := nodeClass("al2023@latest")
-	launched, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("drift-1"), NodeClass: nc, InstanceTypes: e.types("c5.large")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	launched := e.launch(t, "drift-1", nc, "c5.large")
 	inst, err := e.p.GetInstance(e.ctx, launched.ID)
 	if err != nil {
 		t.Fatal(err)

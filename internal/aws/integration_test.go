@@ -150,6 +150,17 @@ func (e *env) types(names ...string) []*catalog.InstanceType {
 
 // fleetOverrides returns the instance types and zones of every override of
 // one recorded CreateFleet call, as sent over the wire.
+// launch launches the claim's instance from the given types, failing the
+// test on error.
+func (e *env) launch(t testing.TB, claim string, nc *apis.EC2NodeClass, types ...string) nwaws.Instance {
+	t.Helper()
+	inst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim(claim), NodeClass: nc, InstanceTypes: e.types(types...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst
+}
+
 // subnets resolves the node class's subnets, failing the test on error.
 func (e *env) subnets(t testing.TB, nc *apis.EC2NodeClass) []nwaws.Subnet {
 	t.Helper()

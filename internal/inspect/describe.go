@@ -250,9 +250,7 @@ func writeConditions(w io.Writer, conditions []metav1.Condition) error {
 		fmt.Fprintln(w, "  <none>")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  Type\tStatus\tLastTransitionTime\tReason\tMessage")
-	fmt.Fprintln(tw, "  ----\t------\t------------------\t------\t-------")
+	tw := newTable(w, "Type", "Status", "LastTransitionTime", "Reason", "Message")
 	conds := append([]metav1.Condition(nil), conditions...)
 	sort.SliceStable(conds, func(i, j int) bool { return conditionRank(conds[i].Type) < conditionRank(conds[j].Type) })
 	for _, cond := range conds {
@@ -262,6 +260,19 @@ func writeConditions(w io.Writer, conditions []metav1.Condition) error {
 	return tw.Flush()
 }
 
+// newTable starts an indented table: the column names, then a dashed rule
+// under each.
+func newTable(w io.Writer, columns ...string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	rules := make([]string, len(columns))
+	for i, c := range columns {
+		rules[i] = strings.Repeat("-", len(c))
+	}
+	fmt.Fprintln(tw, "  "+strings.Join(columns, "\t"))
+	fmt.Fprintln(tw, "  "+strings.Join(rules, "\t"))
+	return tw
+}
+
 // writeEvents prints the claim's lifecycle events as a table.
 func writeEvents(w io.Writer, events []Event, now time.Time) error {
 	fmt.Fprintln(w, "Events:")
@@ -269,9 +280,7 @@ func writeEvents(w io.Writer, events []Event, now time.Time) error {
 		fmt.Fprintln(w, "  <none>")
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  Type\tReason\tAge\tTime\tDetail")
-	fmt.Fprintln(tw, "  ----\t------\t---\t----\t------")
+	tw := newTable(w, "Type", "Reason", "Age", "Time", "Detail")
 	for _, e := range events {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, Age(now, e.Time), e.Time.UTC().Format(time.RFC3339), e.Detail)
 	}

@@ -138,7 +138,6 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-
 func TestWriteNodeClaimsGolden(t *testing.T) {
 	prices := fixturePrices(t)
 	claims := fixtureClaims()

@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -73,10 +72,7 @@ func (p *parser) taker(gvk string) func(raw []byte, line int) error {
 	case "v1/Node":
 		return decoded(p, "Node", p.node)
 	case "v1/PersistentVolume":
-		return decoded(p, "PersistentVolume", func(pv *corev1.PersistentVolume, _ int) error {
-			p.w.PersistentVolumes = append(p.w.PersistentVolumes, pv)
-			return nil
-		})
+		return decoded(p, "PersistentVolume", keep(&p.w.PersistentVolumes))
 	case "v1/PersistentVolumeClaim":
 		return decoded(p, "PersistentVolumeClaim", func(pvc *corev1.PersistentVolumeClaim, _ int) error {
 			pvc.Namespace = ns(&pvc.ObjectMeta)
@@ -84,10 +80,7 @@ func (p *parser) taker(gvk string) func(raw []byte, line int) error {
 			return nil
 		})
 	case "storage.k8s.io/v1/StorageClass":
-		return decoded(p, "StorageClass", func(sc *storagev1.StorageClass, _ int) error {
-			p.w.StorageClasses = append(p.w.StorageClasses, sc)
-			return nil
-		})
+		return decoded(p, "StorageClass", keep(&p.w.StorageClasses))
 	}
 	return nil
 }
@@ -101,6 +94,14 @@ func decoded[T any](p *parser, kind string, take func(v *T, line int) error) fun
 			return fmt.Errorf("%s: %s: %w", p.where(line), kind, err)
 		}
 		return take(v, line)
+	}
+}
+
+// keep returns a taker that appends the object to *dst as it is.
+func keep[T any](dst *[]*T) func(v *T, line int) error {
+	return func(v *T, _ int) error {
+		*dst = append(*dst, v)
+		return nil
 	}
 }
 
