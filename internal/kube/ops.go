@@ -22,12 +22,12 @@ var (
 	// PodDisruptionBudget allows no more disruptions right now.
 	ErrPDBBlocked = errors.New("eviction blocked by PodDisruptionBudget")
 	// ErrNotFound: the object does not exist (any more). It is the only way
-	// a Client method reports a missing object: an API NotFound answer is
-	// turned into ErrNotFound (wrapped with what was being done, so test with
-	// errors.Is), and no Client error satisfies apierrors.IsNotFound. Methods
-	// for which a missing object is already the wanted outcome (DeletePod,
-	// DeleteNode, Evict) return nil instead, and NodeFor/ClaimNode return a
-	// nil node.
+	// a Client method reports a missing object (or namespace): the API's
+	// NotFound answer is turned into ErrNotFound, wrapped with what was being
+	// done (test with errors.Is), so callers never need apierrors.IsNotFound.
+	// Methods for which a missing object is already the wanted outcome
+	// (DeletePod, DeleteNode, Evict) return nil instead, and NodeFor and
+	// ClaimNode return a nil node.
 	ErrNotFound = errors.New("not found")
 )
 
