@@ -81,7 +81,9 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, d time.Du
 	if isConditionFailed(err) {
 		cur, gerr := s.GetLease(ctx, name)
 		if gerr != nil {
-			return nil, fmt.Errorf("acquire lease %s: %w (holder unknown: %v)", name, ErrLeaseHeld, gerr)
+			// Only ErrLeaseHeld is wrapped: the failed read (possibly
+			// ErrNotFound) is detail, not what the caller should match.
+			return nil, fmt.Errorf("acquire lease %s: %w (holder unknown: %s)", name, ErrLeaseHeld, gerr.Error())
 		}
 		return nil, fmt.Errorf("acquire lease %s: %w", name, &LeaseHeldError{Name: name, Holder: cur.Holder, Expires: cur.Expires})
 	}

@@ -259,7 +259,8 @@ func (s *Store) classifyClaimConflict(ctx context.Context, op, name string, want
 		return fmt.Errorf("%s nodeclaim %s: %w", op, name, ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("%s nodeclaim %s: %w (and re-read failed: %v)", op, name, ErrConflict, err)
+		// Only ErrConflict is wrapped: the failed re-read is detail.
+		return fmt.Errorf("%s nodeclaim %s: %w (and re-read failed: %s)", op, name, ErrConflict, err.Error())
 	}
 	return fmt.Errorf("%s nodeclaim %s: %w (have version %d, stored %d)", op, name, ErrConflict, want, it.Version)
 }
