@@ -2,6 +2,7 @@ package apis
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -349,14 +350,7 @@ func validateDisruption(v *validator, path string, d *Disruption) {
 	}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // knownValues are the only values some well-known labels ever take on
 // nodewright's nodes. Karpenter accepts other values, but a NodePool that

@@ -7,9 +7,9 @@ package userdata
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -135,14 +135,7 @@ func setMap[V any](m map[string]any, key string, v map[string]V) {
 	}
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // labelList is "k1=v1,k2=v2" with sorted keys.
 func labelList(labels map[string]string) string {
