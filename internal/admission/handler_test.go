@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -48,7 +47,7 @@ func (c *fakeClock) now() time.Time { return c.t }
 func newTestHandler(t *testing.T, n Nudger, clock *fakeClock) *Handler {
 	t.Helper()
 	h, err := NewHandler(Options{Secret: "s3cret", Nudger: n, Now: clock.now,
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +235,7 @@ func TestNewHandlerRefusesEmptySecret(t *testing.T) {
 
 func BenchmarkServe(b *testing.B) {
 	n := &recordingNudger{}
-	h, _ := NewHandler(Options{Secret: "s3cret", Nudger: n, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	h, _ := NewHandler(Options{Secret: "s3cret", Nudger: n, Logger: slog.New(slog.DiscardHandler)})
 	body := []byte(reviewJSON("UPDATE", "status", "u", "", "Unschedulable"))
 	req := Request{Method: "POST", Path: "/hook/s3cret", Body: body}
 	ctx := context.Background()

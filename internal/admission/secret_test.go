@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"testing"
@@ -45,7 +44,7 @@ func TestRotatedSecretNeedsNoColdStart(t *testing.T) {
 	}
 	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	h, err := NewHandler(Options{Secrets: SecretsManagerSource(sm, sdkaws.ToString(created.ARN)),
-		Nudger: &recordingNudger{}, Now: clock.now, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+		Nudger: &recordingNudger{}, Now: clock.now, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

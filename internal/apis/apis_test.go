@@ -116,6 +116,41 @@ func basePool() *NodePool {
 	return np
 }
 
+// checkHash applies each change to a fresh object: the same changes must
+// keep its hash, the differ changes must change it.
+func checkHash[T interface{ Hash() string }](t *testing.T, fresh func() T, same, differ []func(T)) {
+	t.Helper()
+	h := fresh().Hash()
+	for i, mut := range same {
+		obj := fresh()
+		mut(obj)
+		if obj.Hash() != h {
+			t.Errorf("change %d (excluded from the hash) changed it", i)
+		}
+	}
+	for i, mut := range differ {
+		obj := fresh()
+		mut(obj)
+		if obj.Hash() == h {
+			t.Errorf("change %d did not change the hash", i)
+		}
+	}
+}
+
+// jsonRoundTrip encodes a claim as the store does and decodes it back.
+func jsonRoundTrip(t *testing.T, nc *NodeClaim) (NodeClaim, []byte) {
+	t.Helper()
+	b, err := json.Marshal(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back NodeClaim
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back, b
+}
+
 func TestNodePoolHash(t *testing.T) {
 	h := basePool().Hash()
 	if h == "" || h != basePool().Hash() {
@@ -132,13 +167,6 @@ func TestNodePoolHash(t *testing.T) {
 			ts[0], ts[1] = ts[1], ts[0]
 		},
 	}
-	for i, mut := range same {
-		np := basePool()
-		mut(np)
-		if np.Hash() != h {
-			t.Errorf("change %d (excluded from the hash) changed it", i)
-		}
-	}
 	differ := []func(*NodePool){
 		func(np *NodePool) { np.Spec.Template.ObjectMeta.Labels["team"] = "b" },
 		func(np *NodePool) { np.Spec.Template.ObjectMeta.Annotations = map[string]string{"x": "y"} },
@@ -152,13 +180,7 @@ func TestNodePoolHash(t *testing.T) {
 			np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
 		},
 	}
-	for i, mut := range differ {
-		np := basePool()
-		mut(np)
-		if np.Hash() == h {
-			t.Errorf("change %d did not change the hash", i)
-		}
-	}
+	checkHash(t, basePool, same, differ)
 }
 
 func baseClass() *EC2NodeClass {
@@ -173,20 +195,12 @@ func baseClass() *EC2NodeClass {
 }
 
 func TestEC2NodeClassHash(t *testing.T) {
-	h := baseClass().Hash()
 	same := []func(*EC2NodeClass){
 		func(nc *EC2NodeClass) { nc.Spec.SubnetSelectorTerms = []SubnetSelectorTerm{{ID: "subnet-1"}} },
 		func(nc *EC2NodeClass) { nc.Spec.SecurityGroupSelectorTerms = nil },
 		func(nc *EC2NodeClass) { nc.Spec.AMISelectorTerms = []AMISelectorTerm{{Alias: "al2023@v20240625"}} },
 		// Spelling the same family via amiFamily is not drift.
 		func(nc *EC2NodeClass) { nc.Spec.AMIFamily = ptr(AMIFamilyAL2023) },
-	}
-	for i, mut := range same {
-		nc := baseClass()
-		mut(nc)
-		if nc.Hash() != h {
-			t.Errorf("change %d (excluded from the hash) changed it", i)
-		}
 	}
 	differ := []func(*EC2NodeClass){
 		func(nc *EC2NodeClass) { nc.Spec.Tags["a"] = "3" },
@@ -200,13 +214,7 @@ func TestEC2NodeClassHash(t *testing.T) {
 			nc.Spec.BlockDeviceMappings = []*BlockDeviceMapping{{DeviceName: ptr("/dev/xvda"), EBS: &BlockDevice{VolumeSize: ptr(resource.MustParse("20Gi"))}}}
 		},
 	}
-	for i, mut := range differ {
-		nc := baseClass()
-		mut(nc)
-		if nc.Hash() == h {
-			t.Errorf("change %d did not change the hash", i)
-		}
-	}
+	checkHash(t, baseClass, same, differ)
 }
 
 func TestProgrammaticValidate(t *testing.T) {
@@ -253,14 +261,7 @@ func TestNodeClaimConditions(t *testing.T) {
 	nc.Spec.ExpireAfter = DurationOf(720 * time.Hour)
 	nc.Status.Capacity = corev1.ResourceList{"cpu": resource.MustParse("2")}
 	nc.NodePoolHash = "123"
-	b, err := json.Marshal(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back NodeClaim
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	back, b := jsonRoundTrip(t, nc)
 	if d, _ := back.Spec.ExpireAfter.Get(); d != 720*time.Hour || back.NodePoolHash != "123" || back.Status.Capacity.Cpu().String() != "2" {
 		t.Errorf("round trip: %s", b)
 	}

@@ -1,7 +1,6 @@
 package apis
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -40,14 +39,7 @@ func TestMarkForDeletionKeepsFirstMark(t *testing.T) {
 		t.Fatalf("deadline %v %v", d, ok)
 	}
 	// The mark survives the store's JSON encoding.
-	b, err := json.Marshal(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var back NodeClaim
-	if err := json.Unmarshal(b, &back); err != nil {
-		t.Fatal(err)
-	}
+	back, b := jsonRoundTrip(t, nc)
 	if !back.Deleting() || back.DeletionReason() != DeletionReasonExpired || !back.DeletionTimestamp.Equal(&t0) {
 		t.Fatalf("round trip lost the mark: %s", b)
 	}

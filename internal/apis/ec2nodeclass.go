@@ -3,6 +3,7 @@ package apis
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,7 +143,7 @@ func (nc *EC2NodeClass) AMIFamily() string {
 		return *nc.Spec.AMIFamily
 	}
 	if alias := nc.AMIAlias(); alias != "" {
-		fam, _, _ := splitAlias(alias)
+		fam, _, _ := strings.Cut(alias, "@")
 		return aliasFamilies[fam]
 	}
 	return ""
@@ -165,15 +166,6 @@ var aliasFamilies = map[string]string{
 	"bottlerocket": AMIFamilyBottlerocket,
 	"windows2019":  AMIFamilyWindows2019,
 	"windows2022":  AMIFamilyWindows2022,
-}
-
-func splitAlias(alias string) (family, version string, ok bool) {
-	for i := 0; i < len(alias); i++ {
-		if alias[i] == '@' {
-			return alias[:i], alias[i+1:], true
-		}
-	}
-	return alias, "", false
 }
 
 // DeepCopy returns an independent copy.

@@ -215,6 +215,21 @@ func (l *loader) loadDocument(file string, doc *yaml.Node) {
 		l.fail(file, avLine, "kind", "%s (NodePool or EC2NodeClass)", msgRequired)
 		return
 	}
+	l.loadKind(file, root, typeOf{apiVersion: apiVersion, group: group, version: version, kind: kind, avLine: avLine, kindLine: kindLine})
+}
+
+// typeOf is a document's apiVersion (split into group and version) and kind,
+// with the lines they are on.
+type typeOf struct {
+	apiVersion, group, version, kind string
+	avLine, kindLine                 int
+}
+
+// loadKind loads a NodePool or EC2NodeClass of a supported version and
+// explains everything else: a deprecated version is converted, a kind or
+// version nodewright does not configure fails or is skipped.
+func (l *loader) loadKind(file string, root *yaml.Node, t typeOf) {
+	apiVersion, group, version, kind, avLine, kindLine := t.apiVersion, t.group, t.version, t.kind, t.avLine, t.kindLine
 	switch {
 	case group == Group && kind == NodePoolKind && version == V1:
 		l.loadNodePool(file, root)
@@ -274,7 +289,7 @@ func (l *loader) stripStatus(file string, root *yaml.Node) {
 	}
 }
 
-func (l *loader) decodeInto(file string, root *yaml.Node, target any) (*loadedObject, *decoder) {
+func (l *loader) decodeInto(file string, root *yaml.Node, target any) *loadedObject {
 	d := newDecoder(file)
 	kind := NodePoolKind
 	if _, ok := target.(*EC2NodeClass); ok {
@@ -290,12 +305,20 @@ func (l *loader) decodeInto(file string, root *yaml.Node, target any) (*loadedOb
 		obj.decodeErrPaths = append(obj.decodeErrPaths, e.Path)
 	}
 	l.errs = append(l.errs, d.errs...)
-	return obj, d
+	return obj
+}
+
+// decodeBeta decodes a v1beta1 document into beta and starts the record of
+// its conversion to v1.
+func (l *loader) decodeBeta(file string, root *yaml.Node, beta any) *loadedObject {
+	obj := l.decodeInto(file, root, beta)
+	obj.conv = newConversion()
+	return obj
 }
 
 func (l *loader) loadNodePool(file string, root *yaml.Node) {
 	np := &NodePool{}
-	obj, _ := l.decodeInto(file, root, np)
+	obj := l.decodeInto(file, root, np)
 	obj.np = np
 	var pre []fieldErr
 	if obj.present("spec.disruption") && np.Spec.Disruption.ConsolidateAfter.IsZero() {
@@ -309,12 +332,11 @@ func (l *loader) loadNodePool(file string, root *yaml.Node) {
 
 func (l *loader) loadBetaNodePool(file string, root *yaml.Node) {
 	beta := &betaNodePool{}
-	obj, _ := l.decodeInto(file, root, beta)
-	obj.conv = newConversion()
+	obj := l.decodeBeta(file, root, beta)
 	np, kubelet := convertNodePool(beta, obj.present, obj.conv)
 	obj.np, obj.betaKubelet = np, kubelet
 	np.SetDefaults()
-	errs := append([]fieldErr(nil), obj.conv.errs...)
+	errs := slices.Clone(obj.conv.errs)
 	if beta.Spec.Disruption != nil && beta.Spec.Disruption.ConsolidationPolicy != "" &&
 		beta.Spec.Disruption.ConsolidationPolicy != consolidationPolicyWhenUnderutilizedBeta &&
 		beta.Spec.Disruption.ConsolidationPolicy != ConsolidationPolicyWhenEmpty {
@@ -335,7 +357,7 @@ func (l *loader) loadBetaNodePool(file string, root *yaml.Node) {
 
 func (l *loader) loadNodeClass(file string, root *yaml.Node) {
 	nc := &EC2NodeClass{}
-	obj, _ := l.decodeInto(file, root, nc)
+	obj := l.decodeInto(file, root, nc)
 	obj.nc = nc
 	nc.SetDefaults()
 	l.report(obj, validateEC2NodeClass(nc))
@@ -344,12 +366,11 @@ func (l *loader) loadNodeClass(file string, root *yaml.Node) {
 
 func (l *loader) loadBetaNodeClass(file string, root *yaml.Node) {
 	beta := &betaEC2NodeClass{}
-	obj, _ := l.decodeInto(file, root, beta)
-	obj.conv = newConversion()
+	obj := l.decodeBeta(file, root, beta)
 	nc := convertEC2NodeClass(beta, obj.conv)
 	obj.nc = nc
 	nc.SetDefaults()
-	errs := append([]fieldErr(nil), obj.conv.errs...)
+	errs := slices.Clone(obj.conv.errs)
 	for _, e := range validateEC2NodeClass(nc) {
 		// A conversion error already explains a missing or unusable family.
 		if len(obj.conv.errs) > 0 && (e.path == "spec.amiFamily" || e.path == "spec.amiSelectorTerms") {

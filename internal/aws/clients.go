@@ -29,6 +29,20 @@ type EC2API interface {
 	DescribeSpotPriceHistory(context.Context, *ec2.DescribeSpotPriceHistoryInput, ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
 }
 
+// allPages returns the items of every page an SDK paginator yields, in
+// order: more and next are the paginator's HasMorePages and NextPage.
+func allPages[P, O, T any](ctx context.Context, more func() bool, next func(context.Context, ...func(*O)) (P, error), items func(P) []T) ([]T, error) {
+	var out []T
+	for more() {
+		page, err := next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, items(page)...)
+	}
+	return out, nil
+}
+
 // SSMAPI is the part of the SSM client this package uses.
 type SSMAPI interface {
 	GetParameter(context.Context, *ssm.GetParameterInput, ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)

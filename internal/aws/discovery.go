@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -114,11 +116,8 @@ func (p *Provider) describeSelectedSubnets(ctx context.Context, nc *apis.EC2Node
 			in.SubnetIds = []string{term.ID}
 		}
 		pager := ec2.NewDescribeSubnetsPaginator(p.clients.EC2, in)
-		for pager.HasMorePages() {
-			out, err := pager.NextPage(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("EC2NodeClass %s: subnetSelectorTerms[%d]: describe subnets: %w", nc.Name, i, err)
-			}
+		subnets, err := allPages(ctx, pager.HasMorePages, pager.NextPage, func(out *ec2.DescribeSubnetsOutput) []Subnet {
+			var matched []Subnet
 			for _, s := range out.Subnets {
 				sub := Subnet{
 					ID: sdkaws.ToString(s.SubnetId), Zone: sdkaws.ToString(s.AvailabilityZone),
@@ -131,16 +130,28 @@ func (p *Provider) describeSelectedSubnets(ctx context.Context, nc *apis.EC2Node
 				if s.State != "" && s.State != ec2types.SubnetStateAvailable {
 					continue
 				}
-				seen[sub.ID] = sub
+				matched = append(matched, sub)
 			}
+			return matched
+		})
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %s: subnetSelectorTerms[%d]: describe subnets: %w", nc.Name, i, err)
+		}
+		for _, sub := range subnets {
+			seen[sub.ID] = sub
 		}
 	}
-	out := make([]Subnet, 0, len(seen))
-	for _, s := range seen {
-		out = append(out, s)
+	return valuesByKey(seen), nil
+}
+
+// valuesByKey returns m's values in key order (by id, for subnets and
+// security groups keyed by id).
+func valuesByKey[T any](m map[string]T) []T {
+	out := make([]T, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return out
 }
 
 // ZonalSubnets picks one subnet per zone: the one with the most free
@@ -176,29 +187,28 @@ func (p *Provider) SecurityGroups(ctx context.Context, nc *apis.EC2NodeClass) ([
 				in.Filters = append(in.Filters, ec2types.Filter{Name: sdkaws.String("group-name"), Values: []string{term.Name}})
 			}
 			pager := ec2.NewDescribeSecurityGroupsPaginator(p.clients.EC2, in)
-			for pager.HasMorePages() {
-				out, err := pager.NextPage(ctx)
-				if err != nil {
-					return nil, fmt.Errorf("EC2NodeClass %s: securityGroupSelectorTerms[%d]: describe security groups: %w", nc.Name, i, err)
-				}
+			groups, err := allPages(ctx, pager.HasMorePages, pager.NextPage, func(out *ec2.DescribeSecurityGroupsOutput) []SecurityGroup {
+				var matched []SecurityGroup
 				for _, g := range out.SecurityGroups {
 					sg := SecurityGroup{ID: sdkaws.ToString(g.GroupId), Name: sdkaws.ToString(g.GroupName)}
 					if (term.ID != "" && sg.ID != term.ID) || (term.Name != "" && sg.Name != term.Name) || !tagsMatch(term.Tags, tagMap(g.Tags)) {
 						continue
 					}
-					seen[sg.ID] = sg
+					matched = append(matched, sg)
 				}
+				return matched
+			})
+			if err != nil {
+				return nil, fmt.Errorf("EC2NodeClass %s: securityGroupSelectorTerms[%d]: describe security groups: %w", nc.Name, i, err)
+			}
+			for _, sg := range groups {
+				seen[sg.ID] = sg
 			}
 		}
 		if len(seen) == 0 {
 			return nil, fmt.Errorf("EC2NodeClass %s: %w: no security group matches spec.securityGroupSelectorTerms", nc.Name, ErrNodeClassNotReady)
 		}
-		out := make([]SecurityGroup, 0, len(seen))
-		for _, g := range seen {
-			out = append(out, g)
-		}
-		sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-		return out, nil
+		return valuesByKey(seen), nil
 	})
 }
 

@@ -88,20 +88,16 @@ func instanceFromEC2(in ec2types.Instance) Instance {
 }
 
 func (p *Provider) describeInstances(ctx context.Context, in *ec2.DescribeInstancesInput) ([]Instance, error) {
-	var out []Instance
 	pager := ec2.NewDescribeInstancesPaginator(p.clients.EC2, in)
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
+	return allPages(ctx, pager.HasMorePages, pager.NextPage, func(page *ec2.DescribeInstancesOutput) []Instance {
+		var out []Instance
 		for _, r := range page.Reservations {
 			for _, i := range r.Instances {
 				out = append(out, instanceFromEC2(i))
 			}
 		}
-	}
-	return out, nil
+		return out
+	})
 }
 
 // GetInstance describes one instance (ErrInstanceNotFound when EC2 does not know it).

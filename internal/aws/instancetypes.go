@@ -83,23 +83,22 @@ func (p *Provider) Catalog(ctx context.Context, store PriceStore) (*catalog.Cata
 func (p *Provider) fetchShapes(ctx context.Context) (*ec2Shapes, error) {
 	s := &ec2Shapes{fetched: p.opts.Now(), zones: map[string]string{}}
 	tp := ec2.NewDescribeInstanceTypesPaginator(p.clients.EC2, &ec2.DescribeInstanceTypesInput{MaxResults: sdkaws.Int32(100)})
-	for tp.HasMorePages() {
-		page, err := tp.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describe instance types: %w", err)
-		}
-		s.types = append(s.types, page.InstanceTypes...)
+	var err error
+	s.types, err = allPages(ctx, tp.HasMorePages, tp.NextPage,
+		func(o *ec2.DescribeInstanceTypesOutput) []ec2types.InstanceTypeInfo { return o.InstanceTypes })
+	if err != nil {
+		return nil, fmt.Errorf("describe instance types: %w", err)
 	}
 	op := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.clients.EC2, &ec2.DescribeInstanceTypeOfferingsInput{
 		LocationType: ec2types.LocationTypeAvailabilityZone,
 		MaxResults:   sdkaws.Int32(1000),
 	})
-	for op.HasMorePages() {
-		page, err := op.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describe instance type offerings: %w", err)
-		}
-		s.offerings = append(s.offerings, page.InstanceTypeOfferings...)
+	s.offerings, err = allPages(ctx, op.HasMorePages, op.NextPage,
+		func(o *ec2.DescribeInstanceTypeOfferingsOutput) []ec2types.InstanceTypeOffering {
+			return o.InstanceTypeOfferings
+		})
+	if err != nil {
+		return nil, fmt.Errorf("describe instance type offerings: %w", err)
 	}
 	az, err := p.clients.EC2.DescribeAvailabilityZones(ctx, &ec2.DescribeAvailabilityZonesInput{})
 	if err != nil {

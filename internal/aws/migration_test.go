@@ -20,10 +20,7 @@ import (
 func TestKarpenterInstancesAreNotOurs(t *testing.T) {
 	e := newEnv(t, false)
 	nc := nodeClass("al2023@latest")
-	ours, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("default-ours1"), NodeClass: nc, InstanceTypes: e.types("c5.large")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ours := e.launch(t, "default-ours1", nc, "c5.large")
 	if got, _ := e.p.GetInstance(e.ctx, ours.ID); got.Tags[nwaws.TagManagedBy] != nwaws.ManagedBy {
 		t.Fatalf("our instance's tags %v lack %s=%s", got.Tags, nwaws.TagManagedBy, nwaws.ManagedBy)
 	}
@@ -109,10 +106,7 @@ func TestKarpenterInstancesAreNotOurs(t *testing.T) {
 	}
 
 	// A nodewright claim named like Karpenter's launches its own instance.
-	mine, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("default-karp1"), NodeClass: nc, InstanceTypes: e.types("c5.large")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mine := e.launch(t, "default-karp1", nc, "c5.large")
 	if mine.ID == karp {
 		t.Errorf("Launch adopted Karpenter's instance %s", karp)
 	}

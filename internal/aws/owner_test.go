@@ -22,10 +22,7 @@ func TestAnotherStacksInstancesAreNotOurs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("default-own1"), NodeClass: nc, InstanceTypes: e.types("c5.large")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ours := e.launch(t, "default-own1", nc, "c5.large")
 	theirs, err := other.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("default-other1"), NodeClass: nc, InstanceTypes: e.types("c5.large")})
 	if err != nil {
 		t.Fatal(err)

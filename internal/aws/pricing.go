@@ -104,7 +104,7 @@ func (p *Provider) prices(ctx context.Context, store PriceStore, force bool) (*P
 	default:
 		builtin, err := builtinOnDemand(p.opts.Region)
 		if err != nil {
-			return nil, fmt.Errorf("prices %s: Pricing API: %v; embedded catalog: %w", p.opts.Region, odErr, err)
+			return nil, fmt.Errorf("prices %s: Pricing API: %w; embedded catalog: %w", p.opts.Region, odErr, err)
 		}
 		p.log.WarnContext(ctx, "Pricing API unavailable; using embedded list prices", "error", odErr)
 		snap.OnDemand, snap.OnDemandSource = builtin, catalog.PriceSourceEmbedded
@@ -154,14 +154,10 @@ func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error
 			filter("marketoption", "OnDemand"),
 		},
 	}
-	var docs []string
 	pager := pricing.NewGetProductsPaginator(p.clients.Pricing, in)
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("pricing get products (%s): %w", p.opts.Region, err)
-		}
-		docs = append(docs, page.PriceList...)
+	docs, err := allPages(ctx, pager.HasMorePages, pager.NextPage, func(o *pricing.GetProductsOutput) []string { return o.PriceList })
+	if err != nil {
+		return nil, fmt.Errorf("pricing get products (%s): %w", p.opts.Region, err)
 	}
 	prices, err := catalog.ParseOnDemandPriceList(docs)
 	if err != nil {
@@ -183,14 +179,11 @@ func (p *Provider) fetchSpot(ctx context.Context) (map[string]map[string]float64
 		ProductDescriptions: []string{"Linux/UNIX", "Linux/UNIX (Amazon VPC)"},
 		StartTime:           &now,
 	}
-	var hist []ec2types.SpotPrice
 	pager := ec2.NewDescribeSpotPriceHistoryPaginator(p.clients.EC2, in)
-	for pager.HasMorePages() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("describe spot price history (%s): %w", p.opts.Region, err)
-		}
-		hist = append(hist, page.SpotPriceHistory...)
+	hist, err := allPages(ctx, pager.HasMorePages, pager.NextPage,
+		func(o *ec2.DescribeSpotPriceHistoryOutput) []ec2types.SpotPrice { return o.SpotPriceHistory })
+	if err != nil {
+		return nil, fmt.Errorf("describe spot price history (%s): %w", p.opts.Region, err)
 	}
 	byKey, err := catalog.SpotPricesFromHistory(hist)
 	if err != nil {

@@ -45,37 +45,9 @@ func FromEC2(in EC2Input) (*Catalog, error) {
 	if in.Region == "" {
 		return nil, fmt.Errorf("build catalog: region is empty")
 	}
-	odSource := in.OnDemandSource
-	if odSource == "" {
-		odSource = PriceSourcePricingAPI
-	}
-	spotSource := in.SpotSource
-	if spotSource == "" {
-		spotSource = PriceSourcePricingAPI
-	}
-	zoneIDs := map[string]string{}
-	for name, id := range in.Zones {
-		zoneIDs[name] = id
-	}
-	offered := map[string][]string{} // type -> zones
-	for i, o := range in.Offerings {
-		if o.Location == nil || *o.Location == "" || o.InstanceType == "" {
-			return nil, fmt.Errorf("build catalog %s: offering %d has no instance type or location", in.Region, i)
-		}
-		if o.LocationType != "" && o.LocationType != ec2types.LocationTypeAvailabilityZone {
-			return nil, fmt.Errorf("build catalog %s: offering %d has location type %q, want availability-zone", in.Region, i, o.LocationType)
-		}
-		zone := *o.Location
-		if in.Zones == nil {
-			if _, ok := zoneIDs[zone]; !ok {
-				zoneIDs[zone] = ""
-			}
-		} else if _, ok := zoneIDs[zone]; !ok {
-			// An offering in a zone the caller did not list (e.g. a Local Zone the
-			// account has not opted into) cannot be launched.
-			continue
-		}
-		offered[string(o.InstanceType)] = append(offered[string(o.InstanceType)], zone)
+	zoneIDs, offered, err := offeredZones(in)
+	if err != nil {
+		return nil, err
 	}
 	zones := make([]Zone, 0, len(zoneIDs))
 	for name, id := range zoneIDs {
@@ -87,6 +59,7 @@ func FromEC2(in EC2Input) (*Catalog, error) {
 	}
 	sort.Slice(zones, func(i, j int) bool { return zones[i].Name < zones[j].Name })
 
+	pr := newPricer(in)
 	types := make([]*InstanceType, 0, len(in.InstanceTypes))
 	for i := range in.InstanceTypes {
 		info := &in.InstanceTypes[i]
@@ -102,32 +75,86 @@ func FromEC2(in EC2Input) (*Catalog, error) {
 			continue
 		}
 		sort.Strings(typeZones)
-		typeZones = dedupSorted(typeZones)
-		for _, zone := range typeZones {
+		for _, zone := range dedupSorted(typeZones) {
 			for _, ct := range it.CapacityTypes {
-				o := Offering{Zone: zone, ZoneID: zoneIDs[zone], CapacityType: ct}
-				od, hasOD := in.OnDemand[it.Name]
-				switch ct {
-				case CapacityTypeOnDemand:
-					o.Price, o.Available, o.PriceSource = od, hasOD && od > 0, odSource
-				case CapacityTypeSpot:
-					sp, ok := in.Spot[SpotKey{it.Name, zone}]
-					switch {
-					case ok && sp > 0:
-						o.Price, o.Available, o.PriceSource = sp, true, spotSource
-					case (in.Spot == nil || in.DeriveMissingSpot) && hasOD && od > 0:
-						o.Price, o.Available, o.PriceSource = DerivedSpotPrice(it.Name, zone, od), true, PriceSourceDerivedSpot
-					default:
-						o.PriceSource = spotSource
-					}
-				}
-				it.Offerings = append(it.Offerings, o)
+				it.Offerings = append(it.Offerings, pr.offering(it.Name, zone, zoneIDs[zone], ct))
 			}
 		}
 		it.Labels = TypeLabels(it, in.Region)
 		types = append(types, it)
 	}
 	return New(in.Region, zones, types)
+}
+
+// offeredZones returns the zones (name to ID, the ID empty when the caller
+// gave none) and, per instance type, the zones it is offered in. Offerings in
+// zones the caller did not list are dropped; when the caller lists no zones,
+// every offered zone counts.
+func offeredZones(in EC2Input) (zoneIDs map[string]string, offered map[string][]string, err error) {
+	zoneIDs = map[string]string{}
+	for name, id := range in.Zones {
+		zoneIDs[name] = id
+	}
+	offered = map[string][]string{} // type -> zones
+	for i, o := range in.Offerings {
+		if o.Location == nil || *o.Location == "" || o.InstanceType == "" {
+			return nil, nil, fmt.Errorf("build catalog %s: offering %d has no instance type or location", in.Region, i)
+		}
+		if o.LocationType != "" && o.LocationType != ec2types.LocationTypeAvailabilityZone {
+			return nil, nil, fmt.Errorf("build catalog %s: offering %d has location type %q, want availability-zone", in.Region, i, o.LocationType)
+		}
+		zone := *o.Location
+		if in.Zones == nil {
+			if _, ok := zoneIDs[zone]; !ok {
+				zoneIDs[zone] = ""
+			}
+		} else if _, ok := zoneIDs[zone]; !ok {
+			// An offering in a zone the caller did not list (e.g. a Local Zone the
+			// account has not opted into) cannot be launched.
+			continue
+		}
+		offered[string(o.InstanceType)] = append(offered[string(o.InstanceType)], zone)
+	}
+	return zoneIDs, offered, nil
+}
+
+// pricer prices offerings from an EC2Input's price tables.
+type pricer struct {
+	in                   *EC2Input
+	odSource, spotSource string
+}
+
+func newPricer(in EC2Input) pricer {
+	pr := pricer{in: &in, odSource: in.OnDemandSource, spotSource: in.SpotSource}
+	if pr.odSource == "" {
+		pr.odSource = PriceSourcePricingAPI
+	}
+	if pr.spotSource == "" {
+		pr.spotSource = PriceSourcePricingAPI
+	}
+	return pr
+}
+
+// offering is one (type, zone, capacity type) offering with its price, where
+// the price came from, and whether it is available (priced above zero).
+func (pr pricer) offering(typ, zone, zoneID, ct string) Offering {
+	o := Offering{Zone: zone, ZoneID: zoneID, CapacityType: ct}
+	od, hasOD := pr.in.OnDemand[typ]
+	switch ct {
+	case CapacityTypeOnDemand:
+		o.Price, o.Available, o.PriceSource = od, hasOD && od > 0, pr.odSource
+	case CapacityTypeSpot:
+		sp, ok := pr.in.Spot[SpotKey{typ, zone}]
+		switch {
+		case ok && sp > 0:
+			o.Price, o.Available, o.PriceSource = sp, true, pr.spotSource
+		case (pr.in.Spot == nil || pr.in.DeriveMissingSpot) && hasOD && od > 0:
+			o.Price, o.Available, o.PriceSource = DerivedSpotPrice(typ, zone, od), true, PriceSourceDerivedSpot
+		default:
+			o.PriceSource = pr.spotSource
+		}
+	}
+	return o
 }
 
 func dedupSorted(s []string) []string {
@@ -146,17 +173,8 @@ func dedupSorted(s []string) []string {
 // entries missing the fields every real entry has.
 func FromInstanceTypeInfo(info *ec2types.InstanceTypeInfo) (*InstanceType, error) {
 	name := string(info.InstanceType)
-	if name == "" {
-		return nil, fmt.Errorf("instance type info without InstanceType")
-	}
-	if info.VCpuInfo == nil || info.VCpuInfo.DefaultVCpus == nil {
-		return nil, fmt.Errorf("instance type %s: VCpuInfo.DefaultVCpus missing", name)
-	}
-	if info.MemoryInfo == nil || info.MemoryInfo.SizeInMiB == nil {
-		return nil, fmt.Errorf("instance type %s: MemoryInfo.SizeInMiB missing", name)
-	}
-	if info.ProcessorInfo == nil {
-		return nil, fmt.Errorf("instance type %s: ProcessorInfo missing", name)
+	if err := checkInfo(name, info); err != nil {
+		return nil, err
 	}
 	arch := ""
 	for _, a := range info.ProcessorInfo.SupportedArchitectures {
@@ -193,6 +211,36 @@ func FromInstanceTypeInfo(info *ec2types.InstanceTypeInfo) (*InstanceType, error
 	}
 	sort.Strings(it.CapacityTypes)
 	splitName(it)
+	addAccelerators(it, info)
+	addNetwork(it, info.NetworkInfo)
+	if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport != ec2types.EphemeralNvmeSupportUnsupported && s.TotalSizeInGB != nil {
+		it.LocalNVMeGiB = *s.TotalSizeInGB
+	}
+	if e := info.EbsInfo; e != nil && e.EbsOptimizedInfo != nil && e.EbsOptimizedSupport == ec2types.EbsOptimizedSupportDefault {
+		it.EBSBandwidthMbps = int64(deref(e.EbsOptimizedInfo.MaximumBandwidthInMbps))
+	}
+	return it, nil
+}
+
+// checkInfo fails for an entry missing the fields every real entry has.
+func checkInfo(name string, info *ec2types.InstanceTypeInfo) error {
+	if name == "" {
+		return fmt.Errorf("instance type info without InstanceType")
+	}
+	if info.VCpuInfo == nil || info.VCpuInfo.DefaultVCpus == nil {
+		return fmt.Errorf("instance type %s: VCpuInfo.DefaultVCpus missing", name)
+	}
+	if info.MemoryInfo == nil || info.MemoryInfo.SizeInMiB == nil {
+		return fmt.Errorf("instance type %s: MemoryInfo.SizeInMiB missing", name)
+	}
+	if info.ProcessorInfo == nil {
+		return fmt.Errorf("instance type %s: ProcessorInfo missing", name)
+	}
+	return nil
+}
+
+// addAccelerators fills the GPUs, Neuron devices and inference accelerators.
+func addAccelerators(it *InstanceType, info *ec2types.InstanceTypeInfo) {
 	if info.GpuInfo != nil {
 		for _, g := range info.GpuInfo.Gpus {
 			gpu := GPU{Name: deref(g.Name), Manufacturer: deref(g.Manufacturer), Count: int64(deref(g.Count))}
@@ -231,31 +279,29 @@ func FromInstanceTypeInfo(info *ec2types.InstanceTypeInfo) (*InstanceType, error
 			it.InferenceAcceleratorManufacturer = deref(ia.Accelerators[0].Manufacturer)
 		}
 	}
-	if n := info.NetworkInfo; n != nil {
-		it.EncryptionInTransit = deref(n.EncryptionInTransitSupported)
-		if n.EfaInfo != nil {
-			it.EFA = int64(deref(n.EfaInfo.MaximumEfaInterfaces))
+}
+
+// addNetwork fills the ENI limits, EFA, encryption in transit and bandwidth.
+func addNetwork(it *InstanceType, n *ec2types.NetworkInfo) {
+	if n == nil {
+		return
+	}
+	it.EncryptionInTransit = deref(n.EncryptionInTransitSupported)
+	if n.EfaInfo != nil {
+		it.EFA = int64(deref(n.EfaInfo.MaximumEfaInterfaces))
+	}
+	it.IPv4PerENI = int64(deref(n.Ipv4AddressesPerInterface))
+	it.MaxENIs = int64(deref(n.MaximumNetworkInterfaces))
+	def := deref(n.DefaultNetworkCardIndex)
+	var bw float64
+	for _, c := range n.NetworkCards {
+		if deref(c.NetworkCardIndex) == def && c.MaximumNetworkInterfaces != nil {
+			// The VPC CNI only uses the default network card.
+			it.MaxENIs = int64(*c.MaximumNetworkInterfaces)
 		}
-		it.IPv4PerENI = int64(deref(n.Ipv4AddressesPerInterface))
-		it.MaxENIs = int64(deref(n.MaximumNetworkInterfaces))
-		def := deref(n.DefaultNetworkCardIndex)
-		var bw float64
-		for _, c := range n.NetworkCards {
-			if deref(c.NetworkCardIndex) == def && c.MaximumNetworkInterfaces != nil {
-				// The VPC CNI only uses the default network card.
-				it.MaxENIs = int64(*c.MaximumNetworkInterfaces)
-			}
-			bw += deref(c.BaselineBandwidthInGbps)
-		}
-		it.NetworkBandwidthMbps = int64(math.Round(bw * 1000))
+		bw += deref(c.BaselineBandwidthInGbps)
 	}
-	if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport != ec2types.EphemeralNvmeSupportUnsupported && s.TotalSizeInGB != nil {
-		it.LocalNVMeGiB = *s.TotalSizeInGB
-	}
-	if e := info.EbsInfo; e != nil && e.EbsOptimizedInfo != nil && e.EbsOptimizedSupport == ec2types.EbsOptimizedSupportDefault {
-		it.EBSBandwidthMbps = int64(deref(e.EbsOptimizedInfo.MaximumBandwidthInMbps))
-	}
-	return it, nil
+	it.NetworkBandwidthMbps = int64(math.Round(bw * 1000))
 }
 
 var kubeArch = map[string]string{"x86_64": "amd64", "arm64": "arm64"}

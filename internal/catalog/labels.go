@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"maps"
 	"regexp"
 	"strconv"
 	"strings"
@@ -66,9 +67,7 @@ var TypeLevelLabels = map[string]bool{
 // withKeys is a copy of set with keys added.
 func withKeys(set map[string]bool, keys ...string) map[string]bool {
 	out := make(map[string]bool, len(set)+len(keys))
-	for k, v := range set {
-		out[k] = v
-	}
+	maps.Copy(out, set)
 	for _, k := range keys {
 		out[k] = true
 	}

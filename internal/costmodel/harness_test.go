@@ -188,6 +188,16 @@ func (s *syncBuffer) Bytes() []byte {
 // hands it to the runtime.
 type handler func(ctx context.Context, raw json.RawMessage) (any, error)
 
+// handle is a function's handler as the harness invokes it.
+func handle[H interface {
+	Handle(context.Context, json.RawMessage) (any, error)
+}](h H, err error) (handler, error) {
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
+}
+
 // invocation is what one call of a handler cost.
 type invocation struct {
 	fn, trigger string
@@ -317,32 +327,21 @@ func newEnv(t testing.TB, name string, level slog.Level) *env {
 		if err != nil {
 			t.Fatalf("%s: %v", fn, err)
 		}
+		var h handler
 		switch fn {
 		case "provisioner":
-			h, err := a.ProvisionerHandler()
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.fns[fn] = h.Handle
+			h, err = handle(a.ProvisionerHandler())
 		case "lifecycle":
-			h, err := a.LifecycleHandler()
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.fns[fn] = h.Handle
+			h, err = handle(a.LifecycleHandler())
 		case "disruption":
-			h, err := a.DisruptionHandler()
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.fns[fn] = h.Handle
+			h, err = handle(a.DisruptionHandler())
 		case "interruption":
-			h, err := a.InterruptionHandler()
-			if err != nil {
-				t.Fatal(err)
-			}
-			e.fns[fn] = h.Handle
+			h, err = handle(a.InterruptionHandler())
 		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.fns[fn] = h
 	}
 	return e
 }

@@ -141,6 +141,31 @@ func stamp(now, t time.Time) string {
 // its conditions with timestamps and its lifecycle events.
 func WriteDescribe(w io.Writer, c Claim, prices Prices, now time.Time) error {
 	nc := c.NodeClaim
+	if err := writeIdentity(w, nc, Status(c), prices, now); err != nil {
+		return err
+	}
+	if nc.Deleting() || c.Tombstoned() {
+		if err := writeDisruption(w, c, now); err != nil {
+			return err
+		}
+	}
+	writeMap(w, "Labels", nc.Labels)
+	writeMap(w, "Annotations", nc.Annotations)
+	writeRequirements(w, nc.Spec.Requirements)
+	writeResources(w, "Resource Requests", nc.Spec.Resources.Requests)
+	writeResources(w, "Capacity", nc.Status.Capacity)
+	writeResources(w, "Allocatable", nc.Status.Allocatable)
+	writeTaints(w, "Taints", nc.Spec.Taints)
+	writeTaints(w, "Startup Taints", nc.Spec.StartupTaints)
+	if err := writeConditions(w, nc.Status.Conditions); err != nil {
+		return err
+	}
+	return writeEvents(w, Timeline(c), now)
+}
+
+// writeIdentity prints the key/value block at the top: what the claim is,
+// where it runs and what it costs.
+func writeIdentity(w io.Writer, nc *apis.NodeClaim, status string, prices Prices, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	p := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	nodeClass := ""
@@ -150,7 +175,7 @@ func WriteDescribe(w io.Writer, c Claim, prices Prices, now time.Time) error {
 	p("Name", nc.Name)
 	p("NodePool", orNone(nc.NodePoolName()))
 	p("NodeClass", orNone(nodeClass))
-	p("Status", Status(c))
+	p("Status", status)
 	p("Created", stamp(now, nc.CreationTimestamp.Time))
 	p("Instance Type", orNone(nc.Labels[catalog.LabelInstanceType]))
 	p("Capacity Type", orNone(nc.Labels[apis.CapacityTypeLabelKey]))
@@ -167,43 +192,42 @@ func WriteDescribe(w io.Writer, c Claim, prices Prices, now time.Time) error {
 	if nc.Spec.TerminationGracePeriod != nil {
 		p("Termination Grace Period", nc.Spec.TerminationGracePeriod.Duration.String())
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	return tw.Flush()
+}
+
+// writeDisruption prints why and when a deleting (or deleted) claim was let go.
+func writeDisruption(w io.Writer, c Claim, now time.Time) error {
+	nc := c.NodeClaim
+	fmt.Fprintln(w, "Disruption:")
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	reason, message := "<none recorded>", ""
+	if cond := nc.Condition(apis.ConditionDisruptionReason); cond != nil {
+		reason, message = cond.Reason, cond.Message
 	}
-
-	if nc.Deleting() || c.Tombstoned() {
-		fmt.Fprintln(w, "Disruption:")
-		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		reason, message := "<none recorded>", ""
-		if cond := nc.Condition(apis.ConditionDisruptionReason); cond != nil {
-			reason, message = cond.Reason, cond.Message
-		}
-		fmt.Fprintf(tw, "  Reason:\t%s\n", reason)
-		if message != "" {
-			fmt.Fprintf(tw, "  Message:\t%s\n", message)
-		}
-		if nc.DeletionTimestamp != nil {
-			fmt.Fprintf(tw, "  Decided:\t%s\n", stamp(now, nc.DeletionTimestamp.Time))
-		}
-		if d, ok := nc.TerminationDeadline(); ok {
-			fmt.Fprintf(tw, "  Drain Deadline:\t%s\n", d.UTC().Format(time.RFC3339))
-		}
-		if c.Tombstoned() {
-			fmt.Fprintf(tw, "  Deleted:\t%s\n", stamp(now, c.DeletedAt))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+	fmt.Fprintf(tw, "  Reason:\t%s\n", reason)
+	if message != "" {
+		fmt.Fprintf(tw, "  Message:\t%s\n", message)
 	}
+	if nc.DeletionTimestamp != nil {
+		fmt.Fprintf(tw, "  Decided:\t%s\n", stamp(now, nc.DeletionTimestamp.Time))
+	}
+	if d, ok := nc.TerminationDeadline(); ok {
+		fmt.Fprintf(tw, "  Drain Deadline:\t%s\n", d.UTC().Format(time.RFC3339))
+	}
+	if c.Tombstoned() {
+		fmt.Fprintf(tw, "  Deleted:\t%s\n", stamp(now, c.DeletedAt))
+	}
+	return tw.Flush()
+}
 
-	writeMap(w, "Labels", nc.Labels)
-	writeMap(w, "Annotations", nc.Annotations)
-
+// writeRequirements prints one line per requirement, long value lists cut
+// to their first eight.
+func writeRequirements(w io.Writer, reqs []apis.NodeSelectorRequirementWithMinValues) {
 	fmt.Fprintln(w, "Requirements:")
-	if len(nc.Spec.Requirements) == 0 {
+	if len(reqs) == 0 {
 		fmt.Fprintln(w, "  <none>")
 	}
-	for _, r := range nc.Spec.Requirements {
+	for _, r := range reqs {
 		vals := strings.Join(r.Values, ", ")
 		if len(r.Values) > 8 {
 			vals = strings.Join(r.Values[:8], ", ") + fmt.Sprintf(", ... (%d in all)", len(r.Values))
@@ -217,39 +241,46 @@ func WriteDescribe(w io.Writer, c Claim, prices Prices, now time.Time) error {
 		}
 		fmt.Fprintln(w, line)
 	}
-	writeResources(w, "Resource Requests", nc.Spec.Resources.Requests)
-	writeResources(w, "Capacity", nc.Status.Capacity)
-	writeResources(w, "Allocatable", nc.Status.Allocatable)
-	writeTaints(w, "Taints", nc.Spec.Taints)
-	writeTaints(w, "Startup Taints", nc.Spec.StartupTaints)
+}
 
+// writeConditions prints the conditions as a table in lifecycle order.
+func writeConditions(w io.Writer, conditions []metav1.Condition) error {
 	fmt.Fprintln(w, "Conditions:")
-	if len(nc.Status.Conditions) == 0 {
+	if len(conditions) == 0 {
 		fmt.Fprintln(w, "  <none>")
-	} else {
-		tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-		fmt.Fprintln(tw, "  Type\tStatus\tLastTransitionTime\tReason\tMessage")
-		fmt.Fprintln(tw, "  ----\t------\t------------------\t------\t-------")
-		conds := append([]metav1.Condition(nil), nc.Status.Conditions...)
-		sort.SliceStable(conds, func(i, j int) bool { return conditionRank(conds[i].Type) < conditionRank(conds[j].Type) })
-		for _, cond := range conds {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", cond.Type, cond.Status,
-				cond.LastTransitionTime.UTC().Format(time.RFC3339), orNone(cond.Reason), cond.Message)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		return nil
 	}
+	tw := newTable(w, "Type", "Status", "LastTransitionTime", "Reason", "Message")
+	conds := append([]metav1.Condition(nil), conditions...)
+	sort.SliceStable(conds, func(i, j int) bool { return conditionRank(conds[i].Type) < conditionRank(conds[j].Type) })
+	for _, cond := range conds {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", cond.Type, cond.Status,
+			cond.LastTransitionTime.UTC().Format(time.RFC3339), orNone(cond.Reason), cond.Message)
+	}
+	return tw.Flush()
+}
 
+// newTable starts an indented table: the column names, then a dashed rule
+// under each.
+func newTable(w io.Writer, columns ...string) *tabwriter.Writer {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	rules := make([]string, len(columns))
+	for i, c := range columns {
+		rules[i] = strings.Repeat("-", len(c))
+	}
+	fmt.Fprintln(tw, "  "+strings.Join(columns, "\t"))
+	fmt.Fprintln(tw, "  "+strings.Join(rules, "\t"))
+	return tw
+}
+
+// writeEvents prints the claim's lifecycle events as a table.
+func writeEvents(w io.Writer, events []Event, now time.Time) error {
 	fmt.Fprintln(w, "Events:")
-	events := Timeline(c)
 	if len(events) == 0 {
 		fmt.Fprintln(w, "  <none>")
 		return nil
 	}
-	tw = tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  Type\tReason\tAge\tTime\tDetail")
-	fmt.Fprintln(tw, "  ----\t------\t---\t----\t------")
+	tw := newTable(w, "Type", "Reason", "Age", "Time", "Detail")
 	for _, e := range events {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", e.Type, e.Reason, Age(now, e.Time), e.Time.UTC().Format(time.RFC3339), e.Detail)
 	}

@@ -138,16 +138,6 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-func sortedLive(cs []Claim) []Claim {
-	var out []Claim
-	for _, c := range cs {
-		if !c.Tombstoned() {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 func TestWriteNodeClaimsGolden(t *testing.T) {
 	prices := fixturePrices(t)
 	claims := fixtureClaims()

@@ -21,11 +21,8 @@ func ApplyControllerAccess(ctx context.Context, cs kubernetes.Interface, name st
 	err := createOrUpdate("ClusterRole "+want.Name,
 		func() error { _, err := roles.Create(ctx, want, metav1.CreateOptions{}); return err },
 		func() error {
-			cur, err := roles.Get(ctx, want.Name, metav1.GetOptions{})
+			cur, err := getManaged(ctx, roles.Get, "ClusterRole", want.Name)
 			if err != nil {
-				return err
-			}
-			if err := ownedByUs(cur.Labels, "ClusterRole", cur.Name); err != nil {
 				return err
 			}
 			next := want.DeepCopy()
@@ -41,11 +38,8 @@ func ApplyControllerAccess(ctx context.Context, cs kubernetes.Interface, name st
 	return createOrUpdate("ClusterRoleBinding "+wantB.Name,
 		func() error { _, err := bindings.Create(ctx, wantB, metav1.CreateOptions{}); return err },
 		func() error {
-			cur, err := bindings.Get(ctx, wantB.Name, metav1.GetOptions{})
+			cur, err := getManaged(ctx, bindings.Get, "ClusterRoleBinding", wantB.Name)
 			if err != nil {
-				return err
-			}
-			if err := ownedByUs(cur.Labels, "ClusterRoleBinding", cur.Name); err != nil {
 				return err
 			}
 			if cur.RoleRef != wantB.RoleRef {
@@ -66,24 +60,36 @@ func ApplyControllerAccess(ctx context.Context, cs kubernetes.Interface, name st
 // RemoveControllerAccess deletes the binding and the ClusterRole called
 // name if nodewright manages them; missing ones are fine.
 func RemoveControllerAccess(ctx context.Context, cs kubernetes.Interface, name string) error {
-	b, err := cs.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("kube: get ClusterRoleBinding %s: %w", name, err)
-	case ownedByUs(b.Labels, "ClusterRoleBinding", name) == nil:
-		if err := cs.RbacV1().ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("kube: delete ClusterRoleBinding %s: %w", name, err)
-		}
+	bindings := cs.RbacV1().ClusterRoleBindings()
+	if err := removeManaged(ctx, bindings.Get, bindings.Delete, "ClusterRoleBinding", name); err != nil {
+		return err
 	}
-	r, err := cs.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+	roles := cs.RbacV1().ClusterRoles()
+	return removeManaged(ctx, roles.Get, roles.Delete, "ClusterRole", name)
+}
+
+// getManaged reads the object called name and fails unless nodewright
+// manages it.
+func getManaged[T metav1.Object](ctx context.Context, get func(context.Context, string, metav1.GetOptions) (T, error), kind, name string) (T, error) {
+	cur, err := get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return cur, err
+	}
+	return cur, ownedByUs(cur.GetLabels(), kind, cur.GetName())
+}
+
+// removeManaged deletes the object called name if it exists and nodewright
+// manages it; a missing object is fine, one managed by others is left alone.
+func removeManaged[T metav1.Object](ctx context.Context, get func(context.Context, string, metav1.GetOptions) (T, error),
+	del func(context.Context, string, metav1.DeleteOptions) error, kind, name string) error {
+	cur, err := get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
-		return fmt.Errorf("kube: get ClusterRole %s: %w", name, err)
-	case ownedByUs(r.Labels, "ClusterRole", name) == nil:
-		if err := cs.RbacV1().ClusterRoles().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("kube: delete ClusterRole %s: %w", name, err)
+		return fmt.Errorf("kube: get %s %s: %w", kind, name, err)
+	case ownedByUs(cur.GetLabels(), kind, name) == nil:
+		if err := del(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("kube: delete %s %s: %w", kind, name, err)
 		}
 	}
 	return nil

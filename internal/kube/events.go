@@ -73,7 +73,8 @@ func (c *Client) Event(ctx context.Context, ref corev1.ObjectReference, eventTyp
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("event %s on %s %s: %w", reason, ref.Kind, ref.Name, err)
+		// A missing namespace answers NotFound.
+		return apiError(err, "event %s on %s %s", reason, ref.Kind, ref.Name)
 	}
 	for attempt := 0; attempt < 3; attempt++ {
 		cur, err := events.Get(ctx, ev.Name, metav1.GetOptions{})
@@ -83,7 +84,7 @@ func (c *Client) Event(ctx context.Context, ref corev1.ObjectReference, eventTyp
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("event %s on %s %s: %w", reason, ref.Kind, ref.Name, err)
+			return apiError(err, "event %s on %s %s", reason, ref.Kind, ref.Name)
 		}
 		cur.Count++
 		cur.LastTimestamp = now
@@ -92,7 +93,7 @@ func (c *Client) Event(ctx context.Context, ref corev1.ObjectReference, eventTyp
 			return nil
 		}
 		if !apierrors.IsConflict(err) {
-			return fmt.Errorf("event %s on %s %s: %w", reason, ref.Kind, ref.Name, err)
+			return apiError(err, "event %s on %s %s", reason, ref.Kind, ref.Name)
 		}
 	}
 	return fmt.Errorf("event %s on %s %s: kept conflicting with concurrent updates", reason, ref.Kind, ref.Name)

@@ -177,7 +177,7 @@ func (ls *listServer) serve(w http.ResponseWriter, r *http.Request) {
 // it: managedFields, last-applied annotation, env, probes, statuses.
 func synthPod(ns, name, node string, unschedulable bool) *corev1.Pod {
 	created := metav1.NewTime(time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
-	fields := metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"0c9c\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)}
+	fields := metav1.NewFieldsV1(`{"f:metadata":{"f:generateName":{},"f:labels":{".":{},"f:app":{},"f:pod-template-hash":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"0c9c\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:env":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}}}},"f:dnsPolicy":{},"f:enableServiceLinks":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}`)
 	var env []corev1.EnvVar
 	for i := range 12 {
 		env = append(env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%02d", i), Value: "some-configuration-value-that-is-not-tiny"})
@@ -191,7 +191,7 @@ func synthPod(ns, name, node string, unschedulable bool) *corev1.Pod {
 			Labels:          map[string]string{"app": "web", "pod-template-hash": "7d9f8c"},
 			Annotations:     map[string]string{corev1.LastAppliedConfigAnnotation: fields.GetRawString()},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "app-7d9f8c", UID: "0c9c"}},
-			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: "Update", APIVersion: "v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: &fields}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager", Operation: "Update", APIVersion: "v1", Time: &created, FieldsType: "FieldsV1", FieldsV1: fields}},
 		},
 		Spec: corev1.PodSpec{
 			NodeName: node,

@@ -21,9 +21,26 @@ var (
 	// ErrPDBBlocked: the API server refused an eviction (429) because a
 	// PodDisruptionBudget allows no more disruptions right now.
 	ErrPDBBlocked = errors.New("eviction blocked by PodDisruptionBudget")
-	// ErrNotFound: the object does not exist (any more).
+	// ErrNotFound: the object does not exist (any more). It is the only way
+	// a Client method reports a missing object (or namespace): the API's
+	// NotFound answer is turned into ErrNotFound, wrapped with what was being
+	// done (test with errors.Is), so callers never need apierrors.IsNotFound.
+	// Methods for which a missing object is already the wanted outcome
+	// (DeletePod, DeleteNode, Evict) return nil instead, and NodeFor and
+	// ClaimNode return a nil node.
 	ErrNotFound = errors.New("not found")
 )
+
+// apiError gives an API error its context. A NotFound answer becomes
+// ErrNotFound (the API status dropped), keeping the ErrNotFound contract in
+// one place.
+func apiError(err error, format string, args ...any) error {
+	what := fmt.Sprintf(format, args...)
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
 
 // PatchNodeLabels sets labels (value) and removes labels (keys in remove)
 // with a JSON merge patch; other labels are untouched, so no read is needed
@@ -70,11 +87,8 @@ func (c *Client) mergePatchNode(ctx context.Context, node string, patch map[stri
 		return nil, fmt.Errorf("%s node %s: %w", what, node, err)
 	}
 	n, err := c.cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, body, metav1.PatchOptions{FieldManager: Component})
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%s node %s: %w", what, node, ErrNotFound)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("%s node %s: %w", what, node, err)
+		return nil, apiError(err, "%s node %s", what, node)
 	}
 	return n, nil
 }
@@ -87,11 +101,8 @@ func (c *Client) mergePatchNode(ctx context.Context, node string, patch map[stri
 func (c *Client) UpdateNodeTaints(ctx context.Context, node string, mutate func([]corev1.Taint) ([]corev1.Taint, bool)) (*corev1.Node, error) {
 	for attempt := 0; ; attempt++ {
 		n, err := c.cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("taint node %s: %w", node, ErrNotFound)
-		}
 		if err != nil {
-			return nil, fmt.Errorf("taint node %s: %w", node, err)
+			return nil, apiError(err, "taint node %s", node)
 		}
 		taints, changed := mutate(append([]corev1.Taint(nil), n.Spec.Taints...))
 		if !changed {
@@ -111,11 +122,8 @@ func (c *Client) UpdateNodeTaints(ctx context.Context, node string, mutate func(
 		if apierrors.IsConflict(err) && attempt < 5 {
 			continue
 		}
-		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("taint node %s: %w", node, ErrNotFound)
-		}
 		if err != nil {
-			return nil, fmt.Errorf("taint node %s: %w", node, err)
+			return nil, apiError(err, "taint node %s", node)
 		}
 		return out, nil
 	}
@@ -190,7 +198,7 @@ func (c *Client) Evict(ctx context.Context, pod *corev1.Pod, o EvictOptions) err
 	for attempt := 0; attempt < o.Attempts; attempt++ {
 		if attempt > 0 {
 			if err := sleepBackoff(ctx, attempt); err != nil {
-				return fmt.Errorf("evict pod %s/%s: %w (last error: %v)", pod.Namespace, pod.Name, err, lastErr)
+				return fmt.Errorf("evict pod %s/%s: %w (last error: %w)", pod.Namespace, pod.Name, err, lastErr)
 			}
 		}
 		actx, cancel := context.WithTimeout(ctx, o.AttemptTimeout)
@@ -318,7 +326,7 @@ func (c *Client) NodeFor(ctx context.Context, nodeName, providerID, labelSelecto
 	}
 	list, err := nodes.List(ctx, metav1.ListOptions{LabelSelector: labelSelector})
 	if err != nil {
-		return nil, fmt.Errorf("list nodes %q: %w", labelSelector, err)
+		return nil, apiError(err, "list nodes %q", labelSelector)
 	}
 	for i := range list.Items {
 		if list.Items[i].Spec.ProviderID == providerID {

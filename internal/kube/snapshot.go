@@ -92,99 +92,8 @@ func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot,
 	}
 	s := &Snapshot{TakenAt: c.now()}
 	g, ctx := errgroup.WithContext(ctx)
-	cs := c.cs
-	if parts&PartPendingPods != 0 {
-		g.Go(func() error {
-			pods, err := listAll(ctx, "pending pods", page, metav1.ListOptions{FieldSelector: pendingPodSelector},
-				c.podLister(), func(l *corev1.PodList) []corev1.Pod { return l.Items }, stripPod)
-			if err != nil {
-				return err
-			}
-			for _, p := range pods {
-				if isUnschedulable(p) {
-					s.PendingPods = append(s.PendingPods, p)
-				} else {
-					s.OtherPendingPods++
-				}
-			}
-			return nil
-		})
-	}
-	if parts&PartBoundPods != 0 {
-		g.Go(func() error {
-			pods, err := listAll(ctx, "bound pods", page, metav1.ListOptions{FieldSelector: boundPodSelector},
-				c.podLister(), func(l *corev1.PodList) []corev1.Pod { return l.Items }, stripPod)
-			if err != nil {
-				return err
-			}
-			s.PodsByNode = make(map[string][]*corev1.Pod)
-			for _, p := range pods {
-				s.PodsByNode[p.Spec.NodeName] = append(s.PodsByNode[p.Spec.NodeName], p)
-			}
-			return nil
-		})
-	}
-	if parts&PartNodes != 0 {
-		g.Go(func() (err error) {
-			s.Nodes, err = listAll(ctx, "nodes", page, metav1.ListOptions{},
-				c.nodeLister(), func(l *corev1.NodeList) []corev1.Node { return l.Items }, stripNode)
-			return err
-		})
-	}
-	if parts&PartPDBs != 0 {
-		g.Go(func() (err error) {
-			s.PDBs, err = listAll(ctx, "poddisruptionbudgets", page, metav1.ListOptions{},
-				cs.PolicyV1().PodDisruptionBudgets("").List, func(l *policyv1.PodDisruptionBudgetList) []policyv1.PodDisruptionBudget { return l.Items }, stripMeta[policyv1.PodDisruptionBudget])
-			return err
-		})
-	}
-	if parts&PartDaemonSets != 0 {
-		g.Go(func() (err error) {
-			s.DaemonSets, err = listAll(ctx, "daemonsets", page, metav1.ListOptions{},
-				cs.AppsV1().DaemonSets("").List, func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, stripDaemonSet)
-			return err
-		})
-	}
-	if parts&PartVolumes != 0 {
-		g.Go(func() (err error) {
-			s.PersistentVolumes, err = listAll(ctx, "persistentvolumes", page, metav1.ListOptions{},
-				cs.CoreV1().PersistentVolumes().List, func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items }, stripMeta[corev1.PersistentVolume])
-			return err
-		})
-		g.Go(func() (err error) {
-			s.PersistentVolumeClaims, err = listAll(ctx, "persistentvolumeclaims", page, metav1.ListOptions{},
-				cs.CoreV1().PersistentVolumeClaims("").List, func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items }, stripMeta[corev1.PersistentVolumeClaim])
-			return err
-		})
-		g.Go(func() (err error) {
-			s.StorageClasses, err = listAll(ctx, "storageclasses", page, metav1.ListOptions{},
-				cs.StorageV1().StorageClasses().List, func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }, stripMeta[storagev1.StorageClass])
-			return err
-		})
-		g.Go(func() (err error) {
-			s.CSINodes, err = listAll(ctx, "csinodes", page, metav1.ListOptions{},
-				cs.StorageV1().CSINodes().List, func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items }, stripMeta[storagev1.CSINode])
-			return err
-		})
-		g.Go(func() (err error) {
-			s.VolumeAttachments, err = listAll(ctx, "volumeattachments", page, metav1.ListOptions{},
-				cs.StorageV1().VolumeAttachments().List, func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items }, stripMeta[storagev1.VolumeAttachment])
-			return err
-		})
-	}
-	if parts&PartNamespaces != 0 {
-		g.Go(func() error {
-			nss, err := listAll(ctx, "namespaces", page, metav1.ListOptions{},
-				cs.CoreV1().Namespaces().List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }, stripMeta[corev1.Namespace])
-			if err != nil {
-				return err
-			}
-			s.NamespaceLabels = make(map[string]map[string]string, len(nss))
-			for _, ns := range nss {
-				s.NamespaceLabels[ns.Name] = ns.Labels
-			}
-			return nil
-		})
+	for _, list := range c.snapshotLists(ctx, s, parts, page) {
+		g.Go(list)
 	}
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("cluster snapshot: %w", err)
@@ -192,6 +101,108 @@ func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot,
 	sort.Slice(s.PendingPods, func(i, j int) bool { return podKey(s.PendingPods[i]) < podKey(s.PendingPods[j]) })
 	s.Duration = c.now().Sub(s.TakenAt)
 	return s, nil
+}
+
+// snapshotLists returns one list call per resource the parts cover, each
+// filling its field of s (no two calls write the same field).
+func (c *Client) snapshotLists(ctx context.Context, s *Snapshot, parts Parts, page int64) []func() error {
+	cs := c.cs
+	var lists []func() error
+	if parts&PartPendingPods != 0 {
+		lists = append(lists, func() error { return c.listPendingPods(ctx, s, page) })
+	}
+	if parts&PartBoundPods != 0 {
+		lists = append(lists, func() error { return c.listBoundPods(ctx, s, page) })
+	}
+	if parts&PartNodes != 0 {
+		lists = append(lists, listInto(ctx, &s.Nodes, "nodes", page, c.nodeLister(), nodeItems, stripNode))
+	}
+	if parts&PartPDBs != 0 {
+		lists = append(lists, listInto(ctx, &s.PDBs, "poddisruptionbudgets", page,
+			cs.PolicyV1().PodDisruptionBudgets("").List, func(l *policyv1.PodDisruptionBudgetList) []policyv1.PodDisruptionBudget { return l.Items }, stripMeta[policyv1.PodDisruptionBudget]))
+	}
+	if parts&PartDaemonSets != 0 {
+		lists = append(lists, listInto(ctx, &s.DaemonSets, "daemonsets", page,
+			cs.AppsV1().DaemonSets("").List, func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, stripDaemonSet))
+	}
+	if parts&PartVolumes != 0 {
+		lists = append(lists,
+			listInto(ctx, &s.PersistentVolumes, "persistentvolumes", page,
+				cs.CoreV1().PersistentVolumes().List, func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items }, stripMeta[corev1.PersistentVolume]),
+			listInto(ctx, &s.PersistentVolumeClaims, "persistentvolumeclaims", page,
+				cs.CoreV1().PersistentVolumeClaims("").List, func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items }, stripMeta[corev1.PersistentVolumeClaim]),
+			listInto(ctx, &s.StorageClasses, "storageclasses", page,
+				cs.StorageV1().StorageClasses().List, func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }, stripMeta[storagev1.StorageClass]),
+			listInto(ctx, &s.CSINodes, "csinodes", page,
+				cs.StorageV1().CSINodes().List, func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items }, stripMeta[storagev1.CSINode]),
+			listInto(ctx, &s.VolumeAttachments, "volumeattachments", page,
+				cs.StorageV1().VolumeAttachments().List, volumeAttachmentItems, stripMeta[storagev1.VolumeAttachment]))
+	}
+	if parts&PartNamespaces != 0 {
+		lists = append(lists, func() error { return c.listNamespaceLabels(ctx, s, page) })
+	}
+	return lists
+}
+
+// listInto returns a call that lists one whole resource into *dst.
+func listInto[L any, T any](ctx context.Context, dst *[]*T, what string, page int64,
+	list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T, strip func(*T)) func() error {
+	return func() (err error) {
+		*dst, err = listAll(ctx, what, page, metav1.ListOptions{}, list, items, strip)
+		return err
+	}
+}
+
+func podItems(l *corev1.PodList) []corev1.Pod    { return l.Items }
+func nodeItems(l *corev1.NodeList) []corev1.Node { return l.Items }
+func volumeAttachmentItems(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment {
+	return l.Items
+}
+
+// listPendingPods keeps the pending pods the scheduler found no node for and
+// counts the others (not yet tried, or waiting on something else).
+func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, page int64) error {
+	pods, err := listAll(ctx, "pending pods", page, metav1.ListOptions{FieldSelector: pendingPodSelector},
+		c.podLister(), podItems, stripPod)
+	if err != nil {
+		return err
+	}
+	for _, p := range pods {
+		if isUnschedulable(p) {
+			s.PendingPods = append(s.PendingPods, p)
+		} else {
+			s.OtherPendingPods++
+		}
+	}
+	return nil
+}
+
+// listBoundPods groups the non-terminal bound pods by node.
+func (c *Client) listBoundPods(ctx context.Context, s *Snapshot, page int64) error {
+	pods, err := listAll(ctx, "bound pods", page, metav1.ListOptions{FieldSelector: boundPodSelector},
+		c.podLister(), podItems, stripPod)
+	if err != nil {
+		return err
+	}
+	s.PodsByNode = make(map[string][]*corev1.Pod)
+	for _, p := range pods {
+		s.PodsByNode[p.Spec.NodeName] = append(s.PodsByNode[p.Spec.NodeName], p)
+	}
+	return nil
+}
+
+// listNamespaceLabels fills NamespaceLabels.
+func (c *Client) listNamespaceLabels(ctx context.Context, s *Snapshot, page int64) error {
+	nss, err := listAll(ctx, "namespaces", page, metav1.ListOptions{},
+		c.cs.CoreV1().Namespaces().List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }, stripMeta[corev1.Namespace])
+	if err != nil {
+		return err
+	}
+	s.NamespaceLabels = make(map[string]map[string]string, len(nss))
+	for _, ns := range nss {
+		s.NamespaceLabels[ns.Name] = ns.Labels
+	}
+	return nil
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
@@ -297,8 +308,7 @@ func stripDaemonSet(d *appsv1.DaemonSet) {
 func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error) {
 	sel := "spec.nodeName=" + node + ",status.phase!=Succeeded,status.phase!=Failed"
 	return listAll(ctx, "pods on node "+node, 500, metav1.ListOptions{FieldSelector: sel},
-		c.podLister(), func(l *corev1.PodList) []corev1.Pod { return l.Items },
-		func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
+		c.podLister(), podItems, func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
 }
 
 // VolumeAttachmentsOnNode lists the VolumeAttachments of one node; the
@@ -306,8 +316,7 @@ func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, er
 // instance. (The API has no field selector for spec.nodeName.)
 func (c *Client) VolumeAttachmentsOnNode(ctx context.Context, node string) ([]*storagev1.VolumeAttachment, error) {
 	all, err := listAll(ctx, "volumeattachments", 500, metav1.ListOptions{},
-		c.cs.StorageV1().VolumeAttachments().List, func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items },
-		stripMeta[storagev1.VolumeAttachment])
+		c.cs.StorageV1().VolumeAttachments().List, volumeAttachmentItems, stripMeta[storagev1.VolumeAttachment])
 	if err != nil {
 		return nil, err
 	}

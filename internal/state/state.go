@@ -237,17 +237,13 @@ func Build(src Sources) (*Cluster, error) {
 		if cl != nil {
 			matched[cl.Name] = true
 		}
-		if err := c.add(n); err != nil {
-			return nil, err
-		}
+		c.add(n)
 	}
 	for _, cl := range src.Claims {
 		if matched[cl.Name] || cl.DeletionTimestamp != nil || launchFailed(cl) {
 			continue
 		}
-		if err := c.add(&Node{Name: cl.Name, Claim: cl}); err != nil {
-			return nil, err
-		}
+		c.add(&Node{Name: cl.Name, Claim: cl})
 	}
 	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
 	return c, nil
@@ -260,22 +256,17 @@ func launchFailed(cl *apis.NodeClaim) bool {
 	return cond != nil && cond.Status == metav1.ConditionFalse
 }
 
-func (c *Cluster) add(n *Node) error {
+func (c *Cluster) add(n *Node) {
 	if _, dup := c.byName[n.Name]; dup {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("nodeclaim %s is named like a Node; left out of the cluster view", n.Name))
-		return nil
+		return
 	}
-	en, err := c.existingNode(n)
-	if err != nil {
-		return err
-	}
-	n.existing = en
+	n.existing = c.existingNode(n)
 	c.byName[n.Name] = n
 	if n.Claim != nil {
 		c.byClaim[n.Claim.Name] = n
 	}
 	c.Nodes = append(c.Nodes, n)
-	return nil
 }
 
 // Node returns the node (or in-flight claim) of that name.
@@ -291,7 +282,7 @@ func (c *Cluster) NodeForClaim(claim string) (*Node, bool) {
 	return n, ok
 }
 
-func (c *Cluster) existingNode(n *Node) (*scheduling.ExistingNode, error) {
+func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 	en := &scheduling.ExistingNode{Name: n.Name, Pods: n.Pods, InFlight: n.Node == nil}
 	cl := n.Claim
 	if kn := n.Node; kn != nil {
@@ -332,7 +323,7 @@ func (c *Cluster) existingNode(n *Node) (*scheduling.ExistingNode, error) {
 		// but it still counts against its pool's limits and topology.
 		en.Allocatable = corev1.ResourceList{}
 	}
-	return en, nil
+	return en
 }
 
 // inFlightLabels are what the claim's Node will carry, as far as known: the

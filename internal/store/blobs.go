@@ -146,7 +146,7 @@ func (s *Store) readBlob(ctx context.Context, pk string) ([]byte, BlobInfo, erro
 	fetched, err2 := numAttr(head, "fetchedAt")
 	size, err3 := numAttr(head, "size")
 	if gen == nil || shaAttr == nil || errors.Join(err1, err2, err3) != nil {
-		return nil, BlobInfo{}, fmt.Errorf("malformed blob head: %v", errors.Join(err1, err2, err3))
+		return nil, BlobInfo{}, fmt.Errorf("malformed blob head: %w", errors.Join(err1, err2, err3))
 	}
 	var zipped bytes.Buffer
 	got := 0

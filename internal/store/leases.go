@@ -81,7 +81,9 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, d time.Du
 	if isConditionFailed(err) {
 		cur, gerr := s.GetLease(ctx, name)
 		if gerr != nil {
-			return nil, fmt.Errorf("acquire lease %s: %w (holder unknown: %v)", name, ErrLeaseHeld, gerr)
+			// Only ErrLeaseHeld is wrapped: the failed read (possibly
+			// ErrNotFound) is detail, not what the caller should match.
+			return nil, fmt.Errorf("acquire lease %s: %w (holder unknown: %s)", name, ErrLeaseHeld, gerr.Error())
 		}
 		return nil, fmt.Errorf("acquire lease %s: %w", name, &LeaseHeldError{Name: name, Holder: cur.Holder, Expires: cur.Expires})
 	}
@@ -104,21 +106,8 @@ func (s *Store) RenewLease(ctx context.Context, l *Lease, d time.Duration) error
 		return err
 	}
 	until := s.now().Add(d)
-	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(pkLease, l.Name),
-		UpdateExpression:         aws.String("SET #u = :u"),
-		ConditionExpression:      aws.String("#h = :h AND #tok = :tok"),
-		ExpressionAttributeNames: map[string]string{"#h": "holder", "#u": "leaseUntil", "#tok": "token"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":h": sAttr(l.Holder), ":u": nAttr(until.UnixMilli()), ":tok": nAttr(l.Token),
-		},
-	})
-	if isConditionFailed(err) {
-		return fmt.Errorf("renew lease %s (token %d): %w", l.Name, l.Token, ErrLeaseLost)
-	}
-	if err != nil {
-		return fmt.Errorf("renew lease %s: %w", l.Name, err)
+	if err := s.updateHeldLease(ctx, "renew", l, "SET #u = :u", map[string]types.AttributeValue{":u": nAttr(until.UnixMilli())}); err != nil {
+		return err
 	}
 	l.Expires = time.UnixMilli(until.UnixMilli())
 	return nil
@@ -128,23 +117,34 @@ func (s *Store) RenewLease(ctx context.Context, l *Lease, d time.Duration) error
 // expiry. The item (and its token) stays. Releasing a lease that was lost
 // gives ErrLeaseLost and changes nothing.
 func (s *Store) ReleaseLease(ctx context.Context, l *Lease) error {
-	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.table),
-		Key:                      key(pkLease, l.Name),
-		UpdateExpression:         aws.String("SET #h = :empty, #u = :zero"),
-		ConditionExpression:      aws.String("#h = :h AND #tok = :tok"),
-		ExpressionAttributeNames: map[string]string{"#h": "holder", "#u": "leaseUntil", "#tok": "token"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":h": sAttr(l.Holder), ":tok": nAttr(l.Token), ":empty": sAttr(""), ":zero": nAttr(0),
-		},
-	})
-	if isConditionFailed(err) {
-		return fmt.Errorf("release lease %s (token %d): %w", l.Name, l.Token, ErrLeaseLost)
-	}
+	err := s.updateHeldLease(ctx, "release", l, "SET #h = :empty, #u = :zero",
+		map[string]types.AttributeValue{":empty": sAttr(""), ":zero": nAttr(0)})
 	if err != nil {
-		return fmt.Errorf("release lease %s: %w", l.Name, err)
+		return err
 	}
 	l.Expires = time.Time{}
+	return nil
+}
+
+// updateHeldLease applies update to the lease only while l's holder still
+// holds it with l's fencing token (ErrLeaseLost otherwise); values are the
+// update's own placeholders. op names the operation in errors.
+func (s *Store) updateHeldLease(ctx context.Context, op string, l *Lease, update string, values map[string]types.AttributeValue) error {
+	values[":h"], values[":tok"] = sAttr(l.Holder), nAttr(l.Token)
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       key(pkLease, l.Name),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String("#h = :h AND #tok = :tok"),
+		ExpressionAttributeNames:  map[string]string{"#h": "holder", "#u": "leaseUntil", "#tok": "token"},
+		ExpressionAttributeValues: values,
+	})
+	if isConditionFailed(err) {
+		return fmt.Errorf("%s lease %s (token %d): %w", op, l.Name, l.Token, ErrLeaseLost)
+	}
+	if err != nil {
+		return fmt.Errorf("%s lease %s: %w", op, l.Name, err)
+	}
 	return nil
 }
 

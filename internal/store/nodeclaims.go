@@ -208,15 +208,25 @@ func (s *Store) expired(expiresAt int64) bool {
 // A concurrent change gives ErrConflict; a deleted or missing claim
 // ErrNotFound.
 func (s *Store) UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
-	v, err := versionOf(nc)
-	if err != nil {
-		return fmt.Errorf("update nodeclaim: %w", err)
-	}
-	item, err := s.claimToItem(nc, v+1)
+	v, item, err := s.nextClaimItem("update", nc)
 	if err != nil {
 		return err
 	}
 	return s.putClaimIfCurrent(ctx, "update", nc, v, item)
+}
+
+// nextClaimItem returns the version nc was read at and the item of its next
+// version; op names the operation in errors.
+func (s *Store) nextClaimItem(op string, nc *apis.NodeClaim) (int64, map[string]types.AttributeValue, error) {
+	v, err := versionOf(nc)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%s nodeclaim: %w", op, err)
+	}
+	item, err := s.claimToItem(nc, v+1)
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, item, nil
 }
 
 // putClaimIfCurrent writes item (version v+1 of nc) only while the stored
@@ -248,7 +258,8 @@ func (s *Store) classifyClaimConflict(ctx context.Context, op, name string, want
 		return fmt.Errorf("%s nodeclaim %s: %w", op, name, ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("%s nodeclaim %s: %w (and re-read failed: %v)", op, name, ErrConflict, err)
+		// Only ErrConflict is wrapped: the failed re-read is detail.
+		return fmt.Errorf("%s nodeclaim %s: %w (and re-read failed: %s)", op, name, ErrConflict, err.Error())
 	}
 	return fmt.Errorf("%s nodeclaim %s: %w (have version %d, stored %d)", op, name, ErrConflict, want, it.Version)
 }
@@ -267,11 +278,7 @@ func (s *Store) MutateNodeClaim(ctx context.Context, name string, fn func(*apis.
 // DynamoDB removes it after the tombstone TTL. Deleting an already deleted
 // or missing claim gives ErrNotFound, so callers can treat it as done.
 func (s *Store) DeleteNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
-	v, err := versionOf(nc)
-	if err != nil {
-		return fmt.Errorf("delete nodeclaim: %w", err)
-	}
-	item, err := s.claimToItem(nc, v+1)
+	v, item, err := s.nextClaimItem("delete", nc)
 	if err != nil {
 		return err
 	}

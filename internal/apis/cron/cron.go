@@ -118,8 +118,8 @@ func parseRange(expr string, b bounds) (uint64, bool, error) {
 	}
 	var lo, hi int
 	star := false
-	switch {
-	case rangePart == "*" || rangePart == "?":
+	switch rangePart {
+	case "*", "?":
 		lo, hi = b.min, b.max
 		star = step == 1
 	default:

@@ -91,39 +91,19 @@ func (o Options) inlineKubeletConfig() map[string]any {
 	if len(k.ClusterDNS) > 0 {
 		c["clusterDNS"] = k.ClusterDNS
 	}
-	if k.MaxPods != nil {
-		c["maxPods"] = *k.MaxPods
-	}
-	if k.PodsPerCore != nil {
-		c["podsPerCore"] = *k.PodsPerCore
-	}
-	if len(k.SystemReserved) > 0 {
-		c["systemReserved"] = k.SystemReserved
-	}
-	if len(k.KubeReserved) > 0 {
-		c["kubeReserved"] = k.KubeReserved
-	}
-	if len(k.EvictionHard) > 0 {
-		c["evictionHard"] = k.EvictionHard
-	}
-	if len(k.EvictionSoft) > 0 {
-		c["evictionSoft"] = k.EvictionSoft
-	}
+	setPtr(c, "maxPods", k.MaxPods)
+	setPtr(c, "podsPerCore", k.PodsPerCore)
+	setMap(c, "systemReserved", k.SystemReserved)
+	setMap(c, "kubeReserved", k.KubeReserved)
+	setMap(c, "evictionHard", k.EvictionHard)
+	setMap(c, "evictionSoft", k.EvictionSoft)
 	if len(k.EvictionSoftGracePeriod) > 0 {
 		c["evictionSoftGracePeriod"] = durations(k.EvictionSoftGracePeriod)
 	}
-	if k.EvictionMaxPodGracePeriod != nil {
-		c["evictionMaxPodGracePeriod"] = *k.EvictionMaxPodGracePeriod
-	}
-	if k.ImageGCHighThresholdPercent != nil {
-		c["imageGCHighThresholdPercent"] = *k.ImageGCHighThresholdPercent
-	}
-	if k.ImageGCLowThresholdPercent != nil {
-		c["imageGCLowThresholdPercent"] = *k.ImageGCLowThresholdPercent
-	}
-	if k.CPUCFSQuota != nil {
-		c["cpuCFSQuota"] = *k.CPUCFSQuota
-	}
+	setPtr(c, "evictionMaxPodGracePeriod", k.EvictionMaxPodGracePeriod)
+	setPtr(c, "imageGCHighThresholdPercent", k.ImageGCHighThresholdPercent)
+	setPtr(c, "imageGCLowThresholdPercent", k.ImageGCLowThresholdPercent)
+	setPtr(c, "cpuCFSQuota", k.CPUCFSQuota)
 	// Always set, even empty: an empty list overrides any taints an AMI default
 	// might register, and the key's presence makes intent explicit.
 	taints := o.Taints

@@ -22,61 +22,9 @@ func bottlerocket(o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	k8s, err := subTable(settings, "kubernetes")
-	if err != nil {
+	if err := bottlerocketKubernetes(settings, o); err != nil {
 		return "", err
 	}
-	k8s["cluster-name"] = o.ClusterName
-	k8s["api-server"] = o.ClusterEndpoint
-	k8s["cluster-certificate"] = o.CABundle
-	k := o.Kubelet
-	if len(k.ClusterDNS) > 0 {
-		k8s["cluster-dns-ip"] = k.ClusterDNS[0]
-	}
-
-	labels, err := subTable(k8s, "node-labels")
-	if err != nil {
-		return "", err
-	}
-	for key, v := range o.Labels {
-		labels[key] = v
-	}
-	if len(labels) == 0 {
-		delete(k8s, "node-labels")
-	}
-	taints := map[string][]string{}
-	for _, t := range o.Taints {
-		taints[t.Key] = append(taints[t.Key], fmt.Sprintf("%s:%s", t.Value, t.Effect))
-	}
-	if len(taints) > 0 {
-		k8s["node-taints"] = taints
-	} else {
-		delete(k8s, "node-taints")
-	}
-
-	if k.MaxPods != nil {
-		k8s["max-pods"] = *k.MaxPods
-	}
-	if len(k.KubeReserved) > 0 {
-		k8s["kube-reserved"] = k.KubeReserved
-	}
-	if len(k.SystemReserved) > 0 {
-		k8s["system-reserved"] = k.SystemReserved
-	}
-	if len(k.EvictionHard) > 0 {
-		k8s["eviction-hard"] = k.EvictionHard
-	}
-	if k.ImageGCHighThresholdPercent != nil {
-		k8s["image-gc-high-threshold-percent"] = *k.ImageGCHighThresholdPercent
-	}
-	if k.ImageGCLowThresholdPercent != nil {
-		k8s["image-gc-low-threshold-percent"] = *k.ImageGCLowThresholdPercent
-	}
-	if k.CPUCFSQuota != nil {
-		k8s["cpu-cfs-quota-enforced"] = *k.CPUCFSQuota
-	}
-	// podsPerCore and evictionSoft have no Bottlerocket setting; Karpenter ignores them too.
-
 	if o.InstanceStorePolicy == "RAID0" {
 		cmds, err := subTable(settings, "bootstrap-commands")
 		if err != nil {
@@ -97,6 +45,52 @@ func bottlerocket(o Options) (string, error) {
 		return "", fmt.Errorf("bottlerocket user data: encode TOML: %w", err)
 	}
 	return buf.String(), nil
+}
+
+// bottlerocketKubernetes writes settings.kubernetes: the cluster
+// connection, labels, taints and kubelet settings.
+func bottlerocketKubernetes(settings map[string]any, o Options) error {
+	k8s, err := subTable(settings, "kubernetes")
+	if err != nil {
+		return err
+	}
+	k8s["cluster-name"] = o.ClusterName
+	k8s["api-server"] = o.ClusterEndpoint
+	k8s["cluster-certificate"] = o.CABundle
+	k := o.Kubelet
+	if len(k.ClusterDNS) > 0 {
+		k8s["cluster-dns-ip"] = k.ClusterDNS[0]
+	}
+
+	labels, err := subTable(k8s, "node-labels")
+	if err != nil {
+		return err
+	}
+	for key, v := range o.Labels {
+		labels[key] = v
+	}
+	if len(labels) == 0 {
+		delete(k8s, "node-labels")
+	}
+	taints := map[string][]string{}
+	for _, t := range o.Taints {
+		taints[t.Key] = append(taints[t.Key], fmt.Sprintf("%s:%s", t.Value, t.Effect))
+	}
+	if len(taints) > 0 {
+		k8s["node-taints"] = taints
+	} else {
+		delete(k8s, "node-taints")
+	}
+
+	setPtr(k8s, "max-pods", k.MaxPods)
+	setMap(k8s, "kube-reserved", k.KubeReserved)
+	setMap(k8s, "system-reserved", k.SystemReserved)
+	setMap(k8s, "eviction-hard", k.EvictionHard)
+	setPtr(k8s, "image-gc-high-threshold-percent", k.ImageGCHighThresholdPercent)
+	setPtr(k8s, "image-gc-low-threshold-percent", k.ImageGCLowThresholdPercent)
+	setPtr(k8s, "cpu-cfs-quota-enforced", k.CPUCFSQuota)
+	// podsPerCore and evictionSoft have no Bottlerocket setting; Karpenter ignores them too.
+	return nil
 }
 
 // subTable returns m[key] as a table, creating it when absent.

@@ -7,9 +7,9 @@ package userdata
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -120,14 +120,22 @@ func (o Options) isIPv6() bool {
 	return ip != nil && ip.To4() == nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+// setPtr sets m[key] to *v when v is set (a kubelet setting left unset
+// keeps the AMI's default).
+func setPtr[T any](m map[string]any, key string, v *T) {
+	if v != nil {
+		m[key] = *v
 	}
-	sort.Strings(keys)
-	return keys
 }
+
+// setMap sets m[key] to v when v has entries.
+func setMap[V any](m map[string]any, key string, v map[string]V) {
+	if len(v) > 0 {
+		m[key] = v
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // labelList is "k1=v1,k2=v2" with sorted keys.
 func labelList(labels map[string]string) string {

@@ -54,54 +54,39 @@ func base(f Family) Options {
 	}
 }
 
+// custom is a golden case: the family's base options with the
+// EC2NodeClass's user data set, then edits applied.
+func custom(f Family, userData string, edits ...func(*Options)) func() Options {
+	return func() Options {
+		o := base(f)
+		o.Custom = userData
+		for _, edit := range edits {
+			edit(&o)
+		}
+		return o
+	}
+}
+
 func TestGolden(t *testing.T) {
+	raid0 := func(o *Options) { o.InstanceStorePolicy = "RAID0" }
 	cases := map[string]func() Options{
-		"al2023": func() Options { return base(AL2023) },
-		"al2023-custom-shell": func() Options {
-			o := base(AL2023)
-			o.Custom = "#!/bin/bash\necho 'hello from the EC2NodeClass'\n"
-			return o
-		},
-		"al2023-custom-nodeconfig": func() Options {
-			o := base(AL2023)
-			o.Custom = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      shutdownGracePeriod: 30s\n"
-			o.InstanceStorePolicy = "RAID0"
-			return o
-		},
-		"al2023-custom-mime": func() Options {
-			o := base(AL2023)
-			o.Custom = "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"BOUNDARY\"\n\n--BOUNDARY\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n#!/bin/bash\necho first\n--BOUNDARY\nContent-Type: application/node.eks.aws\n\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    flags:\n    - --v=4\n--BOUNDARY--\n"
-			return o
-		},
-		"al2": func() Options { return base(AL2) },
-		"al2-custom-shell": func() Options {
-			o := base(AL2)
-			o.Custom = "#!/bin/bash\nyum install -y amazon-ssm-agent\n"
-			o.Kubelet = Kubelet{}
-			return o
-		},
+		"al2023":              func() Options { return base(AL2023) },
+		"al2023-custom-shell": custom(AL2023, "#!/bin/bash\necho 'hello from the EC2NodeClass'\n"),
+		"al2023-custom-nodeconfig": custom(AL2023,
+			"apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      shutdownGracePeriod: 30s\n", raid0),
+		"al2023-custom-mime": custom(AL2023, "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"BOUNDARY\"\n\n--BOUNDARY\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n#!/bin/bash\necho first\n--BOUNDARY\nContent-Type: application/node.eks.aws\n\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    flags:\n    - --v=4\n--BOUNDARY--\n"),
+		"al2":                func() Options { return base(AL2) },
+		"al2-custom-shell":   custom(AL2, "#!/bin/bash\nyum install -y amazon-ssm-agent\n", func(o *Options) { o.Kubelet = Kubelet{} }),
 		"al2-ipv6": func() Options {
 			o := base(AL2)
 			o.Kubelet = Kubelet{ClusterDNS: []string{"fd00:10:96::a"}}
 			return o
 		},
 		"bottlerocket": func() Options { return base(Bottlerocket) },
-		"bottlerocket-custom": func() Options {
-			o := base(Bottlerocket)
-			o.Custom = "[settings.kubernetes]\ncluster-name = 'wrong'\n[settings.kubernetes.node-labels]\nteam = 'platform'\nfrom-user = 'yes'\n[settings.host-containers.admin]\nenabled = true\n"
-			o.InstanceStorePolicy = "RAID0"
-			return o
-		},
-		"windows2022": func() Options {
-			o := base(Windows2022)
-			o.Custom = "<powershell>\nWrite-Host 'custom step'\n</powershell>"
-			return o
-		},
-		"custom": func() Options {
-			o := base(Custom)
-			o.Custom = "#!/bin/bash\n/opt/my-bootstrap --cluster demo\n"
-			return o
-		},
+		"bottlerocket-custom": custom(Bottlerocket,
+			"[settings.kubernetes]\ncluster-name = 'wrong'\n[settings.kubernetes.node-labels]\nteam = 'platform'\nfrom-user = 'yes'\n[settings.host-containers.admin]\nenabled = true\n", raid0),
+		"windows2022": custom(Windows2022, "<powershell>\nWrite-Host 'custom step'\n</powershell>"),
+		"custom":      custom(Custom, "#!/bin/bash\n/opt/my-bootstrap --cluster demo\n"),
 	}
 	for name, mk := range cases {
 		t.Run(name, func(t *testing.T) {

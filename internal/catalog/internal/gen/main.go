@@ -80,11 +80,10 @@ func run(src, out string) error {
 	if err := readJSON(filepath.Join(src, "on-demand-prices-us-east-1.json"), &prices); err != nil {
 		return err
 	}
-	names := wanted()
 	keep := map[string]bool{}
 	subset := map[string]json.RawMessage{}
 	subPrices := map[string]float64{}
-	for _, n := range names {
+	for _, n := range wanted() {
 		info, ok := all[n]
 		if !ok {
 			// Not every family has every size (c5 has 18xlarge, not 16xlarge).
@@ -99,6 +98,20 @@ func run(src, out string) error {
 		subset[n] = info
 		subPrices[n] = p
 	}
+	if err := writeTypes(out, subset, subPrices); err != nil {
+		return err
+	}
+	for _, region := range regions {
+		if err := writeRegion(src, out, region, keep); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("wrote %d instance types for %v to %s\n", len(subset), regions, out)
+	return nil
+}
+
+// writeTypes writes the kept instance types (gzipped) and their prices.
+func writeTypes(out string, subset map[string]json.RawMessage, subPrices map[string]float64) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -114,45 +127,42 @@ func run(src, out string) error {
 	if err := os.WriteFile(filepath.Join(out, "instance-types.json.gz"), buf.Bytes(), 0o644); err != nil {
 		return err
 	}
-	if err := writeJSON(filepath.Join(out, "on-demand-prices-us-east-1.json"), subPrices); err != nil {
+	return writeJSON(filepath.Join(out, "on-demand-prices-us-east-1.json"), subPrices)
+}
+
+// writeRegion writes one region's offerings of the kept types, sorted, and
+// every zone the source offerings name.
+func writeRegion(src, out, region string, keep map[string]bool) error {
+	var offerings []struct{ InstanceType, Location string }
+	if err := readJSON(filepath.Join(src, "offerings-"+region+".json"), &offerings); err != nil {
 		return err
 	}
-	for _, region := range regions {
-		var offerings []struct{ InstanceType, Location string }
-		if err := readJSON(filepath.Join(src, "offerings-"+region+".json"), &offerings); err != nil {
-			return err
-		}
-		zoneSet := map[string]bool{}
-		var kept []struct{ InstanceType, Location string }
-		for _, o := range offerings {
-			zoneSet[o.Location] = true
-			if keep[o.InstanceType] {
-				kept = append(kept, o)
-			}
-		}
-		sort.Slice(kept, func(i, j int) bool {
-			if kept[i].InstanceType != kept[j].InstanceType {
-				return kept[i].InstanceType < kept[j].InstanceType
-			}
-			return kept[i].Location < kept[j].Location
-		})
-		var zones []catalog.Zone
-		for z := range zoneSet {
-			if !strings.HasPrefix(z, region) {
-				return fmt.Errorf("offerings-%s.json: zone %s is not in the region", region, z)
-			}
-			zones = append(zones, catalog.Zone{Name: z, ID: catalog.DefaultZoneID(z)})
-		}
-		sort.Slice(zones, func(i, j int) bool { return zones[i].Name < zones[j].Name })
-		if err := writeJSON(filepath.Join(out, "offerings-"+region+".json"), kept); err != nil {
-			return err
-		}
-		if err := writeJSON(filepath.Join(out, "zones-"+region+".json"), zones); err != nil {
-			return err
+	zoneSet := map[string]bool{}
+	var kept []struct{ InstanceType, Location string }
+	for _, o := range offerings {
+		zoneSet[o.Location] = true
+		if keep[o.InstanceType] {
+			kept = append(kept, o)
 		}
 	}
-	fmt.Printf("wrote %d instance types for %v to %s\n", len(subset), regions, out)
-	return nil
+	sort.Slice(kept, func(i, j int) bool {
+		if kept[i].InstanceType != kept[j].InstanceType {
+			return kept[i].InstanceType < kept[j].InstanceType
+		}
+		return kept[i].Location < kept[j].Location
+	})
+	var zones []catalog.Zone
+	for z := range zoneSet {
+		if !strings.HasPrefix(z, region) {
+			return fmt.Errorf("offerings-%s.json: zone %s is not in the region", region, z)
+		}
+		zones = append(zones, catalog.Zone{Name: z, ID: catalog.DefaultZoneID(z)})
+	}
+	sort.Slice(zones, func(i, j int) bool { return zones[i].Name < zones[j].Name })
+	if err := writeJSON(filepath.Join(out, "offerings-"+region+".json"), kept); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(out, "zones-"+region+".json"), zones)
 }
 
 func readJSON(path string, v any) error {

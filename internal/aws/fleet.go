@@ -1,0 +1,285 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/catalog"
+)
+
+// fleetInput is the CreateFleet request of one attempt: a launch template
+// config per (AMI, max pods) with the options' offerings as prioritized
+// overrides, tagged, with the capacity type's allocation strategy.
+func (p *Provider) fleetInput(ctx context.Context, l *launch, zonal map[string]Subnet, capacityType string, opts []option, attempt int,
+) (*ec2.CreateFleetInput, map[string]string, error) {
+	configs, images, err := p.templateConfigs(ctx, l, zonal, capacityType, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	tags := ec2Tags(p.Tags(l.claim, l.nc))
+	in := &ec2.CreateFleetInput{
+		Type:                  ec2types.FleetTypeInstant,
+		ClientToken:           sdkaws.String(ClientToken(p.opts.ClusterName, l.claim.Name, attempt)),
+		LaunchTemplateConfigs: configs,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity:       sdkaws.Int32(1),
+			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+		},
+		// The fleet is tagged too: IAM policies scope CreateFleet by request tags
+		// on every resource it creates (the CDK app's do).
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: tags},
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
+			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags},
+		},
+		Context: l.nc.Spec.Context,
+	}
+	if capacityType == catalog.CapacityTypeSpot {
+		// A spot launch also creates a spot-instances-request, which IAM
+		// authorizes CreateFleet against with its own request tags; untagged,
+		// the stack's policy (like Karpenter's) denies every spot launch.
+		in.TagSpecifications = append(in.TagSpecifications, ec2types.TagSpecification{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: tags})
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	return in, images, nil
+}
+
+// templateConfigs ensures one launch template per (AMI, max pods) and
+// returns the fleet's launch template configs, in the order the options
+// first need them, and the image of each template. The kubelet's max pods
+// must be what the scheduler assumed for the type, and it differs between
+// types (ENI-limited density), as in Karpenter. Overrides keep the price
+// rank as priority across templates.
+func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[string]Subnet, capacityType string, opts []option,
+) ([]ec2types.FleetLaunchTemplateConfigRequest, map[string]string, error) {
+	udOpts, err := userDataOptions(l.nc, l.cluster, NodeLabels(l.claim, capacityType), RegisterTaints(l.claim))
+	if err != nil {
+		return nil, nil, err
+	}
+	bdm, err := blockDeviceRequests(l.nc)
+	if err != nil {
+		return nil, nil, err
+	}
+	allocOpts := catalog.OptionsForNodeClass(l.nc)
+	type group struct {
+		template  string
+		overrides []ec2types.FleetLaunchTemplateOverridesRequest
+	}
+	groups := map[string]*group{}
+	var order []string
+	images := map[string]string{} // template name -> image id
+	for rank, o := range opts {
+		maxPods := int32(min(o.it.MaxPods(allocOpts), math.MaxInt32))
+		key := fmt.Sprintf("%s/%d", o.ami.ID, maxPods)
+		g, ok := groups[key]
+		if !ok {
+			lt, err := p.groupTemplate(ctx, l, udOpts, bdm, o.ami.ID, maxPods)
+			if err != nil {
+				return nil, nil, err
+			}
+			g = &group{template: lt}
+			groups[key] = g
+			order = append(order, key)
+			images[lt] = o.ami.ID
+		}
+		for _, off := range o.offerings {
+			g.overrides = append(g.overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+				InstanceType:     ec2types.InstanceType(o.it.Name),
+				SubnetId:         sdkaws.String(zonal[off.Zone].ID),
+				AvailabilityZone: sdkaws.String(off.Zone),
+				Priority:         sdkaws.Float64(float64(rank)),
+			})
+		}
+	}
+	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(order))
+	for _, key := range order {
+		g := groups[key]
+		configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
+				LaunchTemplateName: sdkaws.String(g.template), Version: sdkaws.String("$Latest"),
+			},
+			Overrides: g.overrides,
+		})
+	}
+	return configs, images, nil
+}
+
+// groupTemplate ensures the launch template of one (AMI, max pods) group
+// and returns its name.
+func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Options, bdm []ec2types.LaunchTemplateBlockDeviceMappingRequest,
+	imageID string, maxPods int32) (string, error) {
+	if ud.Family != userdata.Custom {
+		ud.Kubelet.MaxPods = &maxPods
+	}
+	text, err := userdata.Generate(ud)
+	if err != nil {
+		return "", fmt.Errorf("EC2NodeClass %s: %w", l.nc.Name, err)
+	}
+	nc := l.nc
+	spec := templateSpec{
+		Cluster: p.opts.ClusterName, Owner: p.opts.Owner, NodeClass: nc.Name, NodeClassHash: nc.Hash(),
+		ImageID: imageID, UserData: base64UserData(text), SecurityGroupIDs: securityGroupIDs(l.groups),
+		InstanceProfile: l.profile, BlockDeviceMappings: bdm, MetadataOptions: metadataOptions(nc),
+		DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
+	}
+	return p.ensureLaunchTemplate(ctx, spec)
+}
+
+// launched extracts the instance of a successful fleet.
+func (p *Provider) launched(out *ec2.CreateFleetOutput, zonal map[string]Subnet, capacityType string, images map[string]string) (Instance, bool) {
+	for _, fi := range out.Instances {
+		if len(fi.InstanceIds) == 0 {
+			continue
+		}
+		inst := Instance{ID: fi.InstanceIds[0], Type: string(fi.InstanceType), CapacityType: capacityType, State: "pending"}
+		if fi.Lifecycle != "" {
+			inst.CapacityType = lifecycleCapacityType(string(fi.Lifecycle))
+		}
+		if lo := fi.LaunchTemplateAndOverrides; lo != nil {
+			if ov := lo.Overrides; ov != nil {
+				inst.Zone = sdkaws.ToString(ov.AvailabilityZone)
+				inst.SubnetID = sdkaws.ToString(ov.SubnetId)
+				inst.ImageID = sdkaws.ToString(ov.ImageId)
+				if inst.Type == "" {
+					inst.Type = string(ov.InstanceType)
+				}
+			}
+			if spec := lo.LaunchTemplateSpecification; spec != nil {
+				inst.LaunchTemplate = sdkaws.ToString(spec.LaunchTemplateName)
+			}
+		}
+		if inst.Zone == "" {
+			inst.Zone = zoneOfSubnet(zonal, inst.SubnetID)
+		}
+		inst.ZoneID = zonal[inst.Zone].ZoneID
+		if inst.ImageID == "" {
+			inst.ImageID = images[inst.LaunchTemplate]
+		}
+		if inst.ImageID == "" && len(images) == 1 {
+			for lt, img := range images {
+				inst.LaunchTemplate, inst.ImageID = lt, img
+			}
+		}
+		return inst, true
+	}
+	return Instance{}, false
+}
+
+// staleTemplate reports fleet errors saying a launch template is gone
+// (deleted by garbage collection after we cached its name).
+func staleTemplate(errs []ec2types.CreateFleetError) bool {
+	for _, e := range errs {
+		if strings.HasPrefix(sdkaws.ToString(e.ErrorCode), "InvalidLaunchTemplate") {
+			return true
+		}
+	}
+	return false
+}
+
+func exhaustedSubnet(errs []ec2types.CreateFleetError) bool {
+	for _, e := range errs {
+		if sdkaws.ToString(e.ErrorCode) == "InsufficientFreeAddressesInSubnet" {
+			return true
+		}
+	}
+	return false
+}
+
+func capacityOnly(errs []ec2types.CreateFleetError) []ec2types.CreateFleetError {
+	var out []ec2types.CreateFleetError
+	for _, e := range errs {
+		if IsCapacityError(sdkaws.ToString(e.ErrorCode)) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func fleetErrorStrings(errs []ec2types.CreateFleetError) []string {
+	out := make([]string, 0, len(errs))
+	for _, e := range errs {
+		out = append(out, sdkaws.ToString(e.ErrorCode)+": "+sdkaws.ToString(e.ErrorMessage))
+	}
+	return out
+}
+
+func lifecycleCapacityType(l string) string {
+	if l == "spot" {
+		return catalog.CapacityTypeSpot
+	}
+	return catalog.CapacityTypeOnDemand
+}
+
+func zoneOfSubnet(zonal map[string]Subnet, id string) string {
+	for z, s := range zonal {
+		if s.ID == id {
+			return z
+		}
+	}
+	return ""
+}
+
+// recordFleetErrors marks the offerings of capacity errors unavailable. It
+// returns an error when any fleet error is not about capacity (retrying the
+// same request cannot help), or when no offering could be identified.
+func (p *Provider) recordFleetErrors(ctx context.Context, claim string, errs []ec2types.CreateFleetError, zonal map[string]Subnet, capacityType string) ([]string, error) {
+	var msgs []string
+	marked := 0
+	var fatal error
+	for _, e := range errs {
+		code := sdkaws.ToString(e.ErrorCode)
+		msgs = append(msgs, code+": "+sdkaws.ToString(e.ErrorMessage))
+		if !IsCapacityError(code) {
+			if fatal == nil {
+				fatal = fmt.Errorf("create fleet: %s: %s", code, sdkaws.ToString(e.ErrorMessage))
+			}
+			continue
+		}
+		lo := e.LaunchTemplateAndOverrides
+		if lo == nil || lo.Overrides == nil || lo.Overrides.InstanceType == "" {
+			continue
+		}
+		zone := sdkaws.ToString(lo.Overrides.AvailabilityZone)
+		if zone == "" {
+			zone = zoneOfSubnet(zonal, sdkaws.ToString(lo.Overrides.SubnetId))
+		}
+		ct := capacityType
+		if e.Lifecycle != "" {
+			ct = lifecycleCapacityType(string(e.Lifecycle))
+		}
+		key := OfferingKey{InstanceType: string(lo.Overrides.InstanceType), Zone: zone, CapacityType: ct}
+		if err := p.ice.MarkUnavailable(ctx, key, code); err != nil {
+			p.log.WarnContext(ctx, "ICE entry not shared", "nodeclaim", claim, "offering", key.String(), "error", err)
+		}
+		p.log.InfoContext(ctx, "offering unavailable", "nodeclaim", claim, "offering", key.String(), "code", code)
+		marked++
+	}
+	if fatal != nil && marked == 0 {
+		return msgs, fatal
+	}
+	if marked == 0 {
+		return msgs, errors.New("create fleet returned neither an instance nor an attributable error")
+	}
+	return msgs, nil
+}
+
+func zoneNames(zonal map[string]Subnet) []string {
+	out := make([]string, 0, len(zonal))
+	for z := range zonal {
+		out = append(out, z)
+	}
+	sort.Strings(out)
+	return out
+}
