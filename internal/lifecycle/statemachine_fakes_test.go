@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -304,8 +305,12 @@ func (w *world) wantGone(name, reason string) {
 	}
 }
 
-func (w *world) terminated() []string {
+// wantTerminated checks which instances TerminateInstances was called for.
+func (w *world) wantTerminated(ids ...string) {
+	w.t.Helper()
 	w.cloud.mu.Lock()
 	defer w.cloud.mu.Unlock()
-	return append([]string(nil), w.cloud.terminated...)
+	if !slices.Equal(w.cloud.terminated, ids) {
+		w.t.Errorf("terminated %v, want %v", w.cloud.terminated, ids)
+	}
 }

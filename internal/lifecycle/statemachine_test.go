@@ -30,9 +30,7 @@ func TestStateMachineLaunchTimeout(t *testing.T) {
 	w.advance(time.Minute)
 	w.want(w.reconcile("a"), Outcome{Claim: "a", Action: ActionLiveness, Done: true})
 	w.wantGone("a", ReasonLaunchTimeout)
-	if got := w.terminated(); len(got) != 0 {
-		t.Errorf("terminated %v for a claim without an instance", got)
-	}
+	w.wantTerminated()
 }
 
 // A launched claim whose Node never registers is polled ever less often
@@ -48,9 +46,7 @@ func TestStateMachineRegistrationTimeout(t *testing.T) {
 	w.advance(5 * time.Minute)
 	w.want(w.reconcile("b"), Outcome{Claim: "b", Action: ActionLiveness, Done: true})
 	w.wantGone("b", ReasonRegistrationTimeout)
-	if got := w.terminated(); !slices.Equal(got, []string{"i-b"}) {
-		t.Errorf("terminated %v, want [i-b]", got)
-	}
+	w.wantTerminated("i-b")
 }
 
 // Registration syncs the claim's labels and taints onto the Node and lifts
@@ -121,9 +117,7 @@ func TestStateMachineNodeDeleted(t *testing.T) {
 	w.advance(20 * time.Second)
 	w.want(w.reconcile("e"), Outcome{Claim: "e", Action: ActionNodeDeleted, Done: true})
 	w.wantGone("e", ReasonNodeDeleted)
-	if got := w.terminated(); !slices.Equal(got, []string{"i-e"}) {
-		t.Errorf("terminated %v, want [i-e]", got)
-	}
+	w.wantTerminated("i-e")
 }
 
 // A claim whose instance vanished goes with its Node, without a drain;
@@ -146,9 +140,7 @@ func TestStateMachineVanishedInstance(t *testing.T) {
 	if c := ts.Condition(termination.ConditionInstanceTerminating); c == nil || c.Reason != "InstanceNotFound" {
 		t.Errorf("tombstone condition %+v", c)
 	}
-	if len(w.terminated()) != 0 {
-		t.Error("TerminateInstances called for an instance that is gone")
-	}
+	w.wantTerminated()
 }
 
 // A claim marked for deletion is terminated through the termination
@@ -161,8 +153,9 @@ func TestStateMachineTerminatesMarked(t *testing.T) {
 	}
 	w.want(w.reconcile("g"), Outcome{Claim: "g", Action: ActionTerminated, Done: true})
 	w.wantGone("g", apis.DeletionReasonManual)
-	if _, ok := w.cluster.node(cl.Status.NodeName); ok || !slices.Equal(w.terminated(), []string{"i-g"}) {
-		t.Errorf("node left (%v) or instances terminated %v", ok, w.terminated())
+	w.wantTerminated("i-g")
+	if _, ok := w.cluster.node(cl.Status.NodeName); ok {
+		t.Error("node left behind")
 	}
 	w.want(w.reconcile("g"), Outcome{Claim: "g", Action: ActionNotFound, Done: true})
 }
@@ -275,7 +268,8 @@ func TestPhasesHandOn(t *testing.T) {
 			t.Errorf("%s: done=%v err=%v out=%+v", tc.name, done, err, s.out)
 		}
 	}
-	if len(w.terminated()) != 0 || len(w.cluster.events) != 0 {
-		t.Error("a phase that hands on acted")
+	w.wantTerminated()
+	if len(w.cluster.events) != 0 {
+		t.Errorf("a phase that hands on sent events %v", w.cluster.events)
 	}
 }
