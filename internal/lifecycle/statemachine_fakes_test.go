@@ -19,14 +19,17 @@ import (
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/store"
+	"github.com/nodewright/nodewright/internal/store/storetest"
 )
 
-// The state machine's unit tests run the controller on in-memory fakes of
-// its adapters: fast, no servers. Each fake models only the calls the
-// phases (and the termination steps they start) make; any other call hits
-// the embedded nil interface and panics, so a phase that starts calling
-// something new shows up here. The slower tests beside these run the same
-// transitions against a real API server, dynalite and the AWS simulator.
+// The state machine's unit tests run the controller in memory: fast, no
+// servers. The store is storetest's (the DynamoDB store's contract); the
+// cluster and cloud fakes below model only the calls the phases (and the
+// termination steps they start) make, and any other call hits the embedded
+// nil interface and panics, so a phase that starts calling something new
+// shows up here. The slower tests beside these run the same transitions
+// against a real API server, dynalite and the AWS simulator.
 
 // fakeCluster is the API server: Nodes by name and the pods bound to them.
 type fakeCluster struct {
@@ -139,12 +142,13 @@ func (f *fakeCloud) Terminate(_ context.Context, ids ...string) error {
 	return nil
 }
 
-// world is a controller over the fakes, with a clock the test moves.
+// world is a controller over the fakes and the shared in-memory store,
+// with a clock the test moves.
 type world struct {
 	t       *testing.T
 	ctx     context.Context
-	now     time.Time
-	store   *memStore
+	clock   *storetest.Clock
+	store   *storetest.Store
 	cluster *fakeCluster
 	cloud   *fakeCloud
 	metrics bytes.Buffer
@@ -165,12 +169,12 @@ func smPool(budget string) *apis.NodePool {
 
 func newWorld(t *testing.T, pools ...*apis.NodePool) *world {
 	t.Helper()
-	w := &world{t: t, ctx: t.Context(), now: sm0,
+	clock := storetest.NewClock(sm0)
+	w := &world{t: t, ctx: t.Context(), clock: clock, store: storetest.New(storetest.WithClock(clock.Now)),
 		cluster: &fakeCluster{nodes: map[string]*corev1.Node{}, pods: map[string][]*corev1.Pod{}},
 		cloud:   &fakeCloud{instances: map[string]nwaws.Instance{}}}
-	w.store = newMemStore(w.clock)
 	c, err := New(Deps{Store: w.store, Cluster: w.cluster, Cloud: w.cloud, Config: &apis.Config{NodePools: pools},
-		Metrics: metrics.New(&w.metrics, nil), Now: w.clock})
+		Metrics: metrics.New(&w.metrics, nil), Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,20 +182,20 @@ func newWorld(t *testing.T, pools ...*apis.NodePool) *world {
 	return w
 }
 
-func (w *world) clock() time.Time        { return w.now }
-func (w *world) advance(d time.Duration) { w.now = w.now.Add(d) }
+func (w *world) now() time.Time          { return w.clock.Now() }
+func (w *world) advance(d time.Duration) { w.clock.Advance(d) }
 
 // claim stores a new claim of the default pool, created now.
 func (w *world) claim(name string, opts ...func(*apis.NodeClaim)) *apis.NodeClaim {
 	w.t.Helper()
-	cl := &apis.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(w.now),
+	cl := &apis.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(w.now()),
 		Labels: map[string]string{apis.NodePoolLabelKey: "default", "team": "payments"}}}
 	cl.Spec.StartupTaints = []corev1.Taint{{Key: "example.com/agent", Effect: corev1.TaintEffectNoSchedule}}
 	cl.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "payments", Effect: corev1.TaintEffectNoSchedule}}
 	for _, o := range opts {
 		o(cl)
 	}
-	w.store.seed(cl)
+	w.store.Seed(cl)
 	return w.get(name)
 }
 
@@ -204,7 +208,7 @@ func (w *world) launched(name string, opts ...func(*apis.NodeClaim)) *apis.NodeC
 	w.cloud.instances[inst.ID] = inst
 	w.cloud.mu.Unlock()
 	w.mutate(name, func(cl *apis.NodeClaim) {
-		inst.Record(cl, metav1.NewTime(w.now))
+		inst.Record(cl, metav1.NewTime(w.now()))
 	})
 	return w.get(name)
 }
@@ -300,9 +304,18 @@ func (w *world) wantGone(name, reason string) {
 	if _, err := w.store.GetNodeClaim(w.ctx, name); err == nil {
 		w.t.Fatalf("claim %s still there", name)
 	}
-	if got := w.store.tombstoned(name); got == nil || got.DeletionReason() != reason {
-		w.t.Fatalf("claim %s tombstone %+v, want reason %q", name, got, reason)
+	if ts := w.tombstone(name); ts.Claim.DeletionReason() != reason {
+		w.t.Fatalf("claim %s tombstoned for %q, want %q", name, ts.Claim.DeletionReason(), reason)
 	}
+}
+
+func (w *world) tombstone(name string) *store.Tombstone {
+	w.t.Helper()
+	ts, err := w.store.GetTombstone(w.ctx, name)
+	if err != nil {
+		w.t.Fatalf("claim %s not tombstoned: %v", name, err)
+	}
+	return ts
 }
 
 // wantTerminated checks which instances TerminateInstances was called for.

@@ -83,8 +83,9 @@ func TestStateMachineRegistersThenInitializes(t *testing.T) {
 	if !cl.Status.Allocatable.Cpu().Equal(*n.Status.Allocatable.Cpu()) {
 		t.Errorf("claim allocatable %v, node %v", cl.Status.Allocatable, n.Status.Allocatable)
 	}
-	if len(w.store.observed) != 1 || w.store.observed[0].InstanceType != "m5.large" || w.store.observed[0].NodeName != node {
-		t.Errorf("observed capacity %+v", w.store.observed)
+	obs, err := w.store.ObservedCapacities(w.ctx)
+	if err != nil || len(obs) != 1 || obs[0].InstanceType != "m5.large" || obs[0].NodeName != node {
+		t.Errorf("observed capacity %+v %v", obs, err)
 	}
 }
 
@@ -136,8 +137,8 @@ func TestStateMachineVanishedInstance(t *testing.T) {
 	if _, ok := w.cluster.node(cl.Status.NodeName); ok {
 		t.Error("the node of the vanished instance is still there")
 	}
-	ts := w.store.tombstoned("f")
-	if c := ts.Condition(termination.ConditionInstanceTerminating); c == nil || c.Reason != "InstanceNotFound" {
+	ts := w.tombstone("f")
+	if c := ts.Claim.Condition(termination.ConditionInstanceTerminating); c == nil || c.Reason != "InstanceNotFound" {
 		t.Errorf("tombstone condition %+v", c)
 	}
 	w.wantTerminated()
@@ -148,7 +149,7 @@ func TestStateMachineVanishedInstance(t *testing.T) {
 func TestStateMachineTerminatesMarked(t *testing.T) {
 	w := newWorld(t, smPool("10"))
 	cl := w.initialized("g")
-	if _, _, err := termination.Mark(w.ctx, w.store, "g", apis.DeletionReasonManual, "test", w.now); err != nil {
+	if _, _, err := termination.Mark(w.ctx, w.store, "g", apis.DeletionReasonManual, "test", w.now()); err != nil {
 		t.Fatal(err)
 	}
 	w.want(w.reconcile("g"), Outcome{Claim: "g", Action: ActionTerminated, Done: true})
@@ -222,7 +223,7 @@ func TestStateMachinePodEventsRestartTheClock(t *testing.T) {
 func TestStateMachinePhaseOrder(t *testing.T) {
 	w := newWorld(t, smPool("10"))
 	w.initialized("k")
-	if _, _, err := termination.Mark(w.ctx, w.store, "k", apis.DeletionReasonDrifted, "test", w.now); err != nil {
+	if _, _, err := termination.Mark(w.ctx, w.store, "k", apis.DeletionReasonDrifted, "test", w.now()); err != nil {
 		t.Fatal(err)
 	}
 	w.cloud.mu.Lock()
@@ -243,8 +244,8 @@ func TestPhasesHandOn(t *testing.T) {
 	w := newWorld(t, smPool("10"))
 	launched := w.launched("m")
 	registered := launched.DeepCopy()
-	registered.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "", metav1.NewTime(w.now))
-	registered.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", metav1.NewTime(w.now))
+	registered.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "", metav1.NewTime(w.now()))
+	registered.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", metav1.NewTime(w.now()))
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	for _, tc := range []struct {
 		name  string
@@ -252,7 +253,7 @@ func TestPhasesHandOn(t *testing.T) {
 		s     claimState
 	}{
 		{"collectVanished: not launched", (*Controller).collectVanished, claimState{cl: w.claim("n")}},
-		{"collectVanished: inside GCGrace", (*Controller).collectVanished, claimState{cl: launched, launched: true, launchedAt: w.now}},
+		{"collectVanished: inside GCGrace", (*Controller).collectVanished, claimState{cl: launched, launched: true, launchedAt: w.now()}},
 		{"terminateMarked: not marked", (*Controller).terminateMarked, claimState{cl: launched}},
 		{"launchLiveness: launched", (*Controller).launchLiveness, claimState{cl: launched, launched: true}},
 		{"expiry: no expireAfter", (*Controller).expiry, claimState{cl: launched}},
@@ -261,7 +262,7 @@ func TestPhasesHandOn(t *testing.T) {
 		{"initialization: initialized", (*Controller).initialization, claimState{cl: registered, node: node}},
 	} {
 		s := tc.s
-		s.now, s.log, s.out = w.now, w.c.log, Outcome{Claim: s.cl.Name}
+		s.now, s.log, s.out = w.now(), w.c.log, Outcome{Claim: s.cl.Name}
 		s.v = &lazyView{c: w.c}
 		done, err := tc.phase(w.c, w.ctx, &s)
 		if done || err != nil || s.out != (Outcome{Claim: s.cl.Name}) || s.cl != tc.s.cl {
