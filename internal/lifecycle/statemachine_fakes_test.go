@@ -101,6 +101,16 @@ func (f *fakeCluster) DeleteNode(_ context.Context, name string, _ types.UID) er
 	return nil
 }
 
+// deleteNode deletes a Node behind the controller's back (kubectl delete).
+func (f *fakeCluster) deleteNode(name string) { _ = f.DeleteNode(context.Background(), name, "") }
+
+// setPods replaces the pods bound to a Node.
+func (f *fakeCluster) setPods(node string, pods ...*corev1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pods[node] = pods
+}
+
 func (f *fakeCluster) VolumeAttachmentsOnNode(context.Context, string) ([]*storagev1.VolumeAttachment, error) {
 	return nil, nil
 }
@@ -140,6 +150,14 @@ func (f *fakeCloud) Terminate(_ context.Context, ids ...string) error {
 		f.terminated = append(f.terminated, id)
 	}
 	return nil
+}
+
+// vanish makes an instance disappear from EC2 (terminated outside
+// nodewright and long gone).
+func (f *fakeCloud) vanish(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.instances, id)
 }
 
 // world is a controller over the fakes and the shared in-memory store,
@@ -289,6 +307,23 @@ func (w *world) reconcile(name string) Outcome {
 		w.t.Fatalf("reconcile %s: %v", name, err)
 	}
 	return out
+}
+
+// at is one point of a claim's timeline: after the clock moved on by
+// after, a reconcile has the outcome want (Claim is filled in).
+type at struct {
+	after time.Duration
+	want  Outcome
+}
+
+// timeline reconciles the claim at each point in turn.
+func (w *world) timeline(name string, points ...at) {
+	w.t.Helper()
+	for _, p := range points {
+		w.advance(p.after)
+		p.want.Claim = name
+		w.want(w.reconcile(name), p.want)
+	}
 }
 
 func (w *world) want(got, want Outcome) {

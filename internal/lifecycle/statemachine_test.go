@@ -24,11 +24,10 @@ func expireAfter(d time.Duration) func(*apis.NodeClaim) {
 func TestStateMachineLaunchTimeout(t *testing.T) {
 	w := newWorld(t, smPool("10"))
 	w.claim("a")
-	w.want(w.reconcile("a"), Outcome{Claim: "a", Action: ActionWaiting, RequeueAfter: 5 * time.Minute})
-	w.advance(4 * time.Minute)
-	w.want(w.reconcile("a"), Outcome{Claim: "a", Action: ActionWaiting, RequeueAfter: time.Minute})
-	w.advance(time.Minute)
-	w.want(w.reconcile("a"), Outcome{Claim: "a", Action: ActionLiveness, Done: true})
+	w.timeline("a",
+		at{0, Outcome{Action: ActionWaiting, RequeueAfter: 5 * time.Minute}},
+		at{4 * time.Minute, Outcome{Action: ActionWaiting, RequeueAfter: time.Minute}},
+		at{time.Minute, Outcome{Action: ActionLiveness, Done: true}})
 	w.wantGone("a", ReasonLaunchTimeout)
 	w.wantTerminated()
 }
@@ -38,13 +37,11 @@ func TestStateMachineLaunchTimeout(t *testing.T) {
 func TestStateMachineRegistrationTimeout(t *testing.T) {
 	w := newWorld(t, smPool("10"))
 	w.launched("b")
-	w.want(w.reconcile("b"), Outcome{Claim: "b", Action: ActionWaiting, RequeueAfter: 2 * time.Second})
-	w.advance(time.Minute)
-	w.want(w.reconcile("b"), Outcome{Claim: "b", Action: ActionWaiting, RequeueAfter: 6 * time.Second})
-	w.advance(9 * time.Minute)
-	w.want(w.reconcile("b"), Outcome{Claim: "b", Action: ActionWaiting, RequeueAfter: 15 * time.Second})
-	w.advance(5 * time.Minute)
-	w.want(w.reconcile("b"), Outcome{Claim: "b", Action: ActionLiveness, Done: true})
+	w.timeline("b",
+		at{0, Outcome{Action: ActionWaiting, RequeueAfter: 2 * time.Second}},
+		at{time.Minute, Outcome{Action: ActionWaiting, RequeueAfter: 6 * time.Second}},
+		at{9 * time.Minute, Outcome{Action: ActionWaiting, RequeueAfter: 15 * time.Second}},
+		at{5 * time.Minute, Outcome{Action: ActionLiveness, Done: true}})
 	w.wantGone("b", ReasonRegistrationTimeout)
 	w.wantTerminated("i-b")
 }
@@ -109,14 +106,10 @@ func TestStateMachineExpiry(t *testing.T) {
 // (the Node may come back), then ends and terminates it.
 func TestStateMachineNodeDeleted(t *testing.T) {
 	w := newWorld(t, smPool("0"))
-	cl := w.initialized("e")
-	w.cluster.mu.Lock()
-	delete(w.cluster.nodes, cl.Status.NodeName)
-	w.cluster.mu.Unlock()
-	w.advance(10 * time.Second)
-	w.want(w.reconcile("e"), Outcome{Claim: "e", Action: ActionWaiting, RequeueAfter: 20 * time.Second})
-	w.advance(20 * time.Second)
-	w.want(w.reconcile("e"), Outcome{Claim: "e", Action: ActionNodeDeleted, Done: true})
+	w.cluster.deleteNode(w.initialized("e").Status.NodeName)
+	w.timeline("e",
+		at{10 * time.Second, Outcome{Action: ActionWaiting, RequeueAfter: 20 * time.Second}},
+		at{20 * time.Second, Outcome{Action: ActionNodeDeleted, Done: true}})
 	w.wantGone("e", ReasonNodeDeleted)
 	w.wantTerminated("i-e")
 }
@@ -126,9 +119,7 @@ func TestStateMachineNodeDeleted(t *testing.T) {
 func TestStateMachineVanishedInstance(t *testing.T) {
 	w := newWorld(t, smPool("0"))
 	cl := w.initialized("f")
-	w.cloud.mu.Lock()
-	delete(w.cloud.instances, "i-f")
-	w.cloud.mu.Unlock()
+	w.cloud.vanish("i-f")
 	if out := w.reconcile("f"); out.Done {
 		t.Fatalf("claim collected inside GCGrace: %+v", out)
 	}
@@ -169,16 +160,13 @@ func TestStateMachineEmptiness(t *testing.T) {
 		want   Outcome
 		events []string
 	}{
-		{budget: "10", want: Outcome{Claim: "h", Action: ActionEmpty, Done: true}, events: []string{termination.ReasonDisrupting, termination.ReasonTerminating}},
-		{budget: "0", want: Outcome{Claim: "h", Action: ActionBudgetBlocks}, events: []string{"DisruptionBlocked"}},
+		{budget: "10", want: Outcome{Action: ActionEmpty, Done: true}, events: []string{termination.ReasonDisrupting, termination.ReasonTerminating}},
+		{budget: "0", want: Outcome{Action: ActionBudgetBlocks}, events: []string{"DisruptionBlocked"}},
 	} {
 		t.Run("budget "+tc.budget, func(t *testing.T) {
 			w := newWorld(t, smPool(tc.budget))
 			w.initialized("h")
-			w.advance(29 * time.Second)
-			w.want(w.reconcile("h"), Outcome{Claim: "h", RequeueAfter: time.Second})
-			w.advance(time.Second)
-			w.want(w.reconcile("h"), tc.want)
+			w.timeline("h", at{29 * time.Second, Outcome{RequeueAfter: time.Second}}, at{time.Second, tc.want})
 			if !slices.Equal(w.cluster.events, tc.events) {
 				t.Errorf("node events %v, want %v", w.cluster.events, tc.events)
 			}
@@ -194,8 +182,7 @@ func TestStateMachineEmptinessLeaseHeld(t *testing.T) {
 	if _, err := w.store.AcquireLease(w.ctx, EmptinessLease, "another", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	w.advance(30 * time.Second)
-	w.want(w.reconcile("i"), Outcome{Claim: "i", RequeueAfter: 2 * time.Second})
+	w.timeline("i", at{30 * time.Second, Outcome{RequeueAfter: 2 * time.Second}})
 }
 
 // A pod arriving or leaving restarts the node's emptiness clock.
@@ -203,18 +190,13 @@ func TestStateMachinePodEventsRestartTheClock(t *testing.T) {
 	w := newWorld(t, smPool("10"))
 	cl := w.initialized("j")
 	w.advance(20*time.Second + 300*time.Millisecond)
-	w.cluster.mu.Lock()
-	w.cluster.pods[cl.Status.NodeName] = []*corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "u1"}}}
-	w.cluster.mu.Unlock()
-	w.want(w.reconcile("j"), Outcome{Claim: "j"})
+	w.cluster.setPods(cl.Status.NodeName, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", UID: "u1"}})
+	w.timeline("j", at{0, Outcome{}})
 	if got, want := w.get("j").Status.LastPodEventTime.Time, sm0.Add(21*time.Second); !got.Equal(want) {
 		t.Errorf("last pod event %v, want %v (rounded up to the second)", got, want)
 	}
-	w.cluster.mu.Lock()
-	w.cluster.pods[cl.Status.NodeName] = nil
-	w.cluster.mu.Unlock()
-	w.advance(9700 * time.Millisecond)
-	w.want(w.reconcile("j"), Outcome{Claim: "j", RequeueAfter: 30 * time.Second})
+	w.cluster.setPods(cl.Status.NodeName)
+	w.timeline("j", at{9700 * time.Millisecond, Outcome{RequeueAfter: 30 * time.Second}})
 }
 
 // The phases' order decides between claims in several states at once: a
@@ -226,15 +208,11 @@ func TestStateMachinePhaseOrder(t *testing.T) {
 	if _, _, err := termination.Mark(w.ctx, w.store, "k", apis.DeletionReasonDrifted, "test", w.now()); err != nil {
 		t.Fatal(err)
 	}
-	w.cloud.mu.Lock()
-	delete(w.cloud.instances, "i-k")
-	w.cloud.mu.Unlock()
-	w.advance(time.Minute)
-	w.want(w.reconcile("k"), Outcome{Claim: "k", Action: ActionVanished, Done: true})
+	w.cloud.vanish("i-k")
+	w.timeline("k", at{time.Minute, Outcome{Action: ActionVanished, Done: true}})
 
 	w.claim("l", expireAfter(time.Minute))
-	w.advance(5 * time.Minute)
-	w.want(w.reconcile("l"), Outcome{Claim: "l", Action: ActionLiveness, Done: true})
+	w.timeline("l", at{5 * time.Minute, Outcome{Action: ActionLiveness, Done: true}})
 	w.wantGone("l", ReasonLaunchTimeout)
 }
 
