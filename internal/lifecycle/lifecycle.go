@@ -16,6 +16,19 @@
 // queue.KindLifecycle, Subject: claim name}) so the drain starts at once;
 // the schedule picks it up within a minute otherwise.
 //
+// # Where things are
+//
+// One claim's reconcile is a state machine: claimPhases (this file) runs
+// small phases in order, each in the file named for it: vanished.go,
+// terminate.go, liveness.go, expiry.go, registration.go, initialization.go
+// and emptynodes.go (emptiness.go holds the rules it applies). view.go is
+// what a reconcile reads of the world; pass.go and gc.go are the scheduled
+// pass and its garbage collection; chain.go and handler.go the
+// work-message chains and the Lambda handler. statemachine_test.go tests
+// the phases in memory; the other _test.go files run against a real API
+// server, dynalite and the AWS simulator over one harness
+// (harness_test.go, world_test.go).
+//
 // # Safety rules
 //
 // The lifecycle removes capacity, so it keeps these rules (gc.go and
