@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodewright/nodewright/internal/apis"
-	"github.com/nodewright/nodewright/internal/lifecycle"
 )
 
 // BenchmarkDrain measures the termination workflow on the local cloud: a
@@ -24,10 +23,7 @@ import (
 func BenchmarkDrain(b *testing.B) {
 	const pods = 100
 	e := newEnv(b)
-	c, err := lifecycle.New(e.deps())
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := e.newController(e.deps())
 	var total time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -69,10 +65,7 @@ func BenchmarkScheduledPass(b *testing.B) {
 	const claims = 30
 	e := newEnv(b, withBudget("0"))
 	d := e.deps()
-	c, err := lifecycle.New(d)
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := e.newController(d)
 	names := make([]string, claims)
 	for i := range names {
 		names[i] = e.launchClaim(fmt.Sprintf("bench-pass-%d", i)).Name

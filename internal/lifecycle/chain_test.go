@@ -24,10 +24,7 @@ import (
 func TestDuplicateWorkMessagesMerge(t *testing.T) {
 	e := newEnv(t)
 	d := e.deps()
-	c, err := lifecycle.New(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := e.newController(d)
 	h := e.handler(d)
 	cl := e.launchClaim("dup-chain")
 	_, node := e.initialized(c, cl.Name)

@@ -96,13 +96,10 @@ func TestRegistrationSurvivesACrashAtEveryCall(t *testing.T) {
 			}
 		}
 		initialized := func(cl *apis.NodeClaim) bool { return cl != nil && cl.IsTrue(apis.ConditionInitialized) }
-		crashing, err := lifecycle.New(e.crashDeps(cr))
-		if err != nil {
-			t.Fatal(err)
-		}
+		crashing := e.newController(e.crashDeps(cr))
 		e.drive(crashing, cr, cl.Name, initialized, agent)
 		at := crashedAt(cr)
-		e.drive(e.mustController(), nil, cl.Name, initialized, agent)
+		e.drive(e.newController(e.deps()), nil, cl.Name, initialized, agent)
 
 		got, err := e.st.GetNodeClaim(e.ctx, cl.Name)
 		if err != nil {
@@ -139,7 +136,7 @@ func TestDrainHonoursPDBThroughCrashes(t *testing.T) {
 		k := fmt.Sprintf("k%d", cr.At)
 		e.t = t
 		cl := e.launchClaim("pdb-" + k)
-		cl, node := e.initialized(e.mustController(), cl.Name)
+		cl, node := e.initialized(e.newController(e.deps()), cl.Name)
 		id := cl.Status.InstanceID
 		web1, web2, guarded := k+"-web-1", k+"-web-2", k+"-guarded"
 		pods := []string{web1, web2, guarded}
@@ -189,10 +186,7 @@ func TestDrainHonoursPDBThroughCrashes(t *testing.T) {
 		// The process: decide the deletion (as disruption does), drain
 		// until the budget blocks and, once it allows, finish.
 		process := func(d lifecycle.Deps, cr *cloudtest.Crasher, at string) {
-			c, err := lifecycle.New(d)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := e.newController(d)
 			if strict {
 				if _, _, err := termination.Mark(e.ctx, d.Store, cl.Name, apis.DeletionReasonManual, "crash sweep", e.clock.Now()); err != nil && (cr == nil || !cr.Crashed()) {
 					t.Fatalf("mark: %v", err)
@@ -257,13 +251,4 @@ func (e *env) assertEvictedBeforeNodeDeleted(at, node string, pods []string) {
 			evicted[ev.Name] = true
 		}
 	}
-}
-
-func (e *env) mustController() *lifecycle.Controller {
-	e.t.Helper()
-	c, err := lifecycle.New(e.deps())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return c
 }

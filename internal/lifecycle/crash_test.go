@@ -1,22 +1,18 @@
 package lifecycle_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	"context"
 	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
-	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
-	"github.com/nodewright/nodewright/internal/queue"
-	"github.com/nodewright/nodewright/internal/store"
 )
 
 // The termination workflow killed between every two of its external calls
@@ -37,19 +33,13 @@ func TestTerminationSurvivesACrashAtEveryCall(t *testing.T) {
 // with a fresh controller, and checks the outcome.
 func (e *env) terminateThroughCrash(cr *cloudtest.Crasher, name string) {
 	e.t.Helper()
-	normal, err := lifecycle.New(e.deps())
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	normal := e.newController(e.deps())
 	cl := e.launchClaim(name)
 	cl, node := e.initialized(normal, cl.Name)
 	pod := e.runningPod(name+"-web", node.Name, nil)
 	e.mark(cl.Name, apis.DeletionReasonManual)
 
-	crashing, err := lifecycle.New(e.crashDeps(cr))
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	crashing := e.newController(e.crashDeps(cr))
 	for i := 0; i < 50 && !cr.Crashed(); i++ {
 		out, err := crashing.Reconcile(e.ctx, cl.Name)
 		if err == nil && (out.Done || e.gone(cl.Name)) {
@@ -75,29 +65,7 @@ func (e *env) terminateThroughCrash(cr *cloudtest.Crasher, name string) {
 // crashDeps are deps() over clients whose every HTTP call counts against cr.
 func (e *env) crashDeps(cr *cloudtest.Crasher) lifecycle.Deps {
 	e.t.Helper()
-	awsCfg, err := config.LoadDefaultConfig(e.ctx, config.WithHTTPClient(cr.HTTPClient()), config.WithCredentialsProvider(e.stack.Controller))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	st, err := store.New(store.NewDynamoDBClient(awsCfg), e.st.Table(), store.WithClock(e.clock.Now))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	clients, _, err := nwaws.NewClients(e.ctx, e.cloud.Region, config.WithHTTPClient(cr.HTTPClient()), config.WithCredentialsProvider(e.stack.Controller))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	p, err := nwaws.New(nwaws.Options{ClusterName: e.cloud.ClusterName, Region: e.cloud.Region, Owner: e.owner, Now: e.clock.Now}, clients, nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	kc, err := kube.NewClient(cr.REST(e.cloud.ControllerREST), nil)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	wq := queue.New(sqs.NewFromConfig(awsCfg), e.work)
-	return lifecycle.Deps{Store: st, Cluster: kc, Cloud: p, Config: e.cfg, Now: e.clock.Now,
-		Requeue: func(ctx context.Context, m queue.Message, d time.Duration) error { return wq.Send(ctx, m, d) }}
+	return e.depsOver(e.connect(e.st.Table(), cr.REST(e.cloud.ControllerREST), config.WithHTTPClient(cr.HTTPClient())))
 }
 
 // instancesTagged counts the instances ever launched for a claim.

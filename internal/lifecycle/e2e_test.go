@@ -1,7 +1,6 @@
 package lifecycle_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/provisioning"
-	"github.com/nodewright/nodewright/internal/queue"
 )
 
 const e2eYAML = `apiVersion: karpenter.sh/v1
@@ -49,12 +47,11 @@ func TestEndToEndScaleUpAndDown(t *testing.T) {
 	e := newEnv(t, withConfig(e2eYAML))
 	d := e.deps()
 	h := e.handler(d)
-	wq := queue.New(e.sqs, e.work)
 	prov, err := provisioning.New(provisioning.Deps{
 		Store: e.st, Cluster: e.kc, Launcher: e.p, Config: e.cfg, Now: e.clock.Now,
 		Catalog:     provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil),
 		Unavailable: provisioning.ProviderICE(e.p),
-		Requeue:     func(ctx context.Context, m queue.Message, delay time.Duration) error { return wq.Send(ctx, m, delay) },
+		Requeue:     e.requeueVia(e.sqs),
 		Settings:    provisioning.Settings{BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second, RegistrationCheck: time.Second},
 	})
 	if err != nil {

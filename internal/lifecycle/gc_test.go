@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,10 +47,7 @@ func (e *env) assertRunning(ids ...string) {
 // passes must take none of the other stack's running fleet.
 func TestGCLeavesAnotherStacksFleet(t *testing.T) {
 	first := newEnv(t)
-	c, err := lifecycle.New(first.deps())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := first.newController(first.deps())
 	fleet := launchedFleet(first, "gc-first", 3)
 	_, node := first.initialized(c, fleet[0].Name)
 	first.runningPod("gc-first-web", node.Name, nil)
@@ -108,10 +106,7 @@ func TestGCRefusesMoreThanItsShare(t *testing.T) {
 func TestGCDrainsAnOrphanWithPods(t *testing.T) {
 	e := newEnv(t, withBudget("0"))
 	d := e.deps()
-	c, err := lifecycle.New(d)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := e.newController(d)
 	h := e.handler(d)
 	cl := e.launchClaim("gc-busy")
 	cl, node := e.initialized(c, cl.Name)
@@ -122,7 +117,7 @@ func TestGCDrainsAnOrphanWithPods(t *testing.T) {
 	id := cl.Status.InstanceID
 	e.clock.Advance(time.Hour)
 	res := e.tick(h)
-	if contains(res.TerminatedInstances, id) || !contains(res.DrainedOrphans, id) {
+	if slices.Contains(res.TerminatedInstances, id) || !slices.Contains(res.DrainedOrphans, id) {
 		t.Fatalf("orphan with a running pod: %+v, want it adopted for draining", res)
 	}
 	if n := e.terminateCalls(id); n != 0 {
@@ -150,7 +145,7 @@ func TestGCKeepsInstancesOfUndecodableClaims(t *testing.T) {
 	damageClaim(e, cl.Name)
 	e.clock.Advance(time.Hour)
 	res := e.tick(h)
-	if contains(res.TerminatedInstances, cl.Status.InstanceID) || contains(res.DrainedOrphans, cl.Status.InstanceID) {
+	if slices.Contains(res.TerminatedInstances, cl.Status.InstanceID) || slices.Contains(res.DrainedOrphans, cl.Status.InstanceID) {
 		t.Fatalf("instance of an undecodable claim record collected: %+v", res)
 	}
 	e.assertRunning(cl.Status.InstanceID)
@@ -178,4 +173,66 @@ func damageClaim(e *env, name string) {
 		}
 	}
 	e.t.Fatalf("no record of %s", name)
+}
+
+// Garbage collection both ways: an instance without a claim is terminated
+// after the grace period; a claim whose instance vanished is removed with
+// its Node; the Node of a terminated instance without a claim is deleted.
+func TestGarbageCollection(t *testing.T) {
+	// Budget 0: the healthy empty node must not go for emptiness either.
+	e := newEnv(t, withBudget("0"))
+	d := e.deps()
+	c := e.newController(d)
+	h := e.handler(d)
+	schedule := func() lifecycle.PassResult { return e.tick(h) }
+
+	orphan := e.rawInstance(fmt.Sprintf("gc-orphan-%d", e.id))
+	vanish := e.launchClaim("gc-vanish")
+	vanish, vanishNode := e.initialized(c, vanish.Name)
+	stray := e.launchClaim("gc-stray")
+	stray, strayNode := e.initialized(c, stray.Name)
+	keep := e.launchClaim("gc-keep")
+	keep, keepNode := e.initialized(c, keep.Name)
+
+	// Young orphans are left alone (a launch may not have recorded yet).
+	res := schedule()
+	if slices.Contains(res.TerminatedInstances, orphan) {
+		t.Fatal("orphan terminated inside the grace period")
+	}
+
+	// The vanished claim's instance dies outside nodewright; the stray
+	// node's claim record is lost and its instance dies too.
+	if err := e.cloud.AWS.EC2().Terminate(vanish.Status.InstanceID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.DeleteNodeClaim(e.ctx, stray); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cloud.AWS.EC2().Terminate(stray.Status.InstanceID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, e, vanish.Status.InstanceID, "terminated")
+	waitState(t, e, stray.Status.InstanceID, "terminated")
+
+	e.clock.Advance(31 * time.Second)
+	res = schedule()
+	t.Logf("pass: %+v", res)
+	if !slices.Contains(res.TerminatedInstances, orphan) {
+		t.Errorf("orphan %s not terminated: %v", orphan, res.TerminatedInstances)
+	}
+	if slices.Contains(res.TerminatedInstances, keep.Status.InstanceID) {
+		t.Error("a claimed instance was garbage collected")
+	}
+	if !e.gone(vanish.Name) || e.nodeExists(vanishNode.Name) {
+		t.Error("claim of the vanished instance or its node left behind")
+	}
+	if !slices.Contains(res.DeletedNodes, strayNode.Name) || e.nodeExists(strayNode.Name) {
+		t.Errorf("node %s of a terminated instance not deleted: %v", strayNode.Name, res.DeletedNodes)
+	}
+	if e.gone(keep.Name) || !e.nodeExists(keepNode.Name) {
+		t.Error("a healthy claim or node was collected")
+	}
+	if len(res.Errors) > 0 {
+		t.Errorf("pass errors: %v", res.Errors)
+	}
 }

@@ -1,0 +1,235 @@
+package lifecycle_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
+	"github.com/nodewright/nodewright/internal/queue"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+// One local cloud for the package. Nodes of terminated instances are kept
+// (no cloud-controller deletion) so the lifecycle's own node GC is what
+// removes them.
+var shared = localcloud.NewShared(localcloud.Options{
+	Sim: awssim.Options{
+		KeepTerminatedNodes: true,
+		Delays: awssim.Delays{
+			Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
+			ShuttingDown: 300 * time.Millisecond, SpotInterruption: 2 * time.Minute,
+		},
+	},
+})
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
+
+const poolYAML = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: %[1]s
+spec:
+  template:
+    metadata:
+      labels:
+        team: payments
+    spec:
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: default
+      requirements:
+      - key: karpenter.sh/capacity-type
+        operator: In
+        values: ["on-demand"]
+      taints:
+      - key: dedicated
+        value: payments
+        effect: NoSchedule
+      startupTaints:
+      - key: example.com/agent
+        effect: NoSchedule
+      expireAfter: 720h
+      terminationGracePeriod: 1h
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: 5s
+    budgets:
+    - nodes: "%[2]s"
+`
+
+type env struct {
+	t     testing.TB
+	ctx   context.Context
+	cloud *localcloud.Cloud
+	cs    kubernetes.Interface
+	// The lifecycle's clients, as the stack's controller role.
+	controllerClients
+	ec2    *ec2.Client
+	work   string // work queue URL
+	cfg    *apis.Config
+	clock  *cloudtest.Clock
+	cat    *catalog.Catalog
+	ns     string
+	budget string
+	// owner is the env's stack owner value (its table's ARN).
+	owner string
+	// stack holds the env's function roles (the controller's policy is
+	// the synthesized template's).
+	stack *localcloud.Stack
+
+	configYAML string
+	// id makes claim names unique across tests and -count runs: a claim
+	// name determines its CreateFleet ClientToken, and a reused token
+	// returns the earlier (terminated) instance.
+	id int64
+}
+
+var seq atomic.Int64
+
+type envOpt func(*env)
+
+func withBudget(nodes string) envOpt { return func(e *env) { e.budget = nodes } }
+
+// withConfig replaces the NodePool YAML (the EC2NodeClass "default" is
+// added).
+func withConfig(yaml string) envOpt { return func(e *env) { e.configYAML = yaml } }
+
+func newEnv(t testing.TB, opts ...envOpt) *env {
+	t.Helper()
+	cloud := shared.Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	cloudtest.SetEnv(t, cloud)
+	e := &env{t: t, ctx: ctx, cloud: cloud, cs: cloud.KubeClient, clock: &cloudtest.Clock{}, budget: "10", id: seq.Add(1)}
+	for _, o := range opts {
+		o(e)
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := seq.Add(1)
+	table := fmt.Sprintf("lifecycle-%d-%d", time.Now().UnixNano()%1e6, n)
+	db := store.NewDynamoDBClient(awsCfg)
+	cloudtest.NewTable(ctx, t, db, table)
+	e.owner = cloudtest.Owner(cloud, table)
+	workName := fmt.Sprintf("work-%d-%d", time.Now().UnixNano()%1e6, n)
+	e.work = cloudtest.CreateQueue(ctx, t, sqs.NewFromConfig(awsCfg), workName, nil)
+	// Everything the lifecycle does runs as the stack's controller role.
+	e.stack = cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: table, WorkQueue: workName})
+	e.controllerClients = e.connect(table, rest.CopyConfig(cloud.ControllerREST))
+	e.ec2 = ec2.NewFromConfig(awsCfg)
+	doc := fmt.Sprintf(poolYAML, "default", e.budget)
+	if e.configYAML != "" {
+		doc = e.configYAML
+	}
+	e.cfg = cloudtest.LoadConfig(t, doc+cloudtest.NodeClassYAML("default", cloud.ClusterName))
+	if e.cat, err = e.p.Catalog(ctx, nil); err != nil {
+		t.Fatalf("catalog: %v", err)
+	}
+	e.ns = cloud.NewNamespace(t)
+	return e
+}
+
+// controllerClients are the lifecycle's adapters over the real servers,
+// as the stack's controller role: the table, EC2, the work queue and the
+// API server.
+type controllerClients struct {
+	st  *store.Store
+	p   *nwaws.Provider
+	kc  *kube.Client
+	sqs *sqs.Client
+}
+
+// connect builds controllerClients over table and the env's stack;
+// awsOpts and restCfg let crash tests send every call through a Crasher.
+func (e *env) connect(table string, restCfg *rest.Config, awsOpts ...func(*config.LoadOptions) error) controllerClients {
+	e.t.Helper()
+	ctrl := cloudtest.RoleConfig(e.ctx, e.t, e.stack.Controller, awsOpts...)
+	st, err := store.New(store.NewDynamoDBClient(ctrl), table, store.WithClock(e.clock.Now))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	clientOpts := append([]func(*config.LoadOptions) error{config.WithCredentialsProvider(e.stack.Controller)}, awsOpts...)
+	clients, _, err := nwaws.NewClients(e.ctx, e.cloud.Region, clientOpts...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p, err := nwaws.New(nwaws.Options{ClusterName: e.cloud.ClusterName, Region: e.cloud.Region, Owner: e.owner, Now: e.clock.Now}, clients, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	kc, err := kube.NewClient(restCfg, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return controllerClients{st: st, p: p, kc: kc, sqs: sqs.NewFromConfig(ctrl)}
+}
+
+// deps are the lifecycle's adapters over the real servers; requeues go to
+// the real (simulated) SQS work queue.
+func (e *env) deps() lifecycle.Deps { return e.depsOver(e.controllerClients) }
+
+// depsOver are deps() over other clients of the same servers.
+func (e *env) depsOver(cc controllerClients) lifecycle.Deps {
+	return lifecycle.Deps{Store: cc.st, Cluster: cc.kc, Cloud: cc.p, Config: e.cfg, Now: e.clock.Now, Requeue: e.requeueVia(cc.sqs)}
+}
+
+// requeueVia sends work messages to the env's work queue through c.
+func (e *env) requeueVia(c *sqs.Client) func(context.Context, queue.Message, time.Duration) error {
+	wq := queue.New(c, e.work)
+	return func(ctx context.Context, msg queue.Message, d time.Duration) error { return wq.Send(ctx, msg, d) }
+}
+
+// newController is lifecycle.New, failing the test on error.
+func (e *env) newController(d lifecycle.Deps) *lifecycle.Controller {
+	e.t.Helper()
+	c, err := lifecycle.New(d)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return c
+}
+
+func (e *env) handler(d lifecycle.Deps) *lifecycle.Handler {
+	h, err := lifecycle.NewHandler(d)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return h
+}
+
+func mustCfg(e *env) sdkaws.Config {
+	cfg, err := config.LoadDefaultConfig(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cfg
+}
+
+func (e *env) k8sMinor() string {
+	info, err := e.p.Cluster(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return info.Version
+}
