@@ -175,7 +175,8 @@ func TestConcurrentStepsOnOneClaim(t *testing.T) {
 		t.Errorf("TerminateInstances called %d times for one claim, want 1", n)
 	}
 	phases := []string{results[0].Phase, results[1].Phase}
-	if !(phases[0] == PhaseTerminated && phases[1] == PhaseAlreadyDeleted || phases[1] == PhaseTerminated && phases[0] == PhaseAlreadyDeleted) {
+	oneEach := phases[0] == PhaseTerminated && phases[1] == PhaseAlreadyDeleted || phases[1] == PhaseTerminated && phases[0] == PhaseAlreadyDeleted
+	if !oneEach {
 		t.Errorf("phases %v, want one %s and one %s", phases, PhaseTerminated, PhaseAlreadyDeleted)
 	}
 	if n := strings.Count(logs.String(), `"msg":"nodeclaim terminated"`); n != 1 {
