@@ -1,7 +1,6 @@
 package termination
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
@@ -85,24 +85,6 @@ func (c *hookCloud) count() int {
 	return c.calls
 }
 
-// syncBuffer is a log sink safe for concurrent Steps.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // markedClaim is a claim marked for deletion whose instance runs but whose
 // node never registered (so the Step goes straight to the instance).
 func markedClaim(now time.Time) *apis.NodeClaim {
@@ -113,9 +95,9 @@ func markedClaim(now time.Time) *apis.NodeClaim {
 	return cl
 }
 
-func newRaceTerminator(t *testing.T, st *memStore, cloud *hookCloud) (*Terminator, *syncBuffer) {
+func newRaceTerminator(t *testing.T, st *memStore, cloud *hookCloud) (*Terminator, *cloudtest.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &cloudtest.SyncBuffer{}
 	term, err := New(Deps{
 		Store: st, Cloud: cloud,
 		Cluster: kube.NewClientFromClientset(fake.NewClientset(), nil),
