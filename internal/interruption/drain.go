@@ -18,8 +18,8 @@ import (
 	"github.com/nodewright/nodewright/internal/termination"
 )
 
-// Phase 3 of a batch: the drain of an interrupted node, or the cleanup of
-// a gone instance.
+// The batch's replacement pass (phase 2), then phase 3: the drain of an
+// interrupted node, or the cleanup of a gone instance.
 
 // provision runs the provisioning pass, waiting a bounded time for the
 // provisioner lease.
