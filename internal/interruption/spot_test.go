@@ -84,14 +84,7 @@ func TestSpotInterruptionReplacesBeforeDeadline(t *testing.T) {
 	if got := stopPDB(); got < 6 {
 		t.Errorf("PDB violated: only %d healthy pods at one point (minAvailable 6)", got)
 	}
-	claims, err := h.store.ListNodeClaims(h.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(claims) != 1 || claims[0].Status.ProviderID != repl.Spec.ProviderID {
-		t.Fatalf("want exactly the replacement claim, got %d claims", len(claims))
-	}
-	r := claims[0]
+	r := h.replacementClaim(repl)
 	if r.Labels[catalog.LabelInstanceType] == cl.Labels[catalog.LabelInstanceType] && r.Labels[catalog.LabelTopologyZone] == cl.Labels[catalog.LabelTopologyZone] &&
 		r.Labels[apis.CapacityTypeLabelKey] == apis.CapacityTypeSpot {
 		t.Errorf("replacement launched into the interrupted spot offering %s/%s", r.Labels[catalog.LabelInstanceType], r.Labels[catalog.LabelTopologyZone])
@@ -164,13 +157,7 @@ func TestDuplicateMessagesOneDrainOneReplacement(t *testing.T) {
 	if n := len(h.fleetCallsSince(start)); n != 1 {
 		t.Errorf("%d replacement CreateFleet calls, want 1", n)
 	}
-	claims, err := h.store.ListNodeClaims(h.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(claims) != 1 || claims[0].Status.ProviderID != repl.Spec.ProviderID {
-		t.Errorf("want exactly one replacement claim, got %d", len(claims))
-	}
+	h.replacementClaim(repl)
 	for reason, want := range map[string]int{interruption.ReasonSpotInterrupted: 1, "Disrupting": 1} {
 		if got := h.nodeEvents(node.Name, reason); got != want {
 			t.Errorf("%d %s events on the interrupted node, want %d", got, reason, want)

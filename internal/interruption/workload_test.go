@@ -251,3 +251,17 @@ func spotWarning(id, instanceID, region string) string {
 	return fmt.Sprintf(`{"version":"0","id":%q,"detail-type":"EC2 Spot Instance Interruption Warning","source":"aws.ec2","account":"123456789012","time":%q,"region":%q,"resources":["arn:aws:ec2:%s:123456789012:instance/%s"],"detail":{"instance-id":%q,"instance-action":"terminate"}}`,
 		id, time.Now().UTC().Format(time.RFC3339), region, region, instanceID, instanceID)
 }
+
+// replacementClaim is the test's only claim once the interrupted one is
+// gone; the test fails unless it is the replacement node's.
+func (h *harness) replacementClaim(repl *corev1.Node) *apis.NodeClaim {
+	h.t.Helper()
+	claims, err := h.store.ListNodeClaims(h.ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if len(claims) != 1 || claims[0].Status.ProviderID != repl.Spec.ProviderID {
+		h.t.Fatalf("want exactly the replacement claim, got %d claims", len(claims))
+	}
+	return claims[0]
+}
