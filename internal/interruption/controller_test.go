@@ -326,7 +326,7 @@ func TestSpotDuplicatesOneDrain(t *testing.T) {
 	}
 	mark := *cl.DeletionTimestamp
 	n := f.node(t)
-	if !n.Spec.Unschedulable || !hasDisruptedTaint(n) {
+	if !n.Spec.Unschedulable || !termination.HasDisruptedTaint(n) {
 		t.Errorf("node not cordoned and tainted: %+v", n.Spec)
 	}
 	if len(f.requeued) != 1 || f.requeued[0].Kind != queue.KindLifecycle || f.requeued[0].Subject != claimName {

@@ -134,7 +134,7 @@ type healthDetail struct {
 func Parse(body string) (Message, error) {
 	var env envelope
 	if err := json.Unmarshal([]byte(body), &env); err != nil {
-		return Message{}, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return Message{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if env.DetailType == "" || env.Source == "" {
 		return Message{}, fmt.Errorf("%w: no detail-type or source", ErrMalformed)
@@ -144,7 +144,7 @@ func Parse(body string) (Message, error) {
 	case env.Source == sourceEC2 && (env.DetailType == detailTypeSpot || env.DetailType == detailTypeRebalance || env.DetailType == detailTypeStateChange):
 		var d ec2Detail
 		if err := json.Unmarshal(env.Detail, &d); err != nil {
-			return Message{}, fmt.Errorf("%w: %s detail: %v", ErrMalformed, env.DetailType, err)
+			return Message{}, fmt.Errorf("%w: %s detail: %w", ErrMalformed, env.DetailType, err)
 		}
 		if !strings.HasPrefix(d.InstanceID, "i-") {
 			return Message{}, fmt.Errorf("%w: %s without an instance-id", ErrMalformed, env.DetailType)
@@ -164,7 +164,7 @@ func Parse(body string) (Message, error) {
 	case env.Source == sourceHealth && env.DetailType == detailTypeHealth:
 		var d healthDetail
 		if err := json.Unmarshal(env.Detail, &d); err != nil {
-			return Message{}, fmt.Errorf("%w: health detail: %v", ErrMalformed, err)
+			return Message{}, fmt.Errorf("%w: health detail: %w", ErrMalformed, err)
 		}
 		if d.Service != "EC2" || d.EventTypeCategory != "scheduledChange" {
 			return m, nil

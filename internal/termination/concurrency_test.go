@@ -1,7 +1,6 @@
 package termination
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/store/storetest"
 )
 
@@ -52,24 +52,6 @@ func (c *hookCloud) count() int {
 	return c.calls
 }
 
-// syncBuffer is a log sink safe for concurrent Steps.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // markedClaim is a claim marked for deletion whose instance runs but whose
 // node never registered (so the Step goes straight to the instance).
 func markedClaim(now time.Time) *apis.NodeClaim {
@@ -80,9 +62,9 @@ func markedClaim(now time.Time) *apis.NodeClaim {
 	return cl
 }
 
-func newRaceTerminator(t *testing.T, st *storetest.Store, cloud *hookCloud) (*Terminator, *syncBuffer) {
+func newRaceTerminator(t *testing.T, st *storetest.Store, cloud *hookCloud) (*Terminator, *cloudtest.SyncBuffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &cloudtest.SyncBuffer{}
 	term, err := New(Deps{
 		Store: st, Cloud: cloud,
 		Cluster: kube.NewClientFromClientset(fake.NewClientset(), nil),
@@ -142,7 +124,8 @@ func TestConcurrentStepsOnOneClaim(t *testing.T) {
 		t.Errorf("TerminateInstances called %d times for one claim, want 1", n)
 	}
 	phases := []string{results[0].Phase, results[1].Phase}
-	if !(phases[0] == PhaseTerminated && phases[1] == PhaseAlreadyDeleted || phases[1] == PhaseTerminated && phases[0] == PhaseAlreadyDeleted) {
+	oneEach := phases[0] == PhaseTerminated && phases[1] == PhaseAlreadyDeleted || phases[1] == PhaseTerminated && phases[0] == PhaseAlreadyDeleted
+	if !oneEach {
 		t.Errorf("phases %v, want one %s and one %s", phases, PhaseTerminated, PhaseAlreadyDeleted)
 	}
 	if n := strings.Count(logs.String(), `"msg":"nodeclaim terminated"`); n != 1 {

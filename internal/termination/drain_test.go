@@ -30,7 +30,6 @@ func doNotDisrupt(p *corev1.Pod) {
 func terminatingAt(t time.Time) podOpt {
 	return func(p *corev1.Pod) { mt := metav1.NewTime(t); p.DeletionTimestamp = &mt }
 }
-func grace(s int64) podOpt { return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = &s } }
 func tolerates(tol corev1.Toleration) podOpt {
 	return func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tol) }
 }
@@ -49,7 +48,7 @@ func TestWaitingPodsSkipsWhatKarpenterSkips(t *testing.T) {
 		pod("app"),
 		pod("done", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }),
 		pod("failed", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }),
-		pod("mirror", func(p *corev1.Pod) { p.Annotations = map[string]string{mirrorPodAnnotation: "x"} }),
+		pod("mirror", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }),
 		pod("static", func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "Node", Name: "n"}} }),
 		pod("tolerates-all", tolerates(corev1.Toleration{Operator: corev1.TolerationOpExists})),
 		pod("tolerates-disrupted", daemon, tolerates(corev1.Toleration{Key: apis.DisruptedTaintKey, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})),
@@ -94,28 +93,6 @@ func TestEvictionGroupsInKarpenterOrder(t *testing.T) {
 	}
 	if g := NextEvictionGroup(waiting); len(g) != 0 {
 		t.Fatalf("do-not-disrupt or terminating pods offered for eviction: %v", names(g))
-	}
-}
-
-func TestForcedDeletionFinishesByTheDeadline(t *testing.T) {
-	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	deadline := now.Add(time.Minute)
-	if _, due := ForcedDeletion(pod("p", grace(30)), deadline, now); due {
-		t.Error("pod with 30s grace deleted 60s before the deadline")
-	}
-	if g, due := ForcedDeletion(pod("p", grace(90)), deadline, now); !due || g != 60 {
-		t.Errorf("pod with 90s grace: due=%v grace=%d, want due with 60s", due, g)
-	}
-	if g, due := ForcedDeletion(pod("p"), deadline, deadline.Add(time.Second)); !due || g != 0 {
-		t.Errorf("past the deadline: due=%v grace=%d, want 0", due, g)
-	}
-	// Already terminating within the deadline: left alone.
-	if _, due := ForcedDeletion(pod("p", grace(90), terminatingAt(deadline)), deadline, now); due {
-		t.Error("pod already terminating by the deadline deleted again")
-	}
-	// Terminating past the deadline: shortened.
-	if g, due := ForcedDeletion(pod("p", grace(600), terminatingAt(now.Add(10*time.Minute))), deadline, now); !due || g != 60 {
-		t.Errorf("long termination not shortened: due=%v grace=%d", due, g)
 	}
 }
 
