@@ -17,7 +17,6 @@ import (
 	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
-	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
@@ -261,7 +260,7 @@ func (c *Controller) advance(ctx context.Context, v *View, cmd *Command, version
 func (c *Controller) execute(ctx context.Context, v *View, cmd *Command, version int64, res *Result, log *slog.Logger) error {
 	// The lifecycle spends emptiness budget under this lease; holding it
 	// while marking keeps the two from spending the same budget.
-	el, err := c.d.Store.AcquireLease(ctx, lifecycle.EmptinessLease, c.d.Holder, 30*time.Second)
+	el, err := c.d.Store.AcquireLease(ctx, store.EmptinessLease, c.d.Holder, 30*time.Second)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		res.Waiting = "emptiness lease"
 		if version == 0 {

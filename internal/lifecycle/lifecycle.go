@@ -56,6 +56,7 @@ import (
 	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/pods"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 	"github.com/nodewright/nodewright/internal/termination"
@@ -70,10 +71,6 @@ const (
 	// but whose Node runs pods, adopted so it leaves through the drain.
 	ReasonGarbageCollected = "GarbageCollected"
 )
-
-// EmptinessLease serialises emptiness decisions, so two invocations never
-// both spend the last unit of a pool's budget.
-const EmptinessLease = "lifecycle-emptiness"
 
 // Store is what the lifecycle needs of internal/store (*store.Store).
 type Store interface {
@@ -667,7 +664,7 @@ func ceilSecond(t time.Time) time.Time {
 func (c *Controller) deleteEmpty(ctx context.Context, log *slog.Logger, cl *apis.NodeClaim, np *apis.NodePool, node *corev1.Node, v view, out Outcome) (Outcome, error) {
 	c.emptyMu.Lock()
 	defer c.emptyMu.Unlock()
-	lease, err := c.d.Store.AcquireLease(ctx, EmptinessLease, c.d.Holder, 30*time.Second)
+	lease, err := c.d.Store.AcquireLease(ctx, store.EmptinessLease, c.d.Holder, 30*time.Second)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		out.RequeueAfter = c.s.Poll
 		return out, nil
@@ -700,7 +697,7 @@ func (c *Controller) deleteEmpty(ctx context.Context, log *slog.Logger, cl *apis
 	}
 	after, _ := np.Spec.Disruption.ConsolidateAfter.Get()
 	log.InfoContext(ctx, "empty node: deleting", "node", node.Name, "consolidate-after", after.String(),
-		"last-pod-event", LastPodEvent(cl).UTC().Format(time.RFC3339))
+		"last-pod-event", pods.LastPodEvent(cl).UTC().Format(time.RFC3339))
 	c.d.Metrics.Add(metrics.NodeClaimsDisrupted, 1, metrics.Dimensions{"reason": apis.DeletionReasonEmpty, "nodepool": np.Name})
 	c.d.Metrics.Add(metrics.DisruptionActions, 1, metrics.Dimensions{"method": "emptiness", "action": "delete", "nodepool": np.Name})
 	return c.markAndTerminate(ctx, cl, apis.DeletionReasonEmpty,
