@@ -6,11 +6,5 @@ package main
 import "github.com/nodewright/nodewright/internal/app"
 
 func main() {
-	app.Run("disruption", func(a *app.App) (any, error) {
-		h, err := a.DisruptionHandler()
-		if err != nil {
-			return nil, err
-		}
-		return h.Handle, nil
-	})
+	app.Run("disruption", (*app.App).DisruptionHandler)
 }

@@ -10,11 +10,5 @@ package main
 import "github.com/nodewright/nodewright/internal/app"
 
 func main() {
-	app.Run("interruption", func(a *app.App) (any, error) {
-		h, err := a.InterruptionHandler()
-		if err != nil {
-			return nil, err
-		}
-		return h.Handle, nil
-	})
+	app.Run("interruption", (*app.App).InterruptionHandler)
 }

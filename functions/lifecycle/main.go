@@ -8,11 +8,5 @@ package main
 import "github.com/nodewright/nodewright/internal/app"
 
 func main() {
-	app.Run("lifecycle", func(a *app.App) (any, error) {
-		h, err := a.LifecycleHandler()
-		if err != nil {
-			return nil, err
-		}
-		return h.Handle, nil
-	})
+	app.Run("lifecycle", (*app.App).LifecycleHandler)
 }

@@ -6,11 +6,5 @@ package main
 import "github.com/nodewright/nodewright/internal/app"
 
 func main() {
-	app.Run("provisioner", func(a *app.App) (any, error) {
-		h, err := a.ProvisionerHandler()
-		if err != nil {
-			return nil, err
-		}
-		return h.Handle, nil
-	})
+	app.Run("provisioner", (*app.App).ProvisionerHandler)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func FuzzFunctionURLEvent(f *testing.F) {
 		f.Add(raw)
 	}
 	f.Add([]byte(`{"rawPath":"/admit/s3cret","isBase64Encoded":true,"body":"!!"}`))
-	h, err := admission.NewHandler(admission.Options{Secret: "s3cret", Nudger: nopNudger{}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	h, err := admission.NewHandler(admission.Options{Secret: "s3cret", Nudger: nopNudger{}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		f.Fatal(err)
 	}

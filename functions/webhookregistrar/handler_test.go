@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -21,7 +20,7 @@ const testSecret = "s3cr3tvalue0123456789"
 
 func testRegistrar(kc kubernetes.Interface, clusterFound bool) *registrar {
 	return &registrar{
-		log: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		log: slog.New(slog.DiscardHandler),
 		cluster: func(ctx context.Context, name string) (kubernetes.Interface, bool, error) {
 			if !clusterFound {
 				return nil, false, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -70,7 +69,7 @@ func TestRegistrarOnRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &registrar{
-		log:     slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		log:     slog.New(slog.DiscardHandler),
 		cluster: eksClusterClients(awsCfg, eks.NewFromConfig(awsCfg)),
 		secrets: func(context.Context, string) (string, error) { return testSecret, nil },
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -48,7 +47,7 @@ func TestRegisteredURLAuthenticatesWithTheWebhook(t *testing.T) {
 			t.Fatal(err)
 		}
 		h, err := admission.WebhookHandler(ctx, settings.Settings{WebhookSecretARN: arn, ProvisionQueueURL: sim.URL() + "/queue/none"}, cfg,
-			slog.New(slog.NewJSONHandler(io.Discard, nil)), nil)
+			slog.New(slog.DiscardHandler), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -10,9 +11,11 @@ import (
 )
 
 // Run is the whole body of a function's main: read settings, build the App,
-// start the Lambda runtime with the handler build returns. A start-up failure
-// exits non-zero so Lambda reports an init error instead of a broken handler.
-func Run(function string, build func(*App) (any, error)) {
+// start the Lambda runtime with the Handle method of the controller handler
+// build returns (a method expression such as (*App).ProvisionerHandler),
+// counted by WithHeartbeat. A start-up failure exits non-zero so Lambda
+// reports an init error instead of a broken handler.
+func Run[H controllerHandler](function string, build func(*App) (H, error)) {
 	ctx := context.Background()
 	s, err := settings.FromEnv(settings.Getenv)
 	log := settings.Logger(os.Stdout, s.LogLevel, function)
@@ -30,8 +33,10 @@ func Run(function string, build func(*App) (any, error)) {
 		log.Error("start", "error", err.Error())
 		os.Exit(1)
 	}
-	if fn, ok := h.(Handler); ok {
-		h = WithHeartbeat(a.Metrics, a.Log, fn)
-	}
-	lambda.Start(h)
+	lambda.Start(WithHeartbeat(a.Metrics, a.Log, h.Handle))
+}
+
+// controllerHandler is what every controller package's Handler is.
+type controllerHandler interface {
+	Handle(ctx context.Context, raw json.RawMessage) (any, error)
 }

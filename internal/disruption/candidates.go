@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/catalog"
-	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/pods"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -125,11 +125,11 @@ func Candidates(ctx context.Context, v *View) ([]*Candidate, []Blocked, error) {
 			block(fmt.Sprintf("its NodePool %q is not configured", n.NodePool()), false)
 			continue
 		}
-		pods := n.ReschedulablePods()
+		movable := n.ReschedulablePods()
 		protected := ""
-		if dnd, why := lifecycle.DoNotDisrupt(n.Claim, n.Node, n.Pods, v.Now); dnd {
+		if dnd, why := pods.DoNotDisrupt(n.Claim, n.Node, n.Pods, v.Now); dnd {
 			protected = why
-		} else if why := pdbBlocks(v.PDBs, pods); why != "" {
+		} else if why := pdbBlocks(v.PDBs, movable); why != "" {
 			protected = why
 		}
 		if protected != "" {
@@ -141,13 +141,13 @@ func Candidates(ctx context.Context, v *View) ([]*Candidate, []Blocked, error) {
 				continue
 			}
 		}
-		cand := &Candidate{Node: n, Claim: n.Claim, NodePool: np, Pods: pods, Empty: len(pods) == 0, Protected: protected}
+		cand := &Candidate{Node: n, Claim: n.Claim, NodePool: np, Pods: movable, Empty: len(movable) == 0, Protected: protected}
 		cand.InstanceType = firstNonEmpty(n.Node.Labels[catalog.LabelInstanceType], n.Claim.Labels[catalog.LabelInstanceType])
 		cand.CapacityType = firstNonEmpty(n.Node.Labels[apis.CapacityTypeLabelKey], n.Claim.Labels[apis.CapacityTypeLabelKey])
 		cand.Zone = firstNonEmpty(n.Node.Labels[catalog.LabelTopologyZone], n.Claim.Labels[catalog.LabelTopologyZone])
 		cand.Price = offeringPrice(c.Catalog, cand.InstanceType, cand.Zone, cand.CapacityType)
-		cand.DisruptionCost = disruptionCost(pods, n.Claim, v.Now)
-		if after, ok := np.Spec.Disruption.ConsolidateAfter.Get(); ok && protected == "" && !lifecycle.LastPodEvent(n.Claim).Add(after).After(v.Now) {
+		cand.DisruptionCost = disruptionCost(movable, n.Claim, v.Now)
+		if after, ok := np.Spec.Disruption.ConsolidateAfter.Get(); ok && protected == "" && !pods.LastPodEvent(n.Claim).Add(after).After(v.Now) {
 			cand.EmptyEligible = true
 			cand.Consolidatable = np.Spec.Disruption.ConsolidationPolicy == apis.ConsolidationPolicyWhenEmptyOrUnderutilized
 		}

@@ -51,8 +51,7 @@ func (e *env) emptinessThroughCrash(cr *cloudtest.Crasher) {
 	e.t.Helper()
 	e.scale("web", 2)
 	e.launchAll("web")
-	e.scale("web", 1)
-	e.until("one pod left", time.Minute, false, nil, func() bool { total, running, _ := e.pods("web"); return total == 1 && running == 1 }, nil)
+	e.scaleDown("web", 1)
 	busy := e.busyClaim()
 
 	crashing := e.crashingDisruption(cr)

@@ -155,10 +155,7 @@ func TestMethodOrder(t *testing.T) {
 	f.pod("u1", "under", "500m", "512Mi")
 	drifted.NodePoolHash = "old-hash"
 
-	d, err := Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := f.decide()
 	if d.Command == nil || d.Command.Method != MethodEmptiness || !slices.Equal(d.Command.NodeNames(), []string{"empty"}) {
 		t.Fatalf("first command %s, want emptiness of node empty", fmtCmd(d.Command))
 	}
@@ -169,10 +166,7 @@ func TestMethodOrder(t *testing.T) {
 	// Without the empty node: drift.
 	f.nodes, f.claims = f.nodes[1:], f.claims[1:]
 	f.pods = f.pods[1:]
-	d, err = Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = f.decide()
 	if d.Command == nil || d.Command.Method != MethodDrift || !slices.Equal(d.Command.NodeNames(), []string{"drifted"}) || d.Command.Detail != "NodePoolDrifted" {
 		t.Fatalf("second command %s, want drift of node drifted", fmtCmd(d.Command))
 	}
@@ -180,10 +174,7 @@ func TestMethodOrder(t *testing.T) {
 	// Without drift: consolidation (both nodes' pods fit on one m5.xlarge, or
 	// one node goes).
 	drifted.NodePoolHash = f.cfg.NodePool("default").Hash()
-	d, err = Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = f.decide()
 	if d.Command == nil || (d.Command.Method != MethodMultiNode && d.Command.Method != MethodSingleNode) {
 		t.Fatalf("third command %s, want consolidation", fmtCmd(d.Command))
 	}
@@ -200,10 +191,7 @@ func TestMultiNodeConsolidation(t *testing.T) {
 		f.node(n, "m5.xlarge")
 		f.pod("p-"+n, n, "600m", "1Gi")
 	}
-	d, err := Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := f.decide()
 	cmd := d.Command
 	if cmd == nil || cmd.Method != MethodMultiNode {
 		t.Fatalf("command %s, want multi-node consolidation", fmtCmd(cmd))
@@ -228,10 +216,7 @@ func TestConsolidationHonoursBudget(t *testing.T) {
 		f.node(n, "m5.xlarge")
 		f.pod("p-"+n, n, "600m", "1Gi")
 	}
-	d, err := Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := f.decide()
 	if d.Command == nil || len(d.Command.Candidates) != 1 {
 		t.Fatalf("command %s, want one node", fmtCmd(d.Command))
 	}
@@ -240,10 +225,7 @@ func TestConsolidationHonoursBudget(t *testing.T) {
 	f.node("a", "m5.xlarge")
 	f.node("b", "m5.xlarge")
 	f.pod("p", "a", "100m", "128Mi")
-	d, err = Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = f.decide()
 	if d.Command != nil {
 		t.Fatalf("budget 0 still disrupted: %s", fmtCmd(d.Command))
 	}
@@ -263,10 +245,7 @@ func TestSingleNodeReplaceAndNoSameType(t *testing.T) {
 	f := newFixture(t, fixOpt{})
 	f.node("big", "m5.2xlarge")
 	f.pod("small", "big", "500m", "512Mi")
-	d, err := Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := f.decide()
 	cmd := d.Command
 	if cmd == nil || cmd.Method != MethodSingleNode || cmd.Action() != ActionReplace || cmd.Replacements[0].InstanceType != "m5.large" {
 		t.Fatalf("command %s, want m5.2xlarge replaced by m5.large", fmtCmd(cmd))
@@ -278,10 +257,7 @@ func TestSingleNodeReplaceAndNoSameType(t *testing.T) {
 	f = newFixture(t, fixOpt{})
 	f.node("snug", "m5.large")
 	f.pod("fits", "snug", "1", "2Gi")
-	d, err = Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = f.decide()
 	if d.Command != nil {
 		t.Fatalf("replaced a node by the same type: %s", fmtCmd(d.Command))
 	}
@@ -301,10 +277,7 @@ func TestSpotToSpotNeedsFifteenTypes(t *testing.T) {
 	f := newFixture(t, fixOpt{ct: "spot"})
 	f.node("big", "m5.2xlarge")
 	f.pod("small", "big", "500m", "512Mi")
-	d, err := Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := f.decide()
 	if d.Command != nil {
 		t.Fatalf("spot replaced by spot with 3 types: %s", fmtCmd(d.Command))
 	}
@@ -316,10 +289,7 @@ func TestSpotToSpotNeedsFifteenTypes(t *testing.T) {
 		t.Errorf("no spot-to-spot reason among %+v", d.Findings)
 	}
 	f.set.SpotToSpotMinTypes = 1
-	d, err = Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = f.decide()
 	if d.Command == nil || d.Command.Action() != ActionReplace {
 		t.Fatalf("with 1 type required: %s", fmtCmd(d.Command))
 	}
@@ -336,10 +306,7 @@ func TestNoFlipFlop(t *testing.T) {
 		t.Fatalf("baseline: %s %v", fmtCmd(d.Command), err)
 	}
 	f.hist = []HistoryEntry{{At: t0.Add(-10 * time.Minute), FromTypes: []string{"m5.large"}, Replacements: []string{cl.Name}}}
-	d, err = Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = f.decide()
 	if d.Command != nil {
 		t.Fatalf("flip-flopped: %s", fmtCmd(d.Command))
 	}
@@ -358,10 +325,7 @@ func TestConsolidationConverges(t *testing.T) {
 	f.pod("p1", "a", "1", "2Gi")
 	f.node("b", "m5.large")
 	f.pod("p2", "b", "1", "2Gi")
-	d, err := Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := f.decide()
 	if d.Command != nil {
 		t.Fatalf("full nodes consolidated: %s", fmtCmd(d.Command))
 	}
@@ -394,10 +358,7 @@ func TestDriftReasonsAndOrder(t *testing.T) {
 			t.Errorf("drift of %s = %q, want %q", k, got[k], v)
 		}
 	}
-	d, err := Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := f.decide()
 	if d.Command == nil || d.Command.Method != MethodDrift || len(d.Command.Candidates) != 2 || d.Command.Candidates[0].Node != "ami" {
 		t.Fatalf("drift command %s, want 2 nodes (budget), oldest (ami) first", fmtCmd(d.Command))
 	}
@@ -525,34 +486,25 @@ func TestProtectedNodesOnlyDriftWithGracePeriod(t *testing.T) {
 	p := f.pod("web", "guarded", "500m", "512Mi")
 	p.Annotations = map[string]string{apis.DoNotDisruptAnnotKey: "true"}
 	cl.NodePoolHash = "stale"
-	d, err := Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := f.decide()
 	if d.Command != nil {
 		t.Fatalf("protected node without terminationGracePeriod disrupted: %s", fmtCmd(d.Command))
 	}
 	cl.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
-	d, err = Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = f.decide()
 	if d.Command == nil || d.Command.Method != MethodDrift {
 		t.Fatalf("drift of a protected node with terminationGracePeriod: %s", fmtCmd(d.Command))
 	}
 	// Not drifted: consolidation still leaves it alone (it would replace
 	// the m5.xlarge by an m5.large otherwise).
 	cl.NodePoolHash = f.cfg.NodePool("default").Hash()
-	d, err = Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d = f.decide()
 	if d.Command != nil {
 		t.Fatalf("consolidated a protected node: %s", fmtCmd(d.Command))
 	}
 	p.Annotations = nil
-	if d, err = Decide(ctx, f.view()); err != nil || d.Command == nil || d.Command.Method != MethodSingleNode {
-		t.Fatalf("unprotected: %s %v", fmtCmd(d.Command), err)
+	if d = f.decide(); d.Command == nil || d.Command.Method != MethodSingleNode {
+		t.Fatalf("unprotected: %s", fmtCmd(d.Command))
 	}
 }
 
@@ -566,10 +518,7 @@ func TestSingleNodeReplacedByTwoSmallerNodes(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		f.pod(fmt.Sprintf("p%d", i), "big", "900m", "1Gi")
 	}
-	d, err := Decide(ctx, f.view())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := f.decide()
 	cmd := d.Command
 	if cmd == nil || cmd.Method != MethodSingleNode || cmd.Action() != ActionReplace || len(cmd.Replacements) != 2 {
 		t.Fatalf("command %s, want m5.2xlarge replaced by two smaller nodes", fmtCmd(cmd))

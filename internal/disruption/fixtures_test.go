@@ -106,6 +106,16 @@ func newFixture(t testing.TB, o fixOpt) *fixture {
 	return &fixture{t: t, cfg: cfg, cat: cat, now: t0, drift: map[string]string{}, set: Settings{ValidationDelay: -1}}
 }
 
+// decide runs Decide on the fixture's view, failing the test on an error.
+func (f *fixture) decide() *Decision {
+	f.t.Helper()
+	d, err := Decide(ctx, f.view())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d
+}
+
 // node adds an initialized, Ready node of typ with its claim, created an
 // hour ago with no pod event since.
 func (f *fixture) node(name, typ string) (*corev1.Node, *apis.NodeClaim) {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
-	"github.com/nodewright/nodewright/internal/lifecycle"
+	nwpods "github.com/nodewright/nodewright/internal/pods"
 	"github.com/nodewright/nodewright/internal/provisioning"
 )
 
@@ -202,10 +202,10 @@ func TestEndToEndScaleUpAndDown(t *testing.T) {
 			continue
 		}
 		// Never sooner than consolidateAfter after the last pod left.
-		emptyFor := ts.Claim.DeletionTimestamp.Sub(lifecycle.LastPodEvent(ts.Claim))
-		t.Logf("claim %s: last pod event %s, marked %s (empty for %v)", cl.Name, lifecycle.LastPodEvent(ts.Claim).Format("15:04:05.000"),
+		emptyFor := ts.Claim.DeletionTimestamp.Sub(nwpods.LastPodEvent(ts.Claim))
+		t.Logf("claim %s: last pod event %s, marked %s (empty for %v)", cl.Name, nwpods.LastPodEvent(ts.Claim).Format("15:04:05.000"),
 			ts.Claim.DeletionTimestamp.Format("15:04:05.000"), emptyFor.Round(time.Millisecond))
-		if emptyFor < 5*time.Second || lifecycle.LastPodEvent(ts.Claim).Before(t1.Add(-time.Second)) {
+		if emptyFor < 5*time.Second || nwpods.LastPodEvent(ts.Claim).Before(t1.Add(-time.Second)) {
 			t.Errorf("claim %s deleted %v after its last pod event (consolidateAfter 5s; pods left at %s)", cl.Name, emptyFor, t1.Format("15:04:05.000"))
 		}
 	}

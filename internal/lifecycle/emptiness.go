@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
-	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/pods"
 )
 
 // AnnotationPodSet holds a digest of the pods bound to a claim's node the
@@ -20,18 +20,6 @@ import (
 // an observed change is never earlier than the real one, so a node is never
 // found consolidatable too soon.
 const AnnotationPodSet = "nodewright.io/pod-set"
-
-// Empty reports whether a node has no pods that would need a new home:
-// DaemonSet, static/mirror, terminating and finished pods do not count, so a
-// node running only daemons is empty (Karpenter's rule).
-func Empty(pods []*corev1.Pod) bool {
-	for _, p := range pods {
-		if state.Reschedulable(p) {
-			return false
-		}
-	}
-	return true
-}
 
 // PodSetDigest is the digest AnnotationPodSet holds: the UIDs of the node's
 // non-terminal pods, order-independent.
@@ -52,54 +40,6 @@ func PodSetDigest(pods []*corev1.Pod) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// LastPodEvent is when the claim's node last saw a pod come or go:
-// status.lastPodEventTime, else when it was initialized, else when it was
-// created.
-func LastPodEvent(cl *apis.NodeClaim) time.Time {
-	if !cl.Status.LastPodEventTime.IsZero() {
-		return cl.Status.LastPodEventTime.Time
-	}
-	if c := cl.Condition(apis.ConditionInitialized); c != nil && c.Status == "True" {
-		return c.LastTransitionTime.Time
-	}
-	return cl.CreationTimestamp.Time
-}
-
-// DoNotDisrupt reports whether karpenter.sh/do-not-disrupt protects the
-// node: on the claim, on the Node, or on any of its non-terminal pods.
-// Karpenter accepts "true"; a duration value (Karpenter's grace form)
-// protects while the pod is younger than it.
-func DoNotDisrupt(cl *apis.NodeClaim, node *corev1.Node, pods []*corev1.Pod, now time.Time) (bool, string) {
-	if cl != nil && cl.Annotations[apis.DoNotDisruptAnnotKey] == "true" {
-		return true, "the NodeClaim is annotated " + apis.DoNotDisruptAnnotKey
-	}
-	if node != nil && node.Annotations[apis.DoNotDisruptAnnotKey] == "true" {
-		return true, "the node is annotated " + apis.DoNotDisruptAnnotKey
-	}
-	for _, p := range pods {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || p.DeletionTimestamp != nil {
-			continue
-		}
-		v, ok := p.Annotations[apis.DoNotDisruptAnnotKey]
-		if !ok {
-			continue
-		}
-		if v == "true" {
-			return true, fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, apis.DoNotDisruptAnnotKey)
-		}
-		if d, err := time.ParseDuration(v); err == nil {
-			start := p.CreationTimestamp.Time
-			if p.Status.StartTime != nil {
-				start = p.Status.StartTime.Time
-			}
-			if now.Before(start.Add(d)) {
-				return true, fmt.Sprintf("pod %s/%s is annotated %s=%s", p.Namespace, p.Name, apis.DoNotDisruptAnnotKey, v)
-			}
-		}
-	}
-	return false, ""
-}
-
 // EmptinessCheck is the outcome of EmptyCandidate.
 type EmptinessCheck struct {
 	// Candidate: the node may be deleted for emptiness now (budgets aside).
@@ -117,7 +57,7 @@ type EmptinessCheck struct {
 // consolidateAfter is not Never and has elapsed since the last pod event,
 // the node is empty, and nothing says do-not-disrupt. Budgets are checked
 // separately (AllowedDisruptions), since they depend on the whole pool.
-func EmptyCandidate(cl *apis.NodeClaim, np *apis.NodePool, node *corev1.Node, pods []*corev1.Pod, now time.Time) EmptinessCheck {
+func EmptyCandidate(cl *apis.NodeClaim, np *apis.NodePool, node *corev1.Node, nodePods []*corev1.Pod, now time.Time) EmptinessCheck {
 	switch {
 	case np == nil:
 		return EmptinessCheck{Reason: "its NodePool is not configured"}
@@ -135,13 +75,13 @@ func EmptyCandidate(cl *apis.NodeClaim, np *apis.NodePool, node *corev1.Node, po
 	if !ok {
 		return EmptinessCheck{Reason: "consolidateAfter is Never"}
 	}
-	if !Empty(pods) {
+	if !pods.Empty(nodePods) {
 		return EmptinessCheck{Reason: "not empty"}
 	}
-	if blocked, why := DoNotDisrupt(cl, node, pods, now); blocked {
+	if blocked, why := pods.DoNotDisrupt(cl, node, nodePods, now); blocked {
 		return EmptinessCheck{Reason: why}
 	}
-	if wait := LastPodEvent(cl).Add(after).Sub(now); wait > 0 {
+	if wait := pods.LastPodEvent(cl).Add(after).Sub(now); wait > 0 {
 		return EmptinessCheck{Reason: "consolidateAfter has not elapsed", Wait: wait}
 	}
 	return EmptinessCheck{Candidate: true}

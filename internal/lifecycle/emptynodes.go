@@ -12,6 +12,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/pods"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
@@ -87,7 +88,7 @@ func (c *Controller) deleteEmpty(ctx context.Context, s *claimState, np *apis.No
 	cl, node, out, log := s.cl, s.node, s.out, s.log
 	c.emptyMu.Lock()
 	defer c.emptyMu.Unlock()
-	lease, err := c.d.Store.AcquireLease(ctx, EmptinessLease, c.d.Holder, 30*time.Second)
+	lease, err := c.d.Store.AcquireLease(ctx, store.EmptinessLease, c.d.Holder, 30*time.Second)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		out.RequeueAfter = c.s.Poll
 		return out, nil
@@ -120,7 +121,7 @@ func (c *Controller) deleteEmpty(ctx context.Context, s *claimState, np *apis.No
 	}
 	after, _ := np.Spec.Disruption.ConsolidateAfter.Get()
 	log.InfoContext(ctx, "empty node: deleting", "node", node.Name, "consolidate-after", after.String(),
-		"last-pod-event", LastPodEvent(cl).UTC().Format(time.RFC3339))
+		"last-pod-event", pods.LastPodEvent(cl).UTC().Format(time.RFC3339))
 	c.d.Metrics.Add(metrics.NodeClaimsDisrupted, 1, metrics.Dimensions{"reason": apis.DeletionReasonEmpty, "nodepool": np.Name})
 	c.d.Metrics.Add(metrics.DisruptionActions, 1, metrics.Dimensions{"method": "emptiness", "action": "delete", "nodepool": np.Name})
 	return c.markAndTerminate(ctx, cl, apis.DeletionReasonEmpty,

@@ -82,10 +82,6 @@ const (
 	ReasonGarbageCollected = "GarbageCollected"
 )
 
-// EmptinessLease serialises emptiness decisions, so two invocations never
-// both spend the last unit of a pool's budget.
-const EmptinessLease = "lifecycle-emptiness"
-
 // Store is what the lifecycle needs of internal/store (*store.Store).
 type Store interface {
 	termination.Store

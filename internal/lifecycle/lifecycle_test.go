@@ -85,13 +85,7 @@ func daemonPod(p *corev1.Pod) {
 	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds"}}
 }
 
-func TestEmptyAndPodSetDigest(t *testing.T) {
-	if !Empty(nil) || !Empty([]*corev1.Pod{pod("ds", daemonPod)}) {
-		t.Error("daemon-only node not empty")
-	}
-	if Empty([]*corev1.Pod{pod("ds", daemonPod), pod("web")}) {
-		t.Error("node with a workload pod empty")
-	}
+func TestPodSetDigest(t *testing.T) {
 	a := PodSetDigest([]*corev1.Pod{pod("a"), pod("b")})
 	if a != PodSetDigest([]*corev1.Pod{pod("b"), pod("a")}) {
 		t.Error("digest depends on order")

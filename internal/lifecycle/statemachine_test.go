@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/store"
 	"github.com/nodewright/nodewright/internal/termination"
 )
 
@@ -179,7 +180,7 @@ func TestStateMachineEmptiness(t *testing.T) {
 func TestStateMachineEmptinessLeaseHeld(t *testing.T) {
 	w := newWorld(t, smPool("10"))
 	w.initialized("i")
-	if _, err := w.store.AcquireLease(w.ctx, EmptinessLease, "another", time.Minute); err != nil {
+	if _, err := w.store.AcquireLease(w.ctx, store.EmptinessLease, "another", time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	w.timeline("i", at{30 * time.Second, Outcome{RequeueAfter: 2 * time.Second}})

@@ -22,6 +22,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/pods"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -129,25 +130,11 @@ func (n *Node) Existing() *scheduling.ExistingNode { return n.existing }
 func (n *Node) ReschedulablePods() []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range n.Pods {
-		if Reschedulable(p) {
+		if pods.Reschedulable(p) {
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-// Reschedulable reports whether a bound pod would be recreated elsewhere if
-// its node went away.
-func Reschedulable(p *corev1.Pod) bool {
-	if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-		return false
-	}
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return false
-		}
-	}
-	return true
 }
 
 // Provisionable reports whether a pending pod is the provisioner's to place

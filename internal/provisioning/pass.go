@@ -1,0 +1,325 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/store"
+)
+
+// pass is one run's working state.
+type pass struct {
+	p     *Provisioner
+	lease *store.Lease
+	run   string
+	res   *Result
+	// reason is the "reason" dimension of karpenter_nodeclaims_created_total.
+	reason  string
+	snap    *kube.Snapshot
+	catalog *catalog.Catalog
+	events  atomic.Int64
+	dropped atomic.Int64
+	eventQ  chan podEvent
+
+	mu sync.Mutex
+	// nominated maps a pod (namespace/name) to where this run put it, so a
+	// re-plan keeps those pods' room taken.
+	nominated map[string]nomination
+}
+
+type nomination struct {
+	pod    *corev1.Pod
+	target string // node or claim name
+}
+
+// job is one claim to create and/or launch.
+type job struct {
+	claim  *apis.NodeClaim
+	create bool
+	pods   []*corev1.Pod
+	price  float64
+}
+
+type outcome struct {
+	job      *job
+	inst     launched
+	err      error
+	capacity bool // the claim hit capacity errors everywhere: re-plan its pods
+	done     bool // the claim is launched and recorded (or was already)
+}
+
+// run is one pass under the lease: batch, snapshot, then up to MaxRounds
+// plan-and-launch rounds, each re-planning the pods of the claims the round
+// before could not launch for capacity.
+func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result, reason string) error {
+	pa := &pass{p: p, lease: lease, run: strconv.FormatInt(lease.Token, 10), res: res, nominated: map[string]nomination{}, reason: reason}
+	waitEvents := pa.startEvents(ctx)
+	defer waitEvents()
+	if err := pa.prepare(ctx); err != nil {
+		return err
+	}
+	var replan []*corev1.Pod
+	for round := 0; round < p.s.MaxRounds; round++ {
+		res.Rounds = round + 1
+		var err error
+		if replan, err = pa.round(ctx, round, replan); err != nil {
+			return err
+		}
+		if len(replan) == 0 {
+			break
+		}
+		if round == p.s.MaxRounds-1 {
+			pa.giveUp(ctx, replan)
+		}
+	}
+	p.d.Metrics.Gauge(metrics.PodsUnschedulable, float64(res.Unschedulable), nil)
+	if d := pa.dropped.Load(); d > 0 {
+		p.log.InfoContext(ctx, "pod events capped", "emitted", pa.events.Load(), "dropped", d)
+	}
+	return nil
+}
+
+// prepare waits out the batch window and takes the run's snapshot. The
+// window is mostly waiting: the catalog is fetched and the launch path's
+// discovery warmed meanwhile, so the launch follows the window's close by as
+// little as possible.
+func (pa *pass) prepare(ctx context.Context) error {
+	p := pa.p
+	prefetched := make(chan error, 1)
+	go func() {
+		var err error
+		pa.catalog, err = p.d.Catalog(ctx)
+		p.warmLaunch(ctx)
+		prefetched <- err
+	}()
+	batchStart := p.d.Now()
+	n, err := p.batch(ctx)
+	if err != nil {
+		<-prefetched
+		return err
+	}
+	pa.res.Batch = p.d.Now().Sub(batchStart)
+	p.d.Metrics.Observe(metrics.ProvisionerBatchSize, metrics.Count, float64(n), nil)
+
+	pa.snap, err = p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: snapshotParts})
+	if cerr := <-prefetched; cerr != nil && err == nil {
+		return fmt.Errorf("provisioner: instance types: %w", cerr)
+	}
+	if err != nil {
+		return fmt.Errorf("provisioner: %w", err)
+	}
+	return nil
+}
+
+// round plans (round 0: every pending pod; later rounds: only replan, the
+// pods of claims that hit capacity errors), launches the plan's claims and
+// nominates the pods. It returns the pods to re-plan next round (replan's
+// backing array, reused).
+func (pa *pass) round(ctx context.Context, round int, replan []*corev1.Pod) ([]*corev1.Pod, error) {
+	cluster, plan, err := pa.plan(ctx, round, replan)
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := pa.jobs(cluster, plan, round)
+	if err != nil {
+		return nil, err
+	}
+	outcomes := pa.launchAll(ctx, jobs)
+	replan = replan[:0]
+	for _, o := range outcomes {
+		if o.capacity {
+			replan = append(replan, o.job.pods...)
+		}
+	}
+	pa.nominateExisting(ctx, cluster, plan, jobs)
+	pa.unschedulable(ctx, plan.Unschedulable)
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("provisioner: %w", context.Cause(ctx))
+	}
+	return replan, nil
+}
+
+// plan reads the cluster state and solves one round. Round 0 also takes the
+// pending-pod gauges and counts pods of deleting nodes; later rounds keep the
+// room of pods this run already placed.
+func (pa *pass) plan(ctx context.Context, round int, replan []*corev1.Pod) (*state.Cluster, *scheduling.Plan, error) {
+	p := pa.p
+	cluster, err := pa.cluster(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if round == 0 {
+		pa.observePending(cluster)
+	}
+	opts := state.InputOptions{IncludeDeletingPods: round == 0}
+	if round > 0 {
+		opts.Pods = replan
+	}
+	in, err := cluster.Input(opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("provisioner: %w", err)
+	}
+	if round > 0 {
+		in.Nodes = pa.withNominated(in.Nodes, replan)
+	}
+	solveStart := p.d.Now()
+	plan, err := scheduling.Solve(ctx, in)
+	solveTime := p.d.Now().Sub(solveStart)
+	pa.res.SolveTime += solveTime
+	p.d.Metrics.Observe(metrics.SchedulingDuration, metrics.Seconds, solveTime.Seconds(), nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("provisioner: solve: %w", err)
+	}
+	return cluster, plan, nil
+}
+
+// giveUp reports the pods still short of capacity after the last re-plan.
+func (pa *pass) giveUp(ctx context.Context, replan []*corev1.Pod) {
+	for _, pod := range replan {
+		pa.podEvent(ctx, pod, kube.EventWarning, ReasonFailedScheduling,
+			"Failed to schedule pod, every offering of its NodeClaim was short of capacity after %d re-plans", pa.p.s.MaxRounds)
+	}
+	pa.res.Unschedulable += len(replan)
+}
+
+// discoverer is the discovery side of the launch path (*aws.Provider),
+// whose answers the provider caches.
+type discoverer interface {
+	Cluster(ctx context.Context) (nwaws.ClusterInfo, error)
+	Subnets(ctx context.Context, nc *apis.EC2NodeClass) ([]nwaws.Subnet, error)
+	SecurityGroups(ctx context.Context, nc *apis.EC2NodeClass) ([]nwaws.SecurityGroup, error)
+	AMIs(ctx context.Context, nc *apis.EC2NodeClass) ([]nwaws.AMI, error)
+}
+
+// warmLaunch fills the launcher's discovery caches for every configured
+// EC2NodeClass. Errors are left for the launch to report.
+func (p *Provisioner) warmLaunch(ctx context.Context) {
+	disc, ok := p.d.Launcher.(discoverer)
+	if !ok {
+		return
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = disc.Cluster(ctx) })
+	for _, nc := range p.d.Config.NodeClasses {
+		wg.Go(func() { _, _ = disc.Subnets(ctx, nc) })
+		wg.Go(func() { _, _ = disc.SecurityGroups(ctx, nc) })
+		wg.Go(func() { _, _ = disc.AMIs(ctx, nc) })
+	}
+	wg.Wait()
+}
+
+// cluster re-reads the claims and the ICE set and joins them with the
+// run's snapshot.
+func (pa *pass) cluster(ctx context.Context) (*state.Cluster, error) {
+	p := pa.p
+	claims, err := p.d.Store.ListNodeClaims(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("provisioner: list nodeclaims: %w", err)
+	}
+	var unavailable map[scheduling.OfferingKey]bool
+	if p.d.Unavailable != nil {
+		if unavailable, err = p.d.Unavailable(ctx); err != nil {
+			// The launch path consults the ICE set itself; planning with a
+			// stale one costs at most a re-plan.
+			p.log.WarnContext(ctx, "reading the ICE set", "error", err)
+		}
+	}
+	c, err := state.Build(state.Sources{Snapshot: pa.snap, Claims: claims, Config: p.d.Config, Catalog: pa.catalog, Unavailable: unavailable})
+	if err != nil {
+		return nil, fmt.Errorf("provisioner: %w", err)
+	}
+	for _, w := range c.Warnings {
+		p.log.WarnContext(ctx, "cluster state", "warning", w)
+	}
+	return c, nil
+}
+
+func (pa *pass) observePending(c *state.Cluster) {
+	m := pa.p.d.Metrics
+	pa.res.Pending = len(c.Pending)
+	m.Gauge(metrics.PodsPending, float64(len(c.Pending)), nil)
+	oldest := 0.0
+	now := pa.p.d.Now()
+	for _, pod := range c.Pending {
+		if age := now.Sub(pod.CreationTimestamp.Time).Seconds(); !pod.CreationTimestamp.IsZero() && age > oldest {
+			oldest = age
+		}
+	}
+	m.Gauge(metrics.OldestPendingPodSeconds, oldest, nil)
+}
+
+// withNominated adds the pods this run already put on nodes and claims to
+// those nodes (copies), so a re-plan of other pods sees their room taken.
+func (pa *pass) withNominated(nodes []*scheduling.ExistingNode, replan []*corev1.Pod) []*scheduling.ExistingNode {
+	skip := make(map[string]bool, len(replan))
+	for _, pod := range replan {
+		skip[podKey(pod)] = true
+	}
+	byTarget := map[string][]*corev1.Pod{}
+	pa.mu.Lock()
+	for k, n := range pa.nominated {
+		if !skip[k] {
+			byTarget[n.target] = append(byTarget[n.target], n.pod)
+		}
+	}
+	pa.mu.Unlock()
+	out := make([]*scheduling.ExistingNode, len(nodes))
+	for i, en := range nodes {
+		extra := byTarget[en.Name]
+		if len(extra) == 0 {
+			out[i] = en
+			continue
+		}
+		cp := *en
+		cp.Pods = append(append([]*corev1.Pod(nil), en.Pods...), extra...)
+		out[i] = &cp
+	}
+	return out
+}
+
+// jobs lists the claims to launch this round: in the first round every live
+// claim an earlier run left unlaunched (crash or launch error), then the
+// plan's new claims.
+func (pa *pass) jobs(c *state.Cluster, plan *scheduling.Plan, round int) ([]*job, error) {
+	p := pa.p
+	var jobs []*job
+	if round == 0 {
+		placed := map[string][]*corev1.Pod{}
+		for _, np := range plan.ExistingNodes {
+			placed[np.Name] = np.PodRefs
+		}
+		for _, n := range c.Nodes {
+			if n.Claim == nil || n.Launched() || n.MarkedForDeletion() {
+				continue
+			}
+			jobs = append(jobs, &job{claim: n.Claim, pods: placed[n.Name]})
+		}
+	}
+	now := metav1.NewTime(p.d.Now())
+	for _, cp := range plan.NodeClaims {
+		np := p.d.Config.NodePool(cp.NodePool)
+		if np == nil {
+			return nil, fmt.Errorf("provisioner: plan names NodePool %s, which is not configured", cp.NodePool)
+		}
+		name := ClaimName(cp.NodePool, pa.lease.Token, round, podUIDs(cp.PodRefs))
+		cl := newClaim(name, cp, np, p.d.Config.NodeClassFor(np), pa.run, now)
+		jobs = append(jobs, &job{claim: cl, create: true, pods: cp.PodRefs, price: cp.PricePerHour})
+		p.log.Info("nodeclaim planned", "nodeclaim", name, "nodepool", cp.NodePool, "instance-type", cp.InstanceType,
+			"zone", cp.Zone, "capacity-type", cp.CapacityType, "price", cp.PricePerHour, "options", len(cp.InstanceTypeOptions),
+			"pods", len(cp.PodRefs), "round", round)
+	}
+	return jobs, nil
+}
