@@ -35,8 +35,6 @@ type logTap struct {
 	fn  string
 	tl  *timeline
 	raw io.Writer
-	// onRecord sees every decoded record (for measurements).
-	onRecord func(rec map[string]any)
 
 	mu  sync.Mutex
 	buf []byte
@@ -57,9 +55,6 @@ func (l *logTap) Write(p []byte) (int, error) {
 		line := l.buf[:i]
 		var rec map[string]any
 		if json.Unmarshal(line, &rec) == nil {
-			if l.onRecord != nil {
-				l.onRecord(rec)
-			}
 			if s := l.render(rec); s != "" {
 				l.tl.printf("%-12s %s", l.fn, s)
 			}
