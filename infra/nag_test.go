@@ -19,8 +19,7 @@ func nagErrors(t *testing.T, st awscdk.Stack) []string {
 	check(t, "nag annotations", func() {
 		found := assertions.Annotations_FromStack(st).FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))
 		for _, m := range *found {
-			//lint:ignore SA1019 the Go bindings offer no other accessor for an assertion message's id and entry
-			out = append(out, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data))
+			out = append(out, fmt.Sprintf("%s: %v", *m.Id, m.Entry.Data)) //nolint:staticcheck // SA1019: the Go bindings offer no other accessor for an assertion message's id and entry
 		}
 	})
 	return out

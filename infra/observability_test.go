@@ -15,14 +15,14 @@ func TestAlarmsAndDashboard(t *testing.T) {
 	var dlq, errorsN, throttles, pending int
 	for _, a := range alarms {
 		p := a.Props
-		switch {
-		case p["MetricName"] == "ApproximateNumberOfMessagesVisible":
+		switch p["MetricName"] {
+		case "ApproximateNumberOfMessagesVisible":
 			dlq++
-		case p["MetricName"] == "Errors":
+		case "Errors":
 			errorsN++
-		case p["MetricName"] == "Throttles":
+		case "Throttles":
 			throttles++
-		case p["MetricName"] == metrics.OldestPendingPodSeconds:
+		case metrics.OldestPendingPodSeconds:
 			pending++
 			if p["Namespace"] != MetricsNamespace || p["Threshold"] != float64(300) ||
 				js(p["Dimensions"]) != `[{"Name":"cluster","Value":"example"},{"Name":"function","Value":"provisioner"}]` {

@@ -199,7 +199,7 @@ func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logge
 	}
 	for _, pr := range []*proc.Process{etcd, apiserver, kcm, kwok} {
 		if exited, werr := pr.Exited(); exited {
-			return nil, pr.StartError("start "+pr.Name, fmt.Errorf("exited: %v", werr))
+			return nil, pr.StartError("start "+pr.Name, proc.ExitedError("", werr))
 		}
 	}
 	logger.InfoContext(ctx, "control plane ready", "endpoint", p.Endpoint, "kubeconfig", p.Kubeconfig)
@@ -515,7 +515,8 @@ func waitHTTP(ctx context.Context, pr *proc.Process, client *http.Client, url, w
 		last = fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body[:n])))
 		return false, nil
 	}, func(err error) error {
-		return fmt.Errorf("%s not ready: %w (last: %v)", pr.Name, err, last)
+		// The last failure only explains the timeout; it is not wrapped.
+		return fmt.Errorf("%s not ready: %w (last: %s)", pr.Name, err, fmt.Sprint(last))
 	})
 }
 

@@ -39,7 +39,7 @@ func (p *Plane) NewNamespace(t testing.TB) string {
 func sanitizeLabel(s string) string {
 	b := []byte(s)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+		if !isAlnum(c) && c != '-' && c != '_' && c != '.' {
 			b[i] = '_'
 		}
 	}

@@ -181,6 +181,15 @@ func (p *Process) StartError(what string, err error) error {
 	return fmt.Errorf("%s: %w\n--- last lines of %s ---\n%s", what, err, p.LogPath, p.Tail(30))
 }
 
+// ExitedError is "<prefix>exited: <how>", wrapping how the process exited
+// (its wait error; "<nil>" for a clean exit).
+func ExitedError(prefix string, werr error) error {
+	if werr == nil {
+		return errors.New(prefix + "exited: <nil>")
+	}
+	return fmt.Errorf("%sexited: %w", prefix, werr)
+}
+
 // Poll calls ready every interval until it reports true (nil) or an error
 // (that error). It gives up when pr, if not nil, exits ("<name> exited:
 // ..."), or when ctx ends: then it returns timedOut(ctx.Err()).
@@ -195,7 +204,7 @@ func Poll(ctx context.Context, pr *Process, interval time.Duration, ready func()
 		}
 		if pr != nil {
 			if exited, werr := pr.Exited(); exited {
-				return fmt.Errorf("%s exited: %v", pr.Name, werr)
+				return ExitedError(pr.Name+" ", werr)
 			}
 		}
 		select {
