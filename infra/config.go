@@ -158,131 +158,37 @@ type ContextGetter func(key string) interface{}
 // from the caller's profile when there is one.
 func FromContext(get ContextGetter) (Config, error) {
 	c := Defaults()
-	var errs []error
-	str := func(key string, dst *string) {
-		v := get(key)
-		if v == nil {
-			return
-		}
-		switch x := v.(type) {
-		case string:
-			*dst = strings.TrimSpace(x)
-		case float64:
-			*dst = strconv.FormatFloat(x, 'f', -1, 64)
-		default:
-			errs = append(errs, fmt.Errorf("context %s: want a string, got %T", key, v))
-		}
-	}
-	integer := func(key string, dst *int) {
-		v := get(key)
-		if v == nil {
-			return
-		}
-		switch x := v.(type) {
-		case float64:
-			if x != float64(int(x)) {
-				errs = append(errs, fmt.Errorf("context %s: %v is not a whole number", key, x))
-				return
-			}
-			*dst = int(x)
-		case string:
-			n, err := strconv.Atoi(strings.TrimSpace(x))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("context %s: %q is not a whole number", key, x))
-				return
-			}
-			*dst = n
-		default:
-			errs = append(errs, fmt.Errorf("context %s: want a number, got %T", key, v))
-		}
-	}
-	boolean := func(key string, dst *bool) {
-		v := get(key)
-		if v == nil {
-			return
-		}
-		switch x := v.(type) {
-		case bool:
-			*dst = x
-		case string:
-			b, err := strconv.ParseBool(strings.TrimSpace(x))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("context %s: %q is not true or false", key, x))
-				return
-			}
-			*dst = b
-		default:
-			errs = append(errs, fmt.Errorf("context %s: want true or false, got %T", key, v))
-		}
-	}
-	list := func(key string, dst *[]string) {
-		v := get(key)
-		if v == nil {
-			return
-		}
-		var items []string
-		switch x := v.(type) {
-		case []interface{}:
-			for _, it := range x {
-				s, ok := it.(string)
-				if !ok {
-					errs = append(errs, fmt.Errorf("context %s: want a list of strings, found %T", key, it))
-					return
-				}
-				items = append(items, s)
-			}
-		case string:
-			x = strings.TrimSpace(x)
-			if strings.HasPrefix(x, "[") {
-				if err := json.Unmarshal([]byte(x), &items); err != nil {
-					errs = append(errs, fmt.Errorf("context %s: %w", key, err))
-					return
-				}
-			} else {
-				items = strings.Split(x, ",")
-			}
-		default:
-			errs = append(errs, fmt.Errorf("context %s: want a list or comma-separated string, got %T", key, v))
-			return
-		}
-		*dst = nil
-		for _, it := range items {
-			if it = strings.TrimSpace(it); it != "" {
-				*dst = append(*dst, it)
-			}
-		}
-	}
-
-	str(CtxClusterName, &c.ClusterName)
-	str(CtxAccount, &c.Account)
-	str(CtxRegion, &c.Region)
-	str(CtxConfigDir, &c.ConfigDir)
-	str(CtxVpcID, &c.VpcID)
-	list(CtxSubnetIDs, &c.SubnetIDs)
-	list(CtxSecurityGroupIDs, &c.SecurityGroupIDs)
-	str(CtxClusterSecurityGroupID, &c.ClusterSecurityGroupID)
-	integer(CtxProvisionerRate, &c.ProvisionerRateMinutes)
-	integer(CtxLifecycleRate, &c.LifecycleRateMinutes)
-	integer(CtxDisruptionRate, &c.DisruptionRateMinutes)
-	boolean(CtxWebhook, &c.Webhook)
-	integer(CtxWebhookSecretGeneration, &c.WebhookSecretGeneration)
-	str(CtxRebalance, &c.Rebalance)
-	integer(CtxLogRetentionDays, &c.LogRetentionDays)
-	str(CtxLogLevel, &c.LogLevel)
-	str(CtxAlarmEmail, &c.AlarmEmail)
-	str(CtxAlarmTopicArn, &c.AlarmTopicArn)
-	integer(CtxOldestPendingPodAlarm, &c.OldestPendingPodAlarmSeconds)
-	str(CtxNodeRoleName, &c.NodeRoleName)
-	str(CtxEKSAccess, &c.EKSAccess)
-	str(CtxAssetDir, &c.AssetDir)
-	boolean(CtxPlaceholderAssets, &c.PlaceholderAssets)
+	r := &contextReader{get: get}
+	r.str(CtxClusterName, &c.ClusterName)
+	r.str(CtxAccount, &c.Account)
+	r.str(CtxRegion, &c.Region)
+	r.str(CtxConfigDir, &c.ConfigDir)
+	r.str(CtxVpcID, &c.VpcID)
+	r.list(CtxSubnetIDs, &c.SubnetIDs)
+	r.list(CtxSecurityGroupIDs, &c.SecurityGroupIDs)
+	r.str(CtxClusterSecurityGroupID, &c.ClusterSecurityGroupID)
+	r.integer(CtxProvisionerRate, &c.ProvisionerRateMinutes)
+	r.integer(CtxLifecycleRate, &c.LifecycleRateMinutes)
+	r.integer(CtxDisruptionRate, &c.DisruptionRateMinutes)
+	r.boolean(CtxWebhook, &c.Webhook)
+	r.integer(CtxWebhookSecretGeneration, &c.WebhookSecretGeneration)
+	r.str(CtxRebalance, &c.Rebalance)
+	r.integer(CtxLogRetentionDays, &c.LogRetentionDays)
+	r.str(CtxLogLevel, &c.LogLevel)
+	r.str(CtxAlarmEmail, &c.AlarmEmail)
+	r.str(CtxAlarmTopicArn, &c.AlarmTopicArn)
+	r.integer(CtxOldestPendingPodAlarm, &c.OldestPendingPodAlarmSeconds)
+	r.str(CtxNodeRoleName, &c.NodeRoleName)
+	r.str(CtxEKSAccess, &c.EKSAccess)
+	r.str(CtxAssetDir, &c.AssetDir)
+	r.boolean(CtxPlaceholderAssets, &c.PlaceholderAssets)
 
 	var caFile string
-	str(CtxWebhookCABundleFile, &caFile)
+	r.str(CtxWebhookCABundleFile, &caFile)
 	if caFile != "" {
 		b, err := os.ReadFile(caFile)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("context %s: %w", CtxWebhookCABundleFile, err))
+			r.errs = append(r.errs, fmt.Errorf("context %s: %w", CtxWebhookCABundleFile, err))
 		} else {
 			c.WebhookCABundle = string(b)
 		}
@@ -293,7 +199,127 @@ func FromContext(get ContextGetter) (Config, error) {
 	if c.Region == "" {
 		c.Region = os.Getenv("CDK_DEFAULT_REGION")
 	}
-	return c, errors.Join(errs...)
+	return c, errors.Join(r.errs...)
+}
+
+// contextReader reads typed context values, collecting every problem so
+// FromContext reports them all at once. A nil value (unset) leaves the
+// destination alone.
+type contextReader struct {
+	get  ContextGetter
+	errs []error
+}
+
+func (r *contextReader) fail(format string, args ...interface{}) {
+	r.errs = append(r.errs, fmt.Errorf(format, args...))
+}
+
+func (r *contextReader) str(key string, dst *string) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	switch x := v.(type) {
+	case string:
+		*dst = strings.TrimSpace(x)
+	case float64:
+		*dst = strconv.FormatFloat(x, 'f', -1, 64)
+	default:
+		r.fail("context %s: want a string, got %T", key, v)
+	}
+}
+
+func (r *contextReader) integer(key string, dst *int) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	switch x := v.(type) {
+	case float64:
+		if x != float64(int(x)) {
+			r.fail("context %s: %v is not a whole number", key, x)
+			return
+		}
+		*dst = int(x)
+	case string:
+		parseContextString(r, key, x, strconv.Atoi, "a whole number", dst)
+	default:
+		r.fail("context %s: want a number, got %T", key, v)
+	}
+}
+
+func (r *contextReader) boolean(key string, dst *bool) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	switch x := v.(type) {
+	case bool:
+		*dst = x
+	case string:
+		parseContextString(r, key, x, strconv.ParseBool, "true or false", dst)
+	default:
+		r.fail("context %s: want true or false, got %T", key, v)
+	}
+}
+
+// parseContextString parses a value given as a string (-c key=value) into
+// dst; what names the expected kind in the error.
+func parseContextString[T any](r *contextReader, key, x string, parse func(string) (T, error), what string, dst *T) {
+	v, err := parse(strings.TrimSpace(x))
+	if err != nil {
+		r.fail("context %s: %q is not %s", key, x, what)
+		return
+	}
+	*dst = v
+}
+
+// list reads a JSON list from cdk.json, or a JSON list or comma-separated
+// string from -c; blank items are dropped.
+func (r *contextReader) list(key string, dst *[]string) {
+	v := r.get(key)
+	if v == nil {
+		return
+	}
+	items, ok := r.listItems(key, v)
+	if !ok {
+		return
+	}
+	*dst = nil
+	for _, it := range items {
+		if it = strings.TrimSpace(it); it != "" {
+			*dst = append(*dst, it)
+		}
+	}
+}
+
+func (r *contextReader) listItems(key string, v interface{}) ([]string, bool) {
+	var items []string
+	switch x := v.(type) {
+	case []interface{}:
+		for _, it := range x {
+			s, ok := it.(string)
+			if !ok {
+				r.fail("context %s: want a list of strings, found %T", key, it)
+				return nil, false
+			}
+			items = append(items, s)
+		}
+	case string:
+		x = strings.TrimSpace(x)
+		if strings.HasPrefix(x, "[") {
+			if err := json.Unmarshal([]byte(x), &items); err != nil {
+				r.errs = append(r.errs, fmt.Errorf("context %s: %w", key, err))
+				return nil, false
+			}
+		} else {
+			items = strings.Split(x, ",")
+		}
+	default:
+		r.fail("context %s: want a list or comma-separated string, got %T", key, v)
+		return nil, false
+	}
+	return items, true
 }
 
 var (
@@ -319,95 +345,125 @@ func DefaultNodeRoleName(clusterName string) string { return "nodewright-node-" 
 // Validate checks the configuration and fills derived defaults
 // (NodeRoleName). Every problem is reported, one per line.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...interface{}) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var p problems
+	c.validateTarget(&p)
+	c.validateNetwork(&p)
+	c.validateSchedulesAndLogs(&p)
+	c.validateAlarms(&p)
+	c.validateRoles(&p)
+	return errors.Join(p...)
+}
+
+// problems collects Validate's findings in the order they are checked.
+type problems []error
+
+func (p *problems) bad(format string, args ...interface{}) {
+	*p = append(*p, fmt.Errorf(format, args...))
+}
+
+// validateTarget checks what the stack is for: cluster, configuration and
+// environment.
+func (c *Config) validateTarget(p *problems) {
 	if c.ClusterName == "" {
-		bad("%s is required (cdk synth -c %s=<EKS cluster name>)", CtxClusterName, CtxClusterName)
+		p.bad("%s is required (cdk synth -c %s=<EKS cluster name>)", CtxClusterName, CtxClusterName)
 	} else if !clusterNameRE.MatchString(c.ClusterName) {
-		bad("%s %q is not a valid EKS cluster name", CtxClusterName, c.ClusterName)
+		p.bad("%s %q is not a valid EKS cluster name", CtxClusterName, c.ClusterName)
 	}
 	if c.ConfigDir == "" {
-		bad("%s is required (cdk synth -c %s=<directory of NodePool and EC2NodeClass YAML>)", CtxConfigDir, CtxConfigDir)
+		p.bad("%s is required (cdk synth -c %s=<directory of NodePool and EC2NodeClass YAML>)", CtxConfigDir, CtxConfigDir)
 	}
 	if c.Account != "" && !accountRE.MatchString(c.Account) {
-		bad("%s %q is not a 12-digit AWS account ID", CtxAccount, c.Account)
+		p.bad("%s %q is not a 12-digit AWS account ID", CtxAccount, c.Account)
 	}
 	if c.Region != "" && !regionRE.MatchString(c.Region) {
-		bad("%s %q is not an AWS region name", CtxRegion, c.Region)
+		p.bad("%s %q is not an AWS region name", CtxRegion, c.Region)
 	}
+}
+
+func (c *Config) validateNetwork(p *problems) {
 	if c.VpcID != "" || len(c.SubnetIDs) > 0 {
 		if !vpcRE.MatchString(c.VpcID) {
-			bad("%s %q is not a VPC ID (vpc-...); it is required with %s", CtxVpcID, c.VpcID, CtxSubnetIDs)
+			p.bad("%s %q is not a VPC ID (vpc-...); it is required with %s", CtxVpcID, c.VpcID, CtxSubnetIDs)
 		}
 		if len(c.SubnetIDs) == 0 {
-			bad("%s is required with %s: the functions' subnets (private, with a route to the cluster endpoint and AWS APIs)", CtxSubnetIDs, CtxVpcID)
+			p.bad("%s is required with %s: the functions' subnets (private, with a route to the cluster endpoint and AWS APIs)", CtxSubnetIDs, CtxVpcID)
 		}
 		for _, s := range c.SubnetIDs {
 			if !subnetRE.MatchString(s) {
-				bad("%s: %q is not a subnet ID (subnet-...)", CtxSubnetIDs, s)
+				p.bad("%s: %q is not a subnet ID (subnet-...)", CtxSubnetIDs, s)
 			}
 		}
 	}
 	for _, s := range c.SecurityGroupIDs {
 		if !sgRE.MatchString(s) {
-			bad("%s: %q is not a security group ID (sg-...)", CtxSecurityGroupIDs, s)
+			p.bad("%s: %q is not a security group ID (sg-...)", CtxSecurityGroupIDs, s)
 		}
 	}
 	if (len(c.SecurityGroupIDs) > 0 || c.ClusterSecurityGroupID != "") && c.VpcID == "" {
-		bad("%s and %s only apply with %s", CtxSecurityGroupIDs, CtxClusterSecurityGroupID, CtxVpcID)
+		p.bad("%s and %s only apply with %s", CtxSecurityGroupIDs, CtxClusterSecurityGroupID, CtxVpcID)
 	}
 	if c.ClusterSecurityGroupID != "" && !sgRE.MatchString(c.ClusterSecurityGroupID) {
-		bad("%s %q is not a security group ID (sg-...)", CtxClusterSecurityGroupID, c.ClusterSecurityGroupID)
+		p.bad("%s %q is not a security group ID (sg-...)", CtxClusterSecurityGroupID, c.ClusterSecurityGroupID)
 	}
+}
+
+func (c *Config) validateSchedulesAndLogs(p *problems) {
 	for _, r := range []struct {
 		key string
 		v   int
 	}{{CtxProvisionerRate, c.ProvisionerRateMinutes}, {CtxLifecycleRate, c.LifecycleRateMinutes}, {CtxDisruptionRate, c.DisruptionRateMinutes}} {
 		if r.v < 1 || r.v > 60 {
-			bad("%s %d: want 1..60 minutes", r.key, r.v)
+			p.bad("%s %d: want 1..60 minutes", r.key, r.v)
 		}
 	}
 	if c.Rebalance != RebalanceIgnore && c.Rebalance != RebalanceReplace {
-		bad("%s %q: want %q or %q", CtxRebalance, c.Rebalance, RebalanceIgnore, RebalanceReplace)
+		p.bad("%s %q: want %q or %q", CtxRebalance, c.Rebalance, RebalanceIgnore, RebalanceReplace)
 	}
 	if i := sort.SearchInts(retentionDays, c.LogRetentionDays); i == len(retentionDays) || retentionDays[i] != c.LogRetentionDays {
-		bad("%s %d: CloudWatch Logs accepts %v", CtxLogRetentionDays, c.LogRetentionDays, retentionDays)
+		p.bad("%s %d: CloudWatch Logs accepts %v", CtxLogRetentionDays, c.LogRetentionDays, retentionDays)
 	}
 	switch c.LogLevel = strings.ToUpper(c.LogLevel); c.LogLevel {
 	case "DEBUG", "INFO", "WARN", "ERROR":
 	default:
-		bad("%s %q: want DEBUG, INFO, WARN or ERROR", CtxLogLevel, c.LogLevel)
+		p.bad("%s %q: want DEBUG, INFO, WARN or ERROR", CtxLogLevel, c.LogLevel)
 	}
+}
+
+func (c *Config) validateAlarms(p *problems) {
 	if c.AlarmEmail != "" && !emailRE.MatchString(c.AlarmEmail) {
-		bad("%s %q is not an e-mail address", CtxAlarmEmail, c.AlarmEmail)
+		p.bad("%s %q is not an e-mail address", CtxAlarmEmail, c.AlarmEmail)
 	}
 	if c.AlarmTopicArn != "" && !snsArnRE.MatchString(c.AlarmTopicArn) {
-		bad("%s %q is not an SNS topic ARN", CtxAlarmTopicArn, c.AlarmTopicArn)
+		p.bad("%s %q is not an SNS topic ARN", CtxAlarmTopicArn, c.AlarmTopicArn)
 	}
 	if c.AlarmEmail != "" && c.AlarmTopicArn != "" {
-		bad("set %s or %s, not both (subscribe the address to your topic instead)", CtxAlarmEmail, CtxAlarmTopicArn)
+		p.bad("set %s or %s, not both (subscribe the address to your topic instead)", CtxAlarmEmail, CtxAlarmTopicArn)
 	}
 	if c.OldestPendingPodAlarmSeconds < 60 {
-		bad("%s %d: want at least 60 (the provisioner backstop runs every minute)", CtxOldestPendingPodAlarm, c.OldestPendingPodAlarmSeconds)
+		p.bad("%s %d: want at least 60 (the provisioner backstop runs every minute)", CtxOldestPendingPodAlarm, c.OldestPendingPodAlarmSeconds)
 	}
+}
+
+// validateRoles checks the webhook secret generation, the node role (and
+// fills its default name), EKS access and the asset directory.
+func (c *Config) validateRoles(p *problems) {
 	if c.WebhookSecretGeneration < 1 {
-		bad("%s %d: want a positive number", CtxWebhookSecretGeneration, c.WebhookSecretGeneration)
+		p.bad("%s %d: want a positive number", CtxWebhookSecretGeneration, c.WebhookSecretGeneration)
 	}
 	if c.NodeRoleName == "" && c.ClusterName != "" {
 		c.NodeRoleName = DefaultNodeRoleName(c.ClusterName)
 		if !roleNameRE.MatchString(c.NodeRoleName) {
-			bad("the default node role name %q is longer than IAM's 64 characters: set %s", c.NodeRoleName, CtxNodeRoleName)
+			p.bad("the default node role name %q is longer than IAM's 64 characters: set %s", c.NodeRoleName, CtxNodeRoleName)
 		}
 	} else if c.NodeRoleName != "" && !roleNameRE.MatchString(c.NodeRoleName) {
-		bad("%s %q is not a valid IAM role name", CtxNodeRoleName, c.NodeRoleName)
+		p.bad("%s %q is not a valid IAM role name", CtxNodeRoleName, c.NodeRoleName)
 	}
 	if c.EKSAccess != AccessClusterAdmin && c.EKSAccess != AccessRBAC {
-		bad("%s %q: want %q or %q", CtxEKSAccess, c.EKSAccess, AccessClusterAdmin, AccessRBAC)
+		p.bad("%s %q: want %q or %q", CtxEKSAccess, c.EKSAccess, AccessClusterAdmin, AccessRBAC)
 	}
 	if c.AssetDir == "" {
-		bad("%s must not be empty", CtxAssetDir)
+		p.bad("%s must not be empty", CtxAssetDir)
 	}
-	return errors.Join(errs...)
 }
 
 // ConfigFiles lists the YAML files in dir (not recursive), sorted, so a

@@ -99,80 +99,101 @@ func (b *builder) functions(layerDir string) {
 		}
 	}
 	b.logGroups = map[string]logGroupRef{}
-	// Names from internal/settings, which every function reads.
-	common := map[string]*string{
-		settings.EnvClusterName:       jsii.String(b.cfg.ClusterName),
-		settings.EnvLogLevel:          jsii.String(b.cfg.LogLevel),
-		settings.EnvProvisionQueueURL: b.ProvisionQueue.QueueUrl(),
-	}
-	controllerEnv := map[string]*string{
-		settings.EnvTableName:         b.Table.TableName(),
-		settings.EnvOwner:             b.Table.TableArn(),
-		settings.EnvConfigDir:         jsii.String(LayerConfigDir),
-		settings.EnvInterruptionQueue: b.InterruptionQueue.QueueUrl(),
-		settings.EnvWorkQueueURL:      b.WorkQueue.QueueUrl(),
-		settings.EnvRebalance:         jsii.String(b.cfg.Rebalance),
-		settings.EnvNodeRoleName:      b.NodeRole.RoleName(),
-		settings.EnvNodeRoleARN:       b.NodeRole.RoleArn(),
-		settings.EnvInstanceProfile:   b.instanceProfile.InstanceProfileName(),
-	}
+	env := b.functionEnv()
 	for _, name := range Functions {
-		size := Sizing[name]
-		role := b.roleFor(name)
-		lg := awslogs.NewLogGroup(st, jsii.String(exportID(name)+"Logs"), &awslogs.LogGroupProps{
-			Retention:     retentionEnum[b.cfg.LogRetentionDays],
-			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
-		})
-		lg.GrantWrite(role)
-		b.logGroups[name] = lg
+		b.function(name, env)
+	}
+	b.eventSources()
+}
 
-		env := map[string]*string{}
-		for k, v := range common {
+// functionEnvs are the environment variables of the functions: common to
+// all, and added for those running as the controller role.
+type functionEnvs struct {
+	common, controller map[string]*string
+}
+
+func (b *builder) functionEnv() functionEnvs {
+	// Names from internal/settings, which every function reads.
+	return functionEnvs{
+		common: map[string]*string{
+			settings.EnvClusterName:       jsii.String(b.cfg.ClusterName),
+			settings.EnvLogLevel:          jsii.String(b.cfg.LogLevel),
+			settings.EnvProvisionQueueURL: b.ProvisionQueue.QueueUrl(),
+		},
+		controller: map[string]*string{
+			settings.EnvTableName:         b.Table.TableName(),
+			settings.EnvOwner:             b.Table.TableArn(),
+			settings.EnvConfigDir:         jsii.String(LayerConfigDir),
+			settings.EnvInterruptionQueue: b.InterruptionQueue.QueueUrl(),
+			settings.EnvWorkQueueURL:      b.WorkQueue.QueueUrl(),
+			settings.EnvRebalance:         jsii.String(b.cfg.Rebalance),
+			settings.EnvNodeRoleName:      b.NodeRole.RoleName(),
+			settings.EnvNodeRoleARN:       b.NodeRole.RoleArn(),
+			settings.EnvInstanceProfile:   b.instanceProfile.InstanceProfileName(),
+		},
+	}
+}
+
+// function creates one function and its log group.
+func (b *builder) function(name string, envs functionEnvs) {
+	st := b.Stack.Stack
+	size := Sizing[name]
+	role := b.roleFor(name)
+	lg := awslogs.NewLogGroup(st, jsii.String(exportID(name)+"Logs"), &awslogs.LogGroupProps{
+		Retention:     retentionEnum[b.cfg.LogRetentionDays],
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	lg.GrantWrite(role)
+	b.logGroups[name] = lg
+
+	env := map[string]*string{}
+	for k, v := range envs.common {
+		env[k] = v
+	}
+	var layers []awslambda.ILayerVersion
+	if role == b.ControllerRole {
+		for k, v := range envs.controller {
 			env[k] = v
 		}
-		if role == b.ControllerRole {
-			for k, v := range controllerEnv {
-				env[k] = v
-			}
-		}
-		var layers []awslambda.ILayerVersion
-		if role == b.ControllerRole {
-			layers = append(layers, b.layer)
-		}
-		props := &awslambda.FunctionProps{
-			Description:  jsii.String(fmt.Sprintf("nodewright %s for EKS cluster %s", name, b.cfg.ClusterName)),
-			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
-			Architecture: awslambda.Architecture_ARM_64(),
-			Handler:      jsii.String("bootstrap"),
-			Code:         awslambda.Code_FromAsset(jsii.String(b.code[name]), nil),
-			MemorySize:   jsii.Number(float64(size.MemoryMB)),
-			Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(size.TimeoutSeconds))),
-			// Passed immutable: the Function construct would otherwise add
-			// grants (and managed policies) of its own; every permission of
-			// these roles is granted explicitly in this package.
-			Role:                  role.WithoutPolicyUpdates(nil),
-			Environment:           &env,
-			LoggingFormat:         awslambda.LoggingFormat_JSON,
-			ApplicationLogLevelV2: appLogLevel[b.cfg.LogLevel],
-			SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
-			LogGroup:              lg,
-			Layers:                &layers,
-		}
-		if size.ReservedConcurrency > 0 {
-			props.ReservedConcurrentExecutions = jsii.Number(float64(size.ReservedConcurrency))
-		}
-		if size.InVPC && b.vpc != nil {
-			props.Vpc = b.vpc
-			props.VpcSubnets = b.subnets
-			props.SecurityGroups = &b.securityGroups
-		}
-		fn := awslambda.NewFunction(st, jsii.String(exportID(name)+"Function"), props)
-		// The role and its policies (logs, SQS for the event sources, VPC
-		// networking) must exist before the function and its mappings.
-		fn.Node().AddDependency(role)
-		b.Functions[name] = fn
+		layers = append(layers, b.layer)
 	}
+	props := &awslambda.FunctionProps{
+		Description:  jsii.String(fmt.Sprintf("nodewright %s for EKS cluster %s", name, b.cfg.ClusterName)),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(b.code[name]), nil),
+		MemorySize:   jsii.Number(float64(size.MemoryMB)),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(size.TimeoutSeconds))),
+		// Passed immutable: the Function construct would otherwise add
+		// grants (and managed policies) of its own; every permission of
+		// these roles is granted explicitly in this package.
+		Role:                  role.WithoutPolicyUpdates(nil),
+		Environment:           &env,
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: appLogLevel[b.cfg.LogLevel],
+		SystemLogLevelV2:      awslambda.SystemLogLevel_WARN,
+		LogGroup:              lg,
+		Layers:                &layers,
+	}
+	if size.ReservedConcurrency > 0 {
+		props.ReservedConcurrentExecutions = jsii.Number(float64(size.ReservedConcurrency))
+	}
+	if size.InVPC && b.vpc != nil {
+		props.Vpc = b.vpc
+		props.VpcSubnets = b.subnets
+		props.SecurityGroups = &b.securityGroups
+	}
+	fn := awslambda.NewFunction(st, jsii.String(exportID(name)+"Function"), props)
+	// The role and its policies (logs, SQS for the event sources, VPC
+	// networking) must exist before the function and its mappings.
+	fn.Node().AddDependency(role)
+	b.Functions[name] = fn
+}
 
+// eventSources connects the provisioner, interruption and lifecycle
+// functions to their queues.
+func (b *builder) eventSources() {
 	// Schedule ticks are hints too: one that cannot run within a minute (the
 	// singleton is busy) is dropped, the next tick covers it.
 	b.Functions["provisioner"].ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{

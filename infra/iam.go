@@ -48,10 +48,19 @@ import (
 var storeActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:Scan"}
 
 func (b *builder) controllerRole() {
+	b.roles()
+	p := b.newControllerPolicy()
+	p.launchStatements()
+	p.tagOnCreateStatements()
+	p.cleanupStatements()
+	p.readStatements()
+	b.dataGrants()
+}
+
+// roles creates the three roles described above, without their policies.
+func (b *builder) roles() {
 	st := b.Stack.Stack
 	cluster := b.cfg.ClusterName
-	ownedKey := nwaws.ClusterTagKey(cluster)
-
 	b.ControllerRole = awsiam.NewRole(st, jsii.String("ControllerRole"), &awsiam.RoleProps{
 		AssumedBy:   lambdaPrincipal(),
 		Description: jsii.String("nodewright controllers (provisioner, interruption, disruption, lifecycle) for EKS cluster " + cluster),
@@ -64,142 +73,159 @@ func (b *builder) controllerRole() {
 		AssumedBy:   lambdaPrincipal(),
 		Description: jsii.String("nodewright webhook registration custom resource for EKS cluster " + cluster),
 	})
+}
 
-	ec2 := func(resource string) *string {
-		return b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}:*:" + resource)
+// controllerPolicy builds the controller role's statements, grouped by
+// concern; its fields are the resources and tag conditions they share.
+type controllerPolicy struct {
+	b        *builder
+	cluster  string
+	ownedKey string
+	// owner is the stack's owner value (settings.EnvOwner): the NodeClaim
+	// table's ARN.
+	owner *string
+	// launched are the resources a launch creates, tagged in the request by
+	// internal/aws.
+	launched        []*string
+	launchTemplates []*string
+	// launchRequestTags and templateRequestTags are the tags internal/aws
+	// puts in the request creating instances and launch templates.
+	launchRequestTags   map[string]interface{}
+	templateRequestTags map[string]interface{}
+}
+
+func (b *builder) newControllerPolicy() *controllerPolicy {
+	p := &controllerPolicy{b: b, cluster: b.cfg.ClusterName, ownedKey: nwaws.ClusterTagKey(b.cfg.ClusterName)}
+	p.launched = []*string{
+		p.ec2("fleet/*"), p.ec2("instance/*"), p.ec2("volume/*"), p.ec2("network-interface/*"), p.ec2("spot-instances-request/*"),
 	}
-	// Resources a launch creates, tagged in the request by internal/aws.
-	launched := []*string{
-		ec2("fleet/*"), ec2("instance/*"), ec2("volume/*"), ec2("network-interface/*"), ec2("spot-instances-request/*"),
-	}
-	launchTemplates := []*string{ec2("launch-template/*")}
-	// The stack's owner value (settings.EnvOwner): the NodeClaim table's ARN.
-	owner := b.Table.TableArn()
-	launchRequestTags := map[string]interface{}{
-		"aws:RequestTag/" + ownedKey:                "owned",
-		"aws:RequestTag/" + nwaws.TagEKSClusterName: cluster,
+	p.launchTemplates = []*string{p.ec2("launch-template/*")}
+	p.owner = b.Table.TableArn()
+	p.launchRequestTags = map[string]interface{}{
+		"aws:RequestTag/" + p.ownedKey:              "owned",
+		"aws:RequestTag/" + nwaws.TagEKSClusterName: p.cluster,
 		"aws:RequestTag/" + nwaws.TagManagedBy:      nwaws.ManagedBy,
-		"aws:RequestTag/" + nwaws.TagOwner:          owner,
+		"aws:RequestTag/" + nwaws.TagOwner:          p.owner,
 	}
-	templateRequestTags := map[string]interface{}{
-		"aws:RequestTag/" + ownedKey:             "owned",
-		"aws:RequestTag/" + nwaws.TagClusterName: cluster,
+	p.templateRequestTags = map[string]interface{}{
+		"aws:RequestTag/" + p.ownedKey:           "owned",
+		"aws:RequestTag/" + nwaws.TagClusterName: p.cluster,
 		"aws:RequestTag/" + nwaws.TagManagedBy:   nwaws.ManagedBy,
-		"aws:RequestTag/" + nwaws.TagOwner:       owner,
+		"aws:RequestTag/" + nwaws.TagOwner:       p.owner,
 	}
-	// What nodewright created: its cluster's owned tag and the managed-by tag.
-	ours := func() map[string]interface{} {
-		return map[string]interface{}{
-			"aws:ResourceTag/" + ownedKey:           "owned",
-			"aws:ResourceTag/" + nwaws.TagManagedBy: nwaws.ManagedBy,
-		}
-	}
-	// What this stack created: launch templates are always re-made with the
-	// owner tag, so they must carry it.
-	thisStacks := func() map[string]interface{} {
-		m := ours()
-		m["aws:ResourceTag/"+nwaws.TagOwner] = owner
-		return m
-	}
-	// Instances launched before owner tags existed carry none; another
-	// stack's carry a different one, which IfExists still denies.
-	notAnotherStacks := map[string]interface{}{"aws:ResourceTag/" + nwaws.TagOwner: owner}
-	add := func(p *awsiam.PolicyStatementProps) {
-		b.ControllerRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(p))
-	}
-	withCreateAction := func(m map[string]interface{}, actions ...string) map[string]interface{} {
-		out := map[string]interface{}{"ec2:CreateAction": actions}
-		for k, v := range m {
-			out[k] = v
-		}
-		return out
-	}
+	return p
+}
 
-	add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("LaunchTaggedForThisCluster"),
-		Actions:   jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
-		Resources: &launched,
+// ec2 is an EC2 resource ARN in the stack's region, any account.
+func (p *controllerPolicy) ec2(resource string) *string {
+	return p.b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}:*:" + resource)
+}
+
+// ours matches what nodewright created: its cluster's owned tag and the
+// managed-by tag.
+func (p *controllerPolicy) ours() map[string]interface{} {
+	return map[string]interface{}{
+		"aws:ResourceTag/" + p.ownedKey:         "owned",
+		"aws:ResourceTag/" + nwaws.TagManagedBy: nwaws.ManagedBy,
+	}
+}
+
+// thisStacks matches what this stack created: launch templates are always
+// re-made with the owner tag, so they must carry it.
+func (p *controllerPolicy) thisStacks() map[string]interface{} {
+	m := p.ours()
+	m["aws:ResourceTag/"+nwaws.TagOwner] = p.owner
+	return m
+}
+
+func (p *controllerPolicy) add(props *awsiam.PolicyStatementProps) {
+	p.b.ControllerRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(props))
+}
+
+// addTagged adds a statement conditioned on equal tags and on the presence
+// (any value) of the tag likeKey.
+func (p *controllerPolicy) addTagged(sid string, actions []string, resources []*string, equals map[string]interface{}, likeKey string) {
+	p.add(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String(sid),
+		Actions:   jsii.Strings(actions...),
+		Resources: &resources,
 		Conditions: &map[string]interface{}{
-			"StringEquals": launchRequestTags,
-			"StringLike":   map[string]interface{}{"aws:RequestTag/" + nwaws.TagNodePool: "*"},
+			"StringEquals": equals,
+			"StringLike":   map[string]interface{}{likeKey: "*"},
 		},
 	})
-	add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("CreateLaunchTemplatesTaggedForThisCluster"),
-		Actions:   jsii.Strings("ec2:CreateLaunchTemplate"),
-		Resources: &launchTemplates,
-		Conditions: &map[string]interface{}{
-			"StringEquals": templateRequestTags,
-			"StringLike":   map[string]interface{}{"aws:RequestTag/" + nwaws.TagNodeClass: "*"},
-		},
-	})
-	add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("LaunchFromOwnLaunchTemplates"),
-		Actions:   jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
-		Resources: &launchTemplates,
-		Conditions: &map[string]interface{}{
-			"StringEquals": thisStacks(),
-			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodeClass: "*"},
-		},
-	})
+}
+
+func withCreateAction(m map[string]interface{}, actions ...string) map[string]interface{} {
+	out := map[string]interface{}{"ec2:CreateAction": actions}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+var launchActions = []string{"ec2:CreateFleet", "ec2:RunInstances"}
+
+func (p *controllerPolicy) launchStatements() {
+	p.addTagged("LaunchTaggedForThisCluster", launchActions, p.launched,
+		p.launchRequestTags, "aws:RequestTag/"+nwaws.TagNodePool)
+	p.addTagged("CreateLaunchTemplatesTaggedForThisCluster", []string{"ec2:CreateLaunchTemplate"}, p.launchTemplates,
+		p.templateRequestTags, "aws:RequestTag/"+nwaws.TagNodeClass)
+	p.addTagged("LaunchFromOwnLaunchTemplates", launchActions, p.launchTemplates,
+		p.thisStacks(), "aws:ResourceTag/"+nwaws.TagNodeClass)
 	// A launch also names existing images, snapshots, subnets, security
 	// groups and capacity reservations. They are referenced, not created, so
 	// they carry no request tags; the instance itself can only be created
 	// under LaunchTaggedForThisCluster.
-	add(&awsiam.PolicyStatementProps{
+	p.add(&awsiam.PolicyStatementProps{
 		Sid:     jsii.String("LaunchReferencingSharedResources"),
-		Actions: jsii.Strings("ec2:CreateFleet", "ec2:RunInstances"),
+		Actions: jsii.Strings(launchActions...),
 		Resources: &[]*string{
-			b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}::image/*"),
-			b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}::snapshot/*"),
-			ec2("security-group/*"), ec2("subnet/*"), ec2("capacity-reservation/*"),
+			p.b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}::image/*"),
+			p.b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}::snapshot/*"),
+			p.ec2("security-group/*"), p.ec2("subnet/*"), p.ec2("capacity-reservation/*"),
 		},
 	})
-	add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("TagOnLaunch"),
-		Actions:   jsii.Strings("ec2:CreateTags"),
-		Resources: &launched,
-		Conditions: &map[string]interface{}{
-			"StringEquals": withCreateAction(launchRequestTags, "CreateFleet", "RunInstances"),
-			"StringLike":   map[string]interface{}{"aws:RequestTag/" + nwaws.TagNodePool: "*"},
-		},
-	})
-	add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("TagOnLaunchTemplateCreation"),
-		Actions:   jsii.Strings("ec2:CreateTags"),
-		Resources: &launchTemplates,
-		Conditions: &map[string]interface{}{
-			"StringEquals": withCreateAction(templateRequestTags, "CreateLaunchTemplate"),
-			"StringLike":   map[string]interface{}{"aws:RequestTag/" + nwaws.TagNodeClass: "*"},
-		},
-	})
-	// No CreateTags after launch: nodewright tags only on create (the
-	// instance's NodeClaim tag is in the CreateFleet request), so nothing
-	// can put this stack's tags on someone else's instance to make it
-	// terminable. (A TagOwnInstances statement once allowed it; the local
-	// cloud's IAM coverage showed no call used it.)
-	add(&awsiam.PolicyStatementProps{
+}
+
+// tagOnCreateStatements allow CreateTags only as part of a create call.
+// No CreateTags after launch: nodewright tags only on create (the
+// instance's NodeClaim tag is in the CreateFleet request), so nothing
+// can put this stack's tags on someone else's instance to make it
+// terminable. (A TagOwnInstances statement once allowed it; the local
+// cloud's IAM coverage showed no call used it.)
+func (p *controllerPolicy) tagOnCreateStatements() {
+	p.addTagged("TagOnLaunch", []string{"ec2:CreateTags"}, p.launched,
+		withCreateAction(p.launchRequestTags, "CreateFleet", "RunInstances"), "aws:RequestTag/"+nwaws.TagNodePool)
+	p.addTagged("TagOnLaunchTemplateCreation", []string{"ec2:CreateTags"}, p.launchTemplates,
+		withCreateAction(p.templateRequestTags, "CreateLaunchTemplate"), "aws:RequestTag/"+nwaws.TagNodeClass)
+}
+
+func (p *controllerPolicy) cleanupStatements() {
+	// Instances launched before owner tags existed carry none; another
+	// stack's carry a different one, which IfExists still denies.
+	notAnotherStacks := map[string]interface{}{"aws:ResourceTag/" + nwaws.TagOwner: p.owner}
+	p.add(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("TerminateOwnInstancesOnly"),
 		Actions:   jsii.Strings("ec2:TerminateInstances"),
-		Resources: &[]*string{ec2("instance/*")},
+		Resources: &[]*string{p.ec2("instance/*")},
 		Conditions: &map[string]interface{}{
-			"StringEquals":         ours(),
+			"StringEquals":         p.ours(),
 			"StringEqualsIfExists": notAnotherStacks,
 			"StringLike":           map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodePool: "*"},
 		},
 	})
-	add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("DeleteOwnLaunchTemplatesOnly"),
-		Actions:   jsii.Strings("ec2:DeleteLaunchTemplate"),
-		Resources: &launchTemplates,
-		Conditions: &map[string]interface{}{
-			"StringEquals": thisStacks(),
-			"StringLike":   map[string]interface{}{"aws:ResourceTag/" + nwaws.TagNodeClass: "*"},
-		},
-	})
+	p.addTagged("DeleteOwnLaunchTemplatesOnly", []string{"ec2:DeleteLaunchTemplate"}, p.launchTemplates,
+		p.thisStacks(), "aws:ResourceTag/"+nwaws.TagNodeClass)
+}
+
+// readStatements: lookups, pricing, passing the node role and describing
+// the cluster (also for the registrar).
+func (p *controllerPolicy) readStatements() {
+	b := p.b
 	// Describe* calls support no resource-level permissions; they are pinned
 	// to the stack's region instead.
-	add(&awsiam.PolicyStatementProps{
+	p.add(&awsiam.PolicyStatementProps{
 		Sid: jsii.String("RegionalRead"),
 		Actions: jsii.Strings(
 			"ec2:DescribeAvailabilityZones", "ec2:DescribeImages",
@@ -214,17 +240,17 @@ func (b *builder) controllerRole() {
 	})
 	// Public AMI aliases (al2023@latest ...) resolve through AWS's public
 	// parameters, which live in every region.
-	add(&awsiam.PolicyStatementProps{
+	p.add(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("PublicAMIParameters"),
 		Actions:   jsii.Strings("ssm:GetParameter"),
 		Resources: &[]*string{b.sub("arn:${AWS::Partition}:ssm:*::parameter/aws/service/*")},
 	})
-	add(&awsiam.PolicyStatementProps{
+	p.add(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("Pricing"),
 		Actions:   jsii.Strings("pricing:GetProducts"),
 		Resources: jsii.Strings("*"),
 	})
-	add(&awsiam.PolicyStatementProps{
+	p.add(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("PassNodeRoleToEC2Only"),
 		Actions:   jsii.Strings("iam:PassRole"),
 		Resources: &[]*string{b.NodeRole.RoleArn()},
@@ -232,20 +258,21 @@ func (b *builder) controllerRole() {
 			"StringEquals": map[string]interface{}{"iam:PassedToService": "ec2.amazonaws.com"},
 		},
 	})
-	b.clusterArn = b.Stack.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("eks"), Resource: jsii.String("cluster"), ResourceName: jsii.String(cluster)})
-	add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("DescribeCluster"),
-		Actions:   jsii.Strings("eks:DescribeCluster"),
-		Resources: &[]*string{b.clusterArn},
-	})
-	b.registrarRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("DescribeCluster"),
-		Actions:   jsii.Strings("eks:DescribeCluster"),
-		Resources: &[]*string{b.clusterArn},
-	}))
+	b.clusterArn = b.Stack.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("eks"), Resource: jsii.String("cluster"), ResourceName: jsii.String(p.cluster)})
+	describeCluster := func() awsiam.PolicyStatement {
+		return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("DescribeCluster"),
+			Actions:   jsii.Strings("eks:DescribeCluster"),
+			Resources: &[]*string{b.clusterArn},
+		})
+	}
+	b.ControllerRole.AddToPrincipalPolicy(describeCluster())
+	b.registrarRole.AddToPrincipalPolicy(describeCluster())
+}
 
-	// DynamoDB and SQS grants are scoped to the stack's own table (and its
-	// indexes) and queues.
+// dataGrants: DynamoDB and SQS grants are scoped to the stack's own table
+// (and its indexes) and queues.
+func (b *builder) dataGrants() {
 	// Exactly what internal/store calls (GrantReadWriteData would add the
 	// batch, ConditionCheck, DescribeTable and stream reads, which nothing
 	// uses): the local cloud's IAM coverage report shows each one used.

@@ -224,26 +224,15 @@ const (
 )
 
 func (b *builder) queues() {
-	st := b.Stack.Stack
-	b.InterruptionDLQ = awssqs.NewQueue(st, jsii.String("InterruptionDLQ"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays)),
-	})
+	b.InterruptionDLQ = b.dlq("InterruptionDLQ")
 	// SSE-SQS rather than KMS: EventBridge can deliver to it without a key
 	// policy, and the events carry only instance IDs.
-	b.InterruptionQueue = awssqs.NewQueue(st, jsii.String("InterruptionQueue"), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
+	b.InterruptionQueue = b.queue("InterruptionQueue", &awssqs.QueueProps{
 		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(interruptionRetentionSeconds)),
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(interruptionVisibilitySeconds)),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.InterruptionDLQ, MaxReceiveCount: jsii.Number(interruptionMaxReceives)},
 	})
-	b.ProvisionDLQ = awssqs.NewQueue(st, jsii.String("ProvisionDLQ"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays)),
-	})
+	b.ProvisionDLQ = b.dlq("ProvisionDLQ")
 	// The provision queue carries the webhook's coalesced nudges to the
 	// provisioner. Visibility must cover the provisioner's timeout (an SQS
 	// event source requires it), and retention must outlast every receive a
@@ -251,28 +240,33 @@ func (b *builder) queues() {
 	// with retention equal to visibility a failed nudge expired before its
 	// redelivery and the DLQ could never fire.
 	provisionVisibility := Sizing["provisioner"].TimeoutSeconds
-	b.ProvisionQueue = awssqs.NewQueue(st, jsii.String("ProvisionQueue"), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
+	b.ProvisionQueue = b.queue("ProvisionQueue", &awssqs.QueueProps{
 		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(float64(provisionVisibility * (provisionMaxReceives + 1)))),
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(float64(provisionVisibility))),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.ProvisionDLQ, MaxReceiveCount: jsii.Number(provisionMaxReceives)},
 	})
-	b.WorkDLQ = awssqs.NewQueue(st, jsii.String("WorkDLQ"), &awssqs.QueueProps{
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:      jsii.Bool(true),
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays)),
-	})
+	b.WorkDLQ = b.dlq("WorkDLQ")
 	// The work queue carries the controllers' delayed requeues (SendMessage
 	// with DelaySeconds, like requeueAfter); a step that keeps failing is
 	// retried workMaxReceives times, then parked in the DLQ and alarmed on.
-	b.WorkQueue = awssqs.NewQueue(st, jsii.String("WorkQueue"), &awssqs.QueueProps{
-		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
+	b.WorkQueue = b.queue("WorkQueue", &awssqs.QueueProps{
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(workVisibilitySeconds)),
 		RetentionPeriod:   awscdk.Duration_Days(jsii.Number(4)),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.WorkDLQ, MaxReceiveCount: jsii.Number(workMaxReceives)},
 	})
+}
+
+// queue creates a queue with SQS-managed encryption and TLS enforced, as
+// every queue of the stack is.
+func (b *builder) queue(id string, props *awssqs.QueueProps) awssqs.Queue {
+	props.Encryption = awssqs.QueueEncryption_SQS_MANAGED
+	props.EnforceSSL = jsii.Bool(true)
+	return awssqs.NewQueue(b.Stack.Stack, jsii.String(id), props)
+}
+
+// dlq creates a dead-letter queue, keeping messages dlqRetentionDays.
+func (b *builder) dlq(id string) awssqs.Queue {
+	return b.queue(id, &awssqs.QueueProps{RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays))})
 }
 
 // Managed policies every EKS node needs (the same four Karpenter's getting

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -43,7 +44,8 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 func exitCode(err error) int {
-	if ee, ok := err.(*exitError); ok {
+	var ee *exitError
+	if errors.As(err, &ee) {
 		return ee.code
 	}
 	fmt.Fprintln(os.Stderr)

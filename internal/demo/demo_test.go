@@ -128,7 +128,7 @@ func benchScaleUp(b *testing.B, burst bool) {
 		if err := createNamespace(ctx, cloud, ns); err != nil {
 			b.Fatal(err)
 		}
-		var out io.Writer = io.Discard
+		out := io.Writer(io.Discard)
 		if testing.Verbose() {
 			out = &lineWriter{t: b}
 		}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	authnv1 "k8s.io/api/authentication/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -33,14 +32,7 @@ func TestControllersHoldExactlyTheirRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kv := range c.ControllerEnv() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	awsCfg := awsConfigFromEnv(t, c.ControllerEnv())
 	viaEKS, err := kube.ForEKS(ctx, awsCfg, eks.NewFromConfig(awsCfg), c.ClusterName, kube.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)

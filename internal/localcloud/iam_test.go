@@ -8,7 +8,6 @@ import (
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -41,14 +40,7 @@ func newIAMCloud(t *testing.T) *iamCloud {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	for _, kv := range c.Env() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	admin, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := awsConfig(t, c)
 	ic := &iamCloud{c: c, ctx: ctx, admin: admin, table: "iam-claims", queue: "iam-provision"}
 	if _, err := sqs.NewFromConfig(admin).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: &ic.queue}); err != nil {
 		t.Fatal(err)

@@ -147,103 +147,11 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 
 	// The simulator comes first: the API server's token webhook points at it.
 	if opts.Components.Has(AWS) {
-		so := opts.Sim
-		if so.Region == "" {
-			so.Region = opts.Region
+		if err := c.startAWS(opts); err != nil {
+			return nil, err
 		}
-		if so.ClusterName == "" {
-			so.ClusterName = opts.ClusterName
-		}
-		if so.KubernetesVersion == "" {
-			so.KubernetesVersion = minorVersion(kubeplane.KubeVersion)
-		}
-		if so.Logger == nil {
-			so.Logger = opts.Logger
-		}
-		account := so.AccountID
-		if account == "" {
-			account = awssim.DefaultAccountID
-		}
-		if so.Identities == nil {
-			so.Identities = identities(account)
-		}
-		t := time.Now()
-		sim, err := awssim.New(so)
-		if err != nil {
-			return nil, fmt.Errorf("local cloud: %w", err)
-		}
-		sim.AddCredentials(ControllerAccessKeyID, ControllerSecretAccessKey, controllerCallerARN(account))
-		c.AWS = sim
-		c.AWSEndpoint = sim.URL()
-		c.StartupTimes["awssim"] = time.Since(t)
 	}
-
-	// dynalite and the control plane are independent: start them together.
-	var wg sync.WaitGroup
-	var dynErr error
-	var dyn *dynalite.Server
-	var dynTime time.Duration
-	if opts.Components.Has(DynamoDB) {
-		wg.Go(func() {
-			t := time.Now()
-			srv, err := dynalite.Start(ctx, dynalite.Options{TableStateDelay: opts.TableStateDelay, Logger: opts.Logger})
-			if err != nil {
-				dynErr = fmt.Errorf("local cloud: %w", err)
-				return
-			}
-			dyn, dynTime = srv, time.Since(t)
-		})
-	}
-	var iamErr error
-	var iamTime time.Duration
-	if opts.Components.Has(AWS) && opts.IAM == IAMEnforced {
-		wg.Go(func() {
-			t := time.Now()
-			c.iamTemplate, iamErr = IAMTemplate(ctx)
-			iamTime = time.Since(t)
-		})
-	}
-	var planeErr error
-	var plane *kubeplane.Plane
-	var planeTime time.Duration
-	if opts.Components.Has(ControlPlane) {
-		t := time.Now()
-		po := kubeplane.Options{Logger: opts.Logger}
-		planeAccessOptions(&po)
-		if c.AWS != nil {
-			po.TokenWebhookURL = c.AWS.TokenReviewURL()
-		}
-		plane, planeErr = kubeplane.Start(ctx, po)
-		if planeErr != nil {
-			planeErr = fmt.Errorf("local cloud: %w", planeErr)
-		}
-		planeTime = time.Since(t)
-	}
-	wg.Wait()
-	// Record whatever started, even if something else failed, so Close
-	// stops it.
-	if dyn != nil {
-		c.Dynalite = dyn
-		c.DynamoDBEndpoint = dyn.Endpoint()
-		if c.AWS != nil {
-			// DynamoDB calls go through the simulator, which authorizes
-			// them as it does every other AWS call.
-			c.AWS.SetDynamoDBUpstream(dyn.Endpoint())
-			c.DynamoDBEndpoint = c.AWSEndpoint
-		}
-		c.StartupTimes["dynalite"] = dynTime
-	}
-	if plane != nil {
-		c.Plane = plane
-		c.Kubeconfig = plane.Kubeconfig
-		c.REST = plane.RESTConfig()
-		c.KubeClient = plane.Client()
-		c.StartupTimes["controlplane"] = planeTime
-	}
-	if c.iamTemplate != nil {
-		c.StartupTimes["iam"] = iamTime
-	}
-	if err := errors.Join(dynErr, planeErr, iamErr); err != nil {
+	if err := c.startBackends(ctx, opts); err != nil {
 		return nil, err
 	}
 	if c.Plane != nil {
@@ -263,6 +171,120 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 	c.StartupTimes["total"] = time.Since(start)
 	opts.Logger.InfoContext(ctx, "local cloud ready", "took", c.StartupTimes["total"].Round(time.Millisecond))
 	return c, nil
+}
+
+// startAWS starts the AWS simulator with opts.Sim, filled from the cloud's
+// options where unset.
+func (c *Cloud) startAWS(opts Options) error {
+	so := opts.Sim
+	if so.Region == "" {
+		so.Region = opts.Region
+	}
+	if so.ClusterName == "" {
+		so.ClusterName = opts.ClusterName
+	}
+	if so.KubernetesVersion == "" {
+		so.KubernetesVersion = minorVersion(kubeplane.KubeVersion)
+	}
+	if so.Logger == nil {
+		so.Logger = opts.Logger
+	}
+	account := so.AccountID
+	if account == "" {
+		account = awssim.DefaultAccountID
+	}
+	if so.Identities == nil {
+		so.Identities = identities(account)
+	}
+	t := time.Now()
+	sim, err := awssim.New(so)
+	if err != nil {
+		return fmt.Errorf("local cloud: %w", err)
+	}
+	sim.AddCredentials(ControllerAccessKeyID, ControllerSecretAccessKey, controllerCallerARN(account))
+	c.AWS = sim
+	c.AWSEndpoint = sim.URL()
+	c.StartupTimes["awssim"] = time.Since(t)
+	return nil
+}
+
+// backendStart is what startBackends' concurrent starts report.
+type backendStart struct {
+	dyn       *dynalite.Server
+	dynErr    error
+	dynTime   time.Duration
+	iamErr    error
+	iamTime   time.Duration
+	plane     *kubeplane.Plane
+	planeErr  error
+	planeTime time.Duration
+}
+
+// startBackends starts dynalite, the control plane and the IAM template
+// synthesis, which are independent, together.
+func (c *Cloud) startBackends(ctx context.Context, opts Options) error {
+	var wg sync.WaitGroup
+	var r backendStart
+	if opts.Components.Has(DynamoDB) {
+		wg.Go(func() {
+			t := time.Now()
+			srv, err := dynalite.Start(ctx, dynalite.Options{TableStateDelay: opts.TableStateDelay, Logger: opts.Logger})
+			if err != nil {
+				r.dynErr = fmt.Errorf("local cloud: %w", err)
+				return
+			}
+			r.dyn, r.dynTime = srv, time.Since(t)
+		})
+	}
+	if opts.Components.Has(AWS) && opts.IAM == IAMEnforced {
+		wg.Go(func() {
+			t := time.Now()
+			c.iamTemplate, r.iamErr = IAMTemplate(ctx)
+			r.iamTime = time.Since(t)
+		})
+	}
+	if opts.Components.Has(ControlPlane) {
+		t := time.Now()
+		po := kubeplane.Options{Logger: opts.Logger}
+		planeAccessOptions(&po)
+		if c.AWS != nil {
+			po.TokenWebhookURL = c.AWS.TokenReviewURL()
+		}
+		r.plane, r.planeErr = kubeplane.Start(ctx, po)
+		if r.planeErr != nil {
+			r.planeErr = fmt.Errorf("local cloud: %w", r.planeErr)
+		}
+		r.planeTime = time.Since(t)
+	}
+	wg.Wait()
+	c.recordBackends(&r)
+	return errors.Join(r.dynErr, r.planeErr, r.iamErr)
+}
+
+// recordBackends keeps whatever started, even if something else failed, so
+// Close stops it.
+func (c *Cloud) recordBackends(r *backendStart) {
+	if r.dyn != nil {
+		c.Dynalite = r.dyn
+		c.DynamoDBEndpoint = r.dyn.Endpoint()
+		if c.AWS != nil {
+			// DynamoDB calls go through the simulator, which authorizes
+			// them as it does every other AWS call.
+			c.AWS.SetDynamoDBUpstream(r.dyn.Endpoint())
+			c.DynamoDBEndpoint = c.AWSEndpoint
+		}
+		c.StartupTimes["dynalite"] = r.dynTime
+	}
+	if r.plane != nil {
+		c.Plane = r.plane
+		c.Kubeconfig = r.plane.Kubeconfig
+		c.REST = r.plane.RESTConfig()
+		c.KubeClient = r.plane.Client()
+		c.StartupTimes["controlplane"] = r.planeTime
+	}
+	if c.iamTemplate != nil {
+		c.StartupTimes["iam"] = r.iamTime
+	}
 }
 
 // minorVersion turns v1.36.3 into 1.36, the form EKS uses.

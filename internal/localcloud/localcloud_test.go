@@ -30,6 +30,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 )
 
 // One full local cloud for the package, started by the first test that
@@ -48,7 +49,14 @@ func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 // does, from the environment the local cloud publishes.
 func awsConfig(t *testing.T, c *localcloud.Cloud) aws.Config {
 	t.Helper()
-	for _, kv := range c.Env() {
+	return awsConfigFromEnv(t, c.Env())
+}
+
+// awsConfigFromEnv sets env (KEY=value items) for the test and loads the
+// SDK configuration from it.
+func awsConfigFromEnv(t *testing.T, env []string) aws.Config {
+	t.Helper()
+	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		t.Setenv(k, v)
 	}
@@ -230,7 +238,7 @@ func TestCreateFleetInstanceBecomesReadyNode(t *testing.T) {
 	providerID := "aws:///us-west-2a/" + id
 
 	kc := c.KubeClient
-	node := waitFor(ctx, t, "Ready node for "+id, func() (*corev1.Node, bool, error) {
+	node := kubeplane.WaitFor(ctx, t, "Ready node for "+id, func() (*corev1.Node, bool, error) {
 		nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, false, err
@@ -238,7 +246,7 @@ func TestCreateFleetInstanceBecomesReadyNode(t *testing.T) {
 		for i := range nodes.Items {
 			n := &nodes.Items[i]
 			if n.Spec.ProviderID == providerID {
-				return n, nodeReady(n), nil
+				return n, kubeplane.NodeReady(n), nil
 			}
 		}
 		return nil, false, nil
@@ -265,7 +273,7 @@ func TestCreateFleetInstanceBecomesReadyNode(t *testing.T) {
 	if _, err := kc.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
-	waitFor(ctx, t, "pod Running on the fleet node", func() (*corev1.Pod, bool, error) {
+	kubeplane.WaitFor(ctx, t, "pod Running on the fleet node", func() (*corev1.Pod, bool, error) {
 		p, err := kc.CoreV1().Pods(ns).Get(ctx, "app", metav1.GetOptions{})
 		return p, err == nil && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName == node.Name, err
 	})
@@ -273,7 +281,7 @@ func TestCreateFleetInstanceBecomesReadyNode(t *testing.T) {
 	if _, err := ec2c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
 		t.Fatalf("terminate: %v", err)
 	}
-	waitFor(ctx, t, "node of the terminated instance deleted", func() (struct{}, bool, error) {
+	kubeplane.WaitFor(ctx, t, "node of the terminated instance deleted", func() (struct{}, bool, error) {
 		_, err := kc.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
 		return struct{}{}, apierrors.IsNotFound(err), nil
 	})
@@ -339,34 +347,6 @@ func TestEKSTokenAuthenticatesThroughWebhook(t *testing.T) {
 	if !apierrors.IsUnauthorized(err) {
 		t.Fatalf("token for another cluster: got %v, want 401 Unauthorized", err)
 	}
-}
-
-func waitFor[T any](ctx context.Context, t *testing.T, what string, check func() (T, bool, error)) T {
-	t.Helper()
-	var lastErr error
-	for {
-		v, ok, err := check()
-		if ok {
-			return v
-		}
-		if err != nil {
-			lastErr = err
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v (last error: %v)", what, ctx.Err(), lastErr)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func contains(s []string, v string) bool {

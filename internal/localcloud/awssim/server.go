@@ -121,6 +121,38 @@ func New(opts Options) (*Server, error) {
 	if opts.ClusterName == "" || opts.KubernetesVersion == "" {
 		return nil, errors.New("awssim: ClusterName and KubernetesVersion are required")
 	}
+	opts.defaults()
+	cat, err := opts.catalog()
+	if err != nil {
+		return nil, err
+	}
+	d := &opts.Delays
+	s := &Server{opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(), dynamoClient: &http.Client{},
+		principals: map[string]principal{opts.AccessKeyID: {secret: opts.SecretAccessKey, arn: opts.CallerARN}}}
+	s.ec2, err = ec2sim.New(ec2sim.Config{
+		Region: opts.Region, Account: opts.AccountID, ClusterName: opts.ClusterName, KubernetesVersion: opts.KubernetesVersion,
+		Catalog: cat, Seed: opts.Seed, Now: opts.Now, After: s.after,
+		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("awssim: %w", err)
+	}
+	s.sqs = sqssim.New(sqssim.Config{Region: opts.Region, Account: opts.AccountID, Now: opts.Now, Scale: opts.TimeScale, Seed: opts.Seed})
+	s.events = eventsim.New(eventsim.Config{Region: opts.Region, Account: opts.AccountID, Now: opts.Now, Seed: opts.Seed, Deliver: s.deliverToSQS})
+	s.ec2.OnTransition(s.onTransition)
+
+	s.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("awssim: listen: %w", err)
+	}
+	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	s.sqs.SetBaseURL(s.URL())
+	go func() { _ = s.http.Serve(s.ln) }()
+	return s, nil
+}
+
+// defaults fills the unset options.
+func (opts *Options) defaults() {
 	if opts.Region == "" {
 		opts.Region = "us-west-2"
 	}
@@ -160,46 +192,28 @@ func New(opts Options) (*Server, error) {
 			*p.v = p.def
 		}
 	}
-	cat := opts.Catalog
+}
+
+// catalog is the instance type catalog: given, from EC2 API data, from an
+// aws-data directory, embedded, or the built-in default, in that order.
+func (opts *Options) catalog() (*ec2sim.Catalog, error) {
 	switch {
-	case cat != nil:
+	case opts.Catalog != nil:
+		return opts.Catalog, nil
 	case opts.EC2Data != nil:
-		cat = ec2sim.FromEC2Input(*opts.EC2Data)
+		return ec2sim.FromEC2Input(*opts.EC2Data), nil
 	case opts.AWSDataDir != "":
-		var err error
-		if cat, err = ec2sim.LoadAWSData(opts.AWSDataDir, opts.Region); err != nil {
+		cat, err := ec2sim.LoadAWSData(opts.AWSDataDir, opts.Region)
+		if err != nil {
 			return nil, fmt.Errorf("awssim: %w", err)
 		}
+		return cat, nil
 	default:
 		if c, err := ec2sim.Embedded(opts.Region); err == nil {
-			cat = c
-		} else {
-			cat = ec2sim.DefaultCatalog(opts.Region)
+			return c, nil
 		}
+		return ec2sim.DefaultCatalog(opts.Region), nil
 	}
-	s := &Server{opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(), dynamoClient: &http.Client{},
-		principals: map[string]principal{opts.AccessKeyID: {secret: opts.SecretAccessKey, arn: opts.CallerARN}}}
-	var err error
-	s.ec2, err = ec2sim.New(ec2sim.Config{
-		Region: opts.Region, Account: opts.AccountID, ClusterName: opts.ClusterName, KubernetesVersion: opts.KubernetesVersion,
-		Catalog: cat, Seed: opts.Seed, Now: opts.Now, After: s.after,
-		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("awssim: %w", err)
-	}
-	s.sqs = sqssim.New(sqssim.Config{Region: opts.Region, Account: opts.AccountID, Now: opts.Now, Scale: opts.TimeScale, Seed: opts.Seed})
-	s.events = eventsim.New(eventsim.Config{Region: opts.Region, Account: opts.AccountID, Now: opts.Now, Seed: opts.Seed, Deliver: s.deliverToSQS})
-	s.ec2.OnTransition(s.onTransition)
-
-	s.ln, err = net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("awssim: listen: %w", err)
-	}
-	s.http = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	s.sqs.SetBaseURL(s.URL())
-	go func() { _ = s.http.Serve(s.ln) }()
-	return s, nil
 }
 
 // URL is the endpoint for every simulated service (AWS_ENDPOINT_URL).

@@ -172,10 +172,10 @@ func waitReady(ctx context.Context, p *proc.Process, endpoint string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
-	for {
+	return proc.Poll(ctx, p, 50*time.Millisecond, func() (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader([]byte("{}")))
 		if err != nil {
-			return err
+			return false, err
 		}
 		req.Header.Set("X-Amz-Target", "DynamoDB_20120810.ListTables")
 		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
@@ -183,18 +183,13 @@ func waitReady(ctx context.Context, p *proc.Process, endpoint string) error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.Header.Get("x-amzn-RequestId") != "" || resp.StatusCode < 500 {
-				return nil
+				return true, nil
 			}
 		}
-		if exited, werr := p.Exited(); exited {
-			return fmt.Errorf("dynalite exited: %v", werr)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("dynalite not answering on %s: %w", endpoint, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return false, nil
+	}, func(err error) error {
+		return fmt.Errorf("dynalite not answering on %s: %w", endpoint, err)
+	})
 }
 
 // Endpoint is the http URL of the DynamoDB API (for AWS_ENDPOINT_URL_DYNAMODB).

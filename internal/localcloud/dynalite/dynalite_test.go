@@ -17,15 +17,7 @@ import (
 )
 
 func TestConditionalWriteConflict(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: starts dynalite (npm)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	srv, err := dynalite.Start(ctx, dynalite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, srv := startDynalite(t)
 	endpoint := srv.Endpoint()
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
@@ -43,7 +35,7 @@ func TestConditionalWriteConflict(t *testing.T) {
 		BaseEndpoint: aws.String(endpoint),
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
 	})
-	_, err = db.CreateTable(ctx, &dynamodb.CreateTableInput{
+	_, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String("nodeclaims"),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
@@ -91,15 +83,7 @@ func TestConditionalWriteConflict(t *testing.T) {
 // A client that hangs up in the middle of a request body (a cancelled
 // context) must not take the server down for everyone else.
 func TestSurvivesAbortedRequest(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: starts dynalite (npm)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	srv, err := dynalite.Start(ctx, dynalite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, srv := startDynalite(t)
 	t.Cleanup(func() { srv.Close() })
 	u, _ := url.Parse(srv.Endpoint())
 	for i := 0; i < 3; i++ {
@@ -124,4 +108,20 @@ func TestSurvivesAbortedRequest(t *testing.T) {
 	if _, err := client.ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
 		t.Fatalf("dynalite stopped serving after aborted requests: %v", err)
 	}
+}
+
+// startDynalite starts a server for one test (skipped with -short); ctx
+// bounds the test.
+func startDynalite(t *testing.T) (context.Context, *dynalite.Server) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: starts dynalite (npm)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	srv, err := dynalite.Start(ctx, dynalite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, srv
 }

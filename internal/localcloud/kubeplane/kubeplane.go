@@ -142,6 +142,17 @@ func Start(ctx context.Context, opts Options) (_ *Plane, err error) {
 	}
 }
 
+// startup is one start attempt's state, passed between its phases.
+type startup struct {
+	opts      Options
+	bins      *Binaries
+	pk        *pki
+	tok       tokens
+	tokenFile string
+	etcdURL   string
+	apiPort   int
+}
+
 func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logger) (_ *Plane, err error) {
 	p := &Plane{Dir: opts.Dir, logger: logger}
 	if p.Dir == "" {
@@ -155,65 +166,113 @@ func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logge
 			p.Close()
 		}
 	}()
+	s := &startup{opts: opts, bins: bins}
+	if err := p.writeCredentials(s); err != nil {
+		return nil, err
+	}
+	ports, err := proc.FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer := ports[0], ports[1]
+	s.apiPort = ports[2]
+	if err := p.connect(s); err != nil {
+		return nil, err
+	}
+	etcd, err := p.startEtcd(ctx, s, etcdClient, etcdPeer)
+	if err != nil {
+		return nil, err
+	}
+	apiserver, err := p.startAPIServer(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	kcm, kwok, err := p.startControllers(s)
+	if err != nil {
+		return nil, err
+	}
+	// The controller manager creates every namespace's "default" service
+	// account; its appearance shows the controllers are running, and pods can
+	// be created without racing the service-account admission check.
+	if err := p.waitServiceAccount(ctx, "default", kcm); err != nil {
+		return nil, kcm.StartError("start kube-controller-manager", err)
+	}
+	for _, pr := range []*proc.Process{etcd, apiserver, kcm, kwok} {
+		if exited, werr := pr.Exited(); exited {
+			return nil, pr.StartError("start "+pr.Name, proc.ExitedError("", werr))
+		}
+	}
+	logger.InfoContext(ctx, "control plane ready", "endpoint", p.Endpoint, "kubeconfig", p.Kubeconfig)
+	return p, nil
+}
+
+// writeCredentials creates the working directories and writes the PKI and
+// the static token file.
+func (p *Plane) writeCredentials(s *startup) error {
 	for _, d := range []string{"pki", "logs", "etcd", "kwok-home"} {
 		if err := os.MkdirAll(filepath.Join(p.Dir, d), 0o700); err != nil {
-			return nil, fmt.Errorf("start control plane: %w", err)
+			return fmt.Errorf("start control plane: %w", err)
 		}
 	}
 	pk, err := writePKI(filepath.Join(p.Dir, "pki"))
 	if err != nil {
-		return nil, fmt.Errorf("start control plane: %w", err)
+		return fmt.Errorf("start control plane: %w", err)
 	}
+	s.pk = pk
 	p.CAData = pk.CAPEM
-	tok := tokens{admin: randToken(), kcm: randToken(), scheduler: randToken(), kwok: randToken()}
-	tokenFile := filepath.Join(p.Dir, "pki", "tokens.csv")
+	s.tok = tokens{admin: randToken(), kcm: randToken(), scheduler: randToken(), kwok: randToken()}
+	s.tokenFile = filepath.Join(p.Dir, "pki", "tokens.csv")
 	// Groups: the admin and KWOK need everything; the controller manager runs
 	// every controller with its own credentials (no per-controller service
 	// accounts), so it needs everything too; the scheduler gets the RBAC
 	// bootstrap role for its well-known user.
 	tokenCSV := strings.Join(append([]string{
-		tok.admin + `,nodewright-admin,uid-admin,"system:masters"`,
-		tok.kcm + `,system:kube-controller-manager,uid-kcm,"system:masters"`,
-		tok.scheduler + `,system:kube-scheduler,uid-scheduler`,
-		tok.kwok + `,kwok,uid-kwok,"system:masters"`,
-	}, p.userTokenLines(opts.Users)...), "\n") + "\n"
-	if err := os.WriteFile(tokenFile, []byte(tokenCSV), 0o600); err != nil {
-		return nil, fmt.Errorf("start control plane: %w", err)
+		s.tok.admin + `,nodewright-admin,uid-admin,"system:masters"`,
+		s.tok.kcm + `,system:kube-controller-manager,uid-kcm,"system:masters"`,
+		s.tok.scheduler + `,system:kube-scheduler,uid-scheduler`,
+		s.tok.kwok + `,kwok,uid-kwok,"system:masters"`,
+	}, p.userTokenLines(s.opts.Users)...), "\n") + "\n"
+	if err := os.WriteFile(s.tokenFile, []byte(tokenCSV), 0o600); err != nil {
+		return fmt.Errorf("start control plane: %w", err)
 	}
+	return nil
+}
 
-	ports, err := proc.FreePorts(3)
-	if err != nil {
-		return nil, err
-	}
-	etcdClient, etcdPeer, apiPort := ports[0], ports[1], ports[2]
-	p.Endpoint = "https://127.0.0.1:" + strconv.Itoa(apiPort)
+// connect sets the endpoint and the admin client and writes the components'
+// kubeconfigs.
+func (p *Plane) connect(s *startup) (err error) {
+	p.Endpoint = "https://127.0.0.1:" + strconv.Itoa(s.apiPort)
 	p.rest = &rest.Config{
 		Host:            p.Endpoint,
-		BearerToken:     tok.admin,
-		TLSClientConfig: rest.TLSClientConfig{CAData: pk.CAPEM},
+		BearerToken:     s.tok.admin,
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.pk.CAPEM},
 		QPS:             200,
 		Burst:           400,
 		UserAgent:       "nodewright-localcloud",
 	}
 	if p.client, err = kubernetes.NewForConfig(p.rest); err != nil {
-		return nil, fmt.Errorf("start control plane: %w", err)
+		return fmt.Errorf("start control plane: %w", err)
 	}
 
-	kubeconfigs := map[string]string{"admin": tok.admin, "kube-controller-manager": tok.kcm, "kube-scheduler": tok.scheduler, "kwok": tok.kwok}
+	kubeconfigs := map[string]string{"admin": s.tok.admin, "kube-controller-manager": s.tok.kcm, "kube-scheduler": s.tok.scheduler, "kwok": s.tok.kwok}
 	for name, token := range kubeconfigs {
-		if err := writeKubeconfig(filepath.Join(p.Dir, name+".kubeconfig"), p.Endpoint, pk.CAPEM, name, token); err != nil {
-			return nil, err
+		if err := writeKubeconfig(filepath.Join(p.Dir, name+".kubeconfig"), p.Endpoint, s.pk.CAPEM, name, token); err != nil {
+			return err
 		}
 	}
 	p.Kubeconfig = filepath.Join(p.Dir, "admin.kubeconfig")
+	return nil
+}
 
+// startEtcd starts etcd and waits for it to be healthy.
+func (p *Plane) startEtcd(ctx context.Context, s *startup, clientPort, peerPort int) (*proc.Process, error) {
 	// etcd: in the temp dir, no fsync (the data is thrown away anyway).
-	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
-	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
-	etcd, err := p.start("etcd", bins.Etcd,
+	s.etcdURL = "http://127.0.0.1:" + strconv.Itoa(clientPort)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	etcd, err := p.start("etcd", s.bins.Etcd,
 		"--name=local",
 		"--data-dir="+filepath.Join(p.Dir, "etcd"),
-		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-client-urls="+s.etcdURL, "--advertise-client-urls="+s.etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=local="+peerURL,
 		"--unsafe-no-fsync=true",
@@ -222,47 +281,19 @@ func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	if err := waitHTTP(ctx, etcd, http.DefaultClient, etcdURL+"/health", ""); err != nil {
+	if err := waitHTTP(ctx, etcd, http.DefaultClient, s.etcdURL+"/health", ""); err != nil {
 		return nil, etcd.StartError("start etcd", err)
 	}
+	return etcd, nil
+}
 
-	apiArgs := []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(apiPort),
-		"--endpoint-reconciler-type=none",
-		"--tls-cert-file=" + pk.ServingCert,
-		"--tls-private-key-file=" + pk.ServingKey,
-		"--client-ca-file=" + pk.CACert,
-		"--token-auth-file=" + tokenFile,
-		"--authorization-mode=RBAC",
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + pk.SAPub,
-		"--service-account-signing-key-file=" + pk.SAKey,
-		"--service-cluster-ip-range=" + ServiceClusterIPRange,
-		"--allow-privileged=true",
-		"--profiling=false",
-		"--cert-dir=" + filepath.Join(p.Dir, "pki"),
-	}
-	audit, err := p.auditArgs(opts.AuditGroups)
+// startAPIServer starts kube-apiserver and waits for /readyz.
+func (p *Plane) startAPIServer(ctx context.Context, s *startup) (*proc.Process, error) {
+	apiArgs, err := p.apiServerArgs(s)
 	if err != nil {
 		return nil, err
 	}
-	apiArgs = append(apiArgs, audit...)
-	if opts.TokenWebhookURL != "" {
-		whPath := filepath.Join(p.Dir, "token-webhook.kubeconfig")
-		if err := writeWebhookKubeconfig(whPath, opts.TokenWebhookURL); err != nil {
-			return nil, err
-		}
-		apiArgs = append(apiArgs,
-			"--authentication-token-webhook-config-file="+whPath,
-			"--authentication-token-webhook-version=v1",
-			// Short, so a test that revokes an identity sees it soon.
-			"--authentication-token-webhook-cache-ttl=10s",
-		)
-	}
-	apiserver, err := p.start("kube-apiserver", bins.KubeAPIServer, apiArgs...)
+	apiserver, err := p.start("kube-apiserver", s.bins.KubeAPIServer, apiArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -273,8 +304,55 @@ func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logge
 	if err := waitHTTP(ctx, apiserver, &http.Client{Transport: rt, Timeout: 5 * time.Second}, p.Endpoint+"/readyz", "ok"); err != nil {
 		return nil, apiserver.StartError("start kube-apiserver", err)
 	}
+	return apiserver, nil
+}
 
-	kcm, err := p.start("kube-controller-manager", bins.KubeControllerManager,
+func (p *Plane) apiServerArgs(s *startup) ([]string, error) {
+	pk := s.pk
+	apiArgs := []string{
+		"--etcd-servers=" + s.etcdURL,
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		"--secure-port=" + strconv.Itoa(s.apiPort),
+		"--endpoint-reconciler-type=none",
+		"--tls-cert-file=" + pk.ServingCert,
+		"--tls-private-key-file=" + pk.ServingKey,
+		"--client-ca-file=" + pk.CACert,
+		"--token-auth-file=" + s.tokenFile,
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + pk.SAPub,
+		"--service-account-signing-key-file=" + pk.SAKey,
+		"--service-cluster-ip-range=" + ServiceClusterIPRange,
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--cert-dir=" + filepath.Join(p.Dir, "pki"),
+	}
+	audit, err := p.auditArgs(s.opts.AuditGroups)
+	if err != nil {
+		return nil, err
+	}
+	apiArgs = append(apiArgs, audit...)
+	if s.opts.TokenWebhookURL != "" {
+		whPath := filepath.Join(p.Dir, "token-webhook.kubeconfig")
+		if err := writeWebhookKubeconfig(whPath, s.opts.TokenWebhookURL); err != nil {
+			return nil, err
+		}
+		apiArgs = append(apiArgs,
+			"--authentication-token-webhook-config-file="+whPath,
+			"--authentication-token-webhook-version=v1",
+			// Short, so a test that revokes an identity sees it soon.
+			"--authentication-token-webhook-cache-ttl=10s",
+		)
+	}
+	return apiArgs, nil
+}
+
+// startControllers starts kube-controller-manager, kube-scheduler and KWOK,
+// without waiting for them.
+func (p *Plane) startControllers(s *startup) (kcm, kwok *proc.Process, err error) {
+	pk := s.pk
+	kcm, err = p.start("kube-controller-manager", s.bins.KubeControllerManager,
 		"--kubeconfig="+filepath.Join(p.Dir, "kube-controller-manager.kubeconfig"),
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
@@ -297,31 +375,43 @@ func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logge
 		"--kube-api-burst=400",
 	)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	if err := p.startScheduler(s); err != nil {
+		return nil, nil, err
+	}
+	kwok, err = p.startKWOK(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kcm, kwok, nil
+}
+
+func (p *Plane) startScheduler(s *startup) error {
 	// The scheduler's client rate limit (50 QPS by default) is what slows
 	// marking a burst of pods Unschedulable: each is a status write. EKS runs
 	// its scheduler well above that, so the local one does too.
 	schedConfig := filepath.Join(p.Dir, "kube-scheduler-config.yaml")
 	if err := os.WriteFile(schedConfig, []byte(fmt.Sprintf(schedulerConfigYAML, filepath.Join(p.Dir, "kube-scheduler.kubeconfig"))), 0o644); err != nil {
-		return nil, fmt.Errorf("start control plane: %w", err)
+		return fmt.Errorf("start control plane: %w", err)
 	}
-	if _, err := p.start("kube-scheduler", bins.KubeScheduler,
+	_, err := p.start("kube-scheduler", s.bins.KubeScheduler,
 		"--config="+schedConfig,
 		"--authentication-kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
 		"--authorization-kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
 		"--profiling=false",
-	); err != nil {
-		return nil, err
-	}
+	)
+	return err
+}
 
+func (p *Plane) startKWOK(s *startup) (*proc.Process, error) {
 	stagesPath := filepath.Join(p.Dir, "kwok-stages.yaml")
 	if err := os.WriteFile(stagesPath, []byte(strings.ReplaceAll(stagesYAML, "@KUBE_VERSION@", KubeVersion)), 0o644); err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	kwok, err := p.startEnv("kwok", bins.KWOK,
+	return p.startEnv("kwok", s.bins.KWOK,
 		// KWOK reads ~/.kwok/kwok.yaml if present; a private HOME keeps a
 		// developer's own KWOK setup out of the tests.
 		proc.EnvWith("HOME="+filepath.Join(p.Dir, "kwok-home")),
@@ -332,23 +422,6 @@ func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logge
 		"--node-lease-duration-seconds=40",
 		"--cidr=10.64.0.0/10",
 	)
-	if err != nil {
-		return nil, err
-	}
-
-	// The controller manager creates every namespace's "default" service
-	// account; its appearance shows the controllers are running, and pods can
-	// be created without racing the service-account admission check.
-	if err := p.waitServiceAccount(ctx, "default", kcm); err != nil {
-		return nil, kcm.StartError("start kube-controller-manager", err)
-	}
-	for _, pr := range []*proc.Process{etcd, apiserver, kcm, kwok} {
-		if exited, werr := pr.Exited(); exited {
-			return nil, pr.StartError("start "+pr.Name, fmt.Errorf("exited: %v", werr))
-		}
-	}
-	logger.InfoContext(ctx, "control plane ready", "endpoint", p.Endpoint, "kubeconfig", p.Kubeconfig)
-	return p, nil
 }
 
 func (p *Plane) start(name, path string, args ...string) (*proc.Process, error) {
@@ -373,25 +446,18 @@ func (p *Plane) WaitServiceAccount(ctx context.Context, ns string) error {
 }
 
 func (p *Plane) waitServiceAccount(ctx context.Context, ns string, kcm *proc.Process) error {
-	for {
+	return proc.Poll(ctx, kcm, 50*time.Millisecond, func() (bool, error) {
 		_, err := p.client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
 		if err == nil {
-			return nil
+			return true, nil
 		}
 		if !apierrors.IsNotFound(err) && ctx.Err() == nil {
 			p.logger.DebugContext(ctx, "waiting for default service account", "namespace", ns, "err", err)
 		}
-		if kcm != nil {
-			if exited, werr := kcm.Exited(); exited {
-				return fmt.Errorf("kube-controller-manager exited: %v", werr)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait for service account %s/default: %w", ns, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return false, nil
+	}, func(err error) error {
+		return fmt.Errorf("wait for service account %s/default: %w", ns, err)
+	})
 }
 
 // Close stops every process (clients first, etcd last) and removes the
@@ -430,32 +496,28 @@ func (p *Plane) Close() error {
 // set), failing early if the process exits.
 func waitHTTP(ctx context.Context, pr *proc.Process, client *http.Client, url, want string) error {
 	var last error
-	for {
+	return proc.Poll(ctx, pr, 100*time.Millisecond, func() (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
-			return err
+			return false, err
 		}
 		resp, err := client.Do(req)
-		if err == nil {
-			body := make([]byte, 4096)
-			n, _ := resp.Body.Read(body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK && strings.Contains(string(body[:n]), want) {
-				return nil
-			}
-			last = fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body[:n])))
-		} else {
+		if err != nil {
 			last = err
+			return false, nil
 		}
-		if exited, werr := pr.Exited(); exited {
-			return fmt.Errorf("%s exited: %v", pr.Name, werr)
+		body := make([]byte, 4096)
+		n, _ := resp.Body.Read(body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK && strings.Contains(string(body[:n]), want) {
+			return true, nil
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %w (last: %v)", pr.Name, ctx.Err(), last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		last = fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, strings.TrimSpace(string(body[:n])))
+		return false, nil
+	}, func(err error) error {
+		// The last failure only explains the timeout; it is not wrapped.
+		return fmt.Errorf("%s not ready: %w (last: %s)", pr.Name, err, fmt.Sprint(last))
+	})
 }
 
 func randToken() string {

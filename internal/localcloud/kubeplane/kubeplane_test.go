@@ -106,7 +106,7 @@ func TestKWOKNodeReadyAndScheduledPodRunning(t *testing.T) {
 	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create pod: %v", err)
 	}
-	got := waitFor(ctx, t, "pod web Running on "+node, func() (*corev1.Pod, bool, error) {
+	got := kubeplane.WaitFor(ctx, t, "pod web Running on "+node, func() (*corev1.Pod, bool, error) {
 		p, err := client.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
 		return p, err == nil && p.Status.Phase == corev1.PodRunning, err
 	})
@@ -147,7 +147,7 @@ func TestPDBEvictionRefusedWith429(t *testing.T) {
 		t.Fatalf("create pdb: %v", err)
 	}
 	// The eviction check trusts the status the disruption controller writes.
-	waitFor(ctx, t, "PDB status for 2 running pods", func() (*policyv1.PodDisruptionBudget, bool, error) {
+	kubeplane.WaitFor(ctx, t, "PDB status for 2 running pods", func() (*policyv1.PodDisruptionBudget, bool, error) {
 		p, err := client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "db", metav1.GetOptions{})
 		return p, err == nil && p.Status.ObservedGeneration == p.Generation && p.Status.CurrentHealthy == 2 && p.Status.DesiredHealthy == 2, err
 	})
@@ -164,7 +164,7 @@ func TestPDBEvictionRefusedWith429(t *testing.T) {
 	}
 
 	// Relax the budget: the same eviction now goes through and KWOK removes the pod.
-	waitFor(ctx, t, "relaxed PDB observed", func() (*policyv1.PodDisruptionBudget, bool, error) {
+	kubeplane.WaitFor(ctx, t, "relaxed PDB observed", func() (*policyv1.PodDisruptionBudget, bool, error) {
 		p, err := client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "db", metav1.GetOptions{})
 		if err != nil {
 			return nil, false, err
@@ -181,7 +181,7 @@ func TestPDBEvictionRefusedWith429(t *testing.T) {
 	if err := evict(ctx, client, ns, "db-0"); err != nil {
 		t.Fatalf("evict db-0 under minAvailable=1: %v", err)
 	}
-	waitFor(ctx, t, "evicted pod deleted", func() (struct{}, bool, error) {
+	kubeplane.WaitFor(ctx, t, "evicted pod deleted", func() (struct{}, bool, error) {
 		_, err := client.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return struct{}{}, true, nil
@@ -210,42 +210,14 @@ func createNode(ctx context.Context, t *testing.T, client kubernetes.Interface, 
 	t.Cleanup(func() {
 		_ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
-	n := waitFor(ctx, t, "node "+name+" Ready", func() (*corev1.Node, bool, error) {
+	n := kubeplane.WaitFor(ctx, t, "node "+name+" Ready", func() (*corev1.Node, bool, error) {
 		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		return n, err == nil && nodeReady(n), err
+		return n, err == nil && kubeplane.NodeReady(n), err
 	})
 	if n.Status.Allocatable.Cpu().String() != "4" {
 		t.Fatalf("node allocatable cpu %s, want the 4 it registered with", n.Status.Allocatable.Cpu())
 	}
 	return name
-}
-
-func waitFor[T any](ctx context.Context, t *testing.T, what string, check func() (T, bool, error)) T {
-	t.Helper()
-	var lastErr error
-	for {
-		v, ok, err := check()
-		if ok {
-			return v
-		}
-		if err != nil {
-			lastErr = err
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v (last error: %v)", what, ctx.Err(), lastErr)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func podReady(p *corev1.Pod) bool {

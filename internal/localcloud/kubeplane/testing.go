@@ -39,7 +39,7 @@ func (p *Plane) NewNamespace(t testing.TB) string {
 func sanitizeLabel(s string) string {
 	b := []byte(s)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+		if !isAlnum(c) && c != '-' && c != '_' && c != '.' {
 			b[i] = '_'
 		}
 	}
@@ -87,4 +87,36 @@ func FakeNode(name string, labels map[string]string, capacity corev1.ResourceLis
 		},
 		Status: corev1.NodeStatus{Capacity: capacity.DeepCopy(), Allocatable: capacity.DeepCopy()},
 	}
+}
+
+// WaitFor polls check every 100 ms until it reports ok and returns its
+// value; when ctx ends first it fails the test with the last error check
+// returned.
+func WaitFor[T any](ctx context.Context, t testing.TB, what string, check func() (T, bool, error)) T {
+	t.Helper()
+	var lastErr error
+	for {
+		v, ok, err := check()
+		if ok {
+			return v
+		}
+		if err != nil {
+			lastErr = err
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v (last error: %v)", what, ctx.Err(), lastErr)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// NodeReady reports whether the Node's Ready condition is True.
+func NodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }

@@ -26,7 +26,9 @@ func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput)
 		if len(in.SubnetIds) > 0 && !contains(in.SubnetIds, *s.SubnetId) {
 			continue
 		}
-		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) {
+		cp := s.Subnet
+		cp.Tags = cloneTags(s.Tags)
+		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) {
 			switch name {
 			case "subnet-id":
 				return one(s.SubnetId), true
@@ -44,21 +46,15 @@ func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput)
 				return []string{fmt.Sprint(aws.ToBool(s.MapPublicIpOnLaunch))}, true
 			}
 			return tagAttrs(s.Tags, name)
-		})
-		if err != nil {
+		}, cp); err != nil {
 			return nil, err
 		}
-		if ok {
-			cp := s.Subnet
-			cp.Tags = append([]types.Tag(nil), s.Tags...)
-			out = append(out, cp)
-		}
 	}
-	start, end, next, err := page(len(out), in.MaxResults, in.NextToken, 5, 1000)
+	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 1000)
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeSubnetsOutput{Subnets: out[start:end], NextToken: next}, nil
+	return &ec2.DescribeSubnetsOutput{Subnets: items, NextToken: next}, nil
 }
 
 // DescribeSecurityGroups lists security groups by id, name and filters.
@@ -88,7 +84,9 @@ func (c *Cloud) DescribeSecurityGroups(_ context.Context, in *ec2.DescribeSecuri
 		if len(in.GroupIds) > 0 && !contains(in.GroupIds, *g.GroupId) || len(in.GroupNames) > 0 && !contains(in.GroupNames, *g.GroupName) {
 			continue
 		}
-		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) {
+		cp := *g
+		cp.Tags = cloneTags(g.Tags)
+		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) {
 			switch name {
 			case "group-id":
 				return one(g.GroupId), true
@@ -102,21 +100,15 @@ func (c *Cloud) DescribeSecurityGroups(_ context.Context, in *ec2.DescribeSecuri
 				return one(g.OwnerId), true
 			}
 			return tagAttrs(g.Tags, name)
-		})
-		if err != nil {
+		}, cp); err != nil {
 			return nil, err
 		}
-		if ok {
-			cp := *g
-			cp.Tags = append([]types.Tag(nil), g.Tags...)
-			out = append(out, cp)
-		}
 	}
-	start, end, next, err := page(len(out), in.MaxResults, in.NextToken, 5, 1000)
+	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 1000)
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeSecurityGroupsOutput{SecurityGroups: out[start:end], NextToken: next}, nil
+	return &ec2.DescribeSecurityGroupsOutput{SecurityGroups: items, NextToken: next}, nil
 }
 
 // DescribeImages lists images by id, owner and filters. Deprecated images are
@@ -143,7 +135,9 @@ func (c *Cloud) DescribeImages(_ context.Context, in *ec2.DescribeImagesInput) (
 				continue
 			}
 		}
-		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) {
+		cp := *img
+		cp.Tags = cloneTags(img.Tags)
+		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) {
 			switch name {
 			case "image-id":
 				return one(img.ImageId), true
@@ -167,21 +161,15 @@ func (c *Cloud) DescribeImages(_ context.Context, in *ec2.DescribeImagesInput) (
 				return []string{string(img.VirtualizationType)}, true
 			}
 			return tagAttrs(img.Tags, name)
-		})
-		if err != nil {
+		}, cp); err != nil {
 			return nil, err
 		}
-		if ok {
-			cp := *img
-			cp.Tags = append([]types.Tag(nil), img.Tags...)
-			out = append(out, cp)
-		}
 	}
-	start, end, next, err := page(len(out), in.MaxResults, in.NextToken, 5, 1000)
+	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 1000)
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeImagesOutput{Images: out[start:end], NextToken: next}, nil
+	return &ec2.DescribeImagesOutput{Images: items, NextToken: next}, nil
 }
 
 func (c *Cloud) ownedBy(img *types.Image, owners []string) bool {
@@ -208,7 +196,7 @@ func (c *Cloud) DescribeAvailabilityZones(_ context.Context, in *ec2.DescribeAva
 		if len(in.ZoneNames) > 0 && !contains(in.ZoneNames, z) || len(in.ZoneIds) > 0 && !contains(in.ZoneIds, *az.ZoneId) {
 			continue
 		}
-		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) {
+		if err := appendMatch(&out.AvailabilityZones, in.Filters, func(name string) ([]string, bool) {
 			switch name {
 			case "zone-name":
 				return []string{z}, true
@@ -222,12 +210,8 @@ func (c *Cloud) DescribeAvailabilityZones(_ context.Context, in *ec2.DescribeAva
 				return []string{"availability-zone"}, true
 			}
 			return nil, false
-		})
-		if err != nil {
+		}, az); err != nil {
 			return nil, err
-		}
-		if ok {
-			out.AvailabilityZones = append(out.AvailabilityZones, az)
 		}
 	}
 	return out, nil

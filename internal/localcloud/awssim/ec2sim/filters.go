@@ -126,3 +126,31 @@ func page(n int, maxResults *int32, nextToken *string, lo, hi int32) (start, end
 	}
 	return start, end, next, nil
 }
+
+// appendMatch appends item to *out when the filters match get.
+func appendMatch[T any](out *[]T, filters []types.Filter, get attrs, item T) error {
+	ok, err := matchFilters(filters, get)
+	if err != nil {
+		return err
+	}
+	if ok {
+		*out = append(*out, item)
+	}
+	return nil
+}
+
+// pageOf is the page of items that nextToken and maxResults (lo..hi)
+// select, with the token of the next page.
+func pageOf[T any](items []T, maxResults *int32, nextToken *string, lo, hi int32) ([]T, *string, error) {
+	start, end, next, err := page(len(items), maxResults, nextToken, lo, hi)
+	if err != nil {
+		return nil, nil, err
+	}
+	return items[start:end], next, nil
+}
+
+// cloneTags copies a tag list (nil stays nil), so a caller cannot change
+// the simulator's.
+func cloneTags(tags []types.Tag) []types.Tag {
+	return append([]types.Tag(nil), tags...)
+}

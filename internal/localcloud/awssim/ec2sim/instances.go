@@ -202,20 +202,16 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 			inst.hidden--
 			continue
 		}
-		ok, err := matchFilters(in.Filters, inst.attrs)
-		if err != nil {
+		if err := appendMatch(&sel, in.Filters, inst.attrs, inst); err != nil {
 			return nil, err
 		}
-		if ok {
-			sel = append(sel, inst)
-		}
 	}
-	start, end, next, err := page(len(sel), in.MaxResults, in.NextToken, 5, 1000)
+	items, next, err := pageOf(sel, in.MaxResults, in.NextToken, 5, 1000)
 	if err != nil {
 		return nil, err
 	}
 	out := &ec2.DescribeInstancesOutput{NextToken: next, Reservations: []types.Reservation{}}
-	for _, inst := range sel[start:end] {
+	for _, inst := range items {
 		out.Reservations = append(out.Reservations, types.Reservation{
 			ReservationId: aws.String(inst.reservation), OwnerId: aws.String(c.cfg.Account),
 			Instances: []types.Instance{inst.snapshot()},

@@ -32,19 +32,15 @@ func (c *Cloud) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanc
 	var out []types.InstanceTypeInfo
 	for _, n := range names {
 		info := c.cfg.Catalog.Types[n]
-		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) { return typeAttrs(info, name) })
-		if err != nil {
+		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) { return typeAttrs(info, name) }, info); err != nil {
 			return nil, err
 		}
-		if ok {
-			out = append(out, info)
-		}
 	}
-	start, end, next, err := page(len(out), in.MaxResults, in.NextToken, 5, 100)
+	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 100)
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeInstanceTypesOutput{InstanceTypes: out[start:end], NextToken: next}, nil
+	return &ec2.DescribeInstanceTypesOutput{InstanceTypes: items, NextToken: next}, nil
 }
 
 func typeAttrs(info types.InstanceTypeInfo, name string) ([]string, bool) {
@@ -113,7 +109,7 @@ func (c *Cloud) DescribeInstanceTypeOfferings(_ context.Context, in *ec2.Describ
 			return nil, protocol.Errorf("InvalidParameterValue", "Value (%s) for parameter locationType is invalid", lt)
 		}
 		for _, loc := range locs {
-			ok, err := matchFilters(in.Filters, func(f string) ([]string, bool) {
+			if err := appendMatch(&out, in.Filters, func(f string) ([]string, bool) {
 				switch f {
 				case "location":
 					return []string{loc}, true
@@ -121,20 +117,16 @@ func (c *Cloud) DescribeInstanceTypeOfferings(_ context.Context, in *ec2.Describ
 					return []string{name}, true
 				}
 				return nil, false
-			})
-			if err != nil {
+			}, types.InstanceTypeOffering{InstanceType: types.InstanceType(name), Location: aws.String(loc), LocationType: lt}); err != nil {
 				return nil, err
-			}
-			if ok {
-				out = append(out, types.InstanceTypeOffering{InstanceType: types.InstanceType(name), Location: aws.String(loc), LocationType: lt})
 			}
 		}
 	}
-	start, end, next, err := page(len(out), in.MaxResults, in.NextToken, 5, 1000)
+	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 1000)
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeInstanceTypeOfferingsOutput{InstanceTypeOfferings: out[start:end], NextToken: next}, nil
+	return &ec2.DescribeInstanceTypeOfferingsOutput{InstanceTypeOfferings: items, NextToken: next}, nil
 }
 
 // DescribeSpotPriceHistory reports the current derived spot price of each
@@ -166,7 +158,7 @@ func (c *Cloud) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSpot
 				}
 				sp := types.SpotPrice{InstanceType: types.InstanceType(name), AvailabilityZone: aws.String(z),
 					ProductDescription: types.RIProductDescription(prod), SpotPrice: aws.String(strconv.FormatFloat(price, 'f', 6, 64)), Timestamp: aws.Time(ts)}
-				ok, err := matchFilters(in.Filters, func(f string) ([]string, bool) {
+				if err := appendMatch(&out, in.Filters, func(f string) ([]string, bool) {
 					switch f {
 					case "instance-type":
 						return []string{name}, true
@@ -178,21 +170,17 @@ func (c *Cloud) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSpot
 						return []string{*sp.SpotPrice}, true
 					}
 					return nil, false
-				})
-				if err != nil {
+				}, sp); err != nil {
 					return nil, err
-				}
-				if ok {
-					out = append(out, sp)
 				}
 			}
 		}
 	}
-	start, end, next, err := page(len(out), in.MaxResults, in.NextToken, 1, 1000)
+	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 1, 1000)
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeSpotPriceHistoryOutput{SpotPriceHistory: out[start:end], NextToken: next}, nil
+	return &ec2.DescribeSpotPriceHistoryOutput{SpotPriceHistory: items, NextToken: next}, nil
 }
 
 func instanceTypeStrings(ts []types.InstanceType) []string {

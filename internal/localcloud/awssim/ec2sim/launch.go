@@ -18,12 +18,31 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 	}
 	ip, _ := cd.subnet.allocateIP()
 	id := c.newID("i")
-	data := cd.lt.data
-	now := c.cfg.Now().UTC()
+	data := &cd.lt.data
+	tags, volTags, eniTags := launchTags(in, cd, fleetID)
+	groups := c.launchGroups(data)
 
-	tags := []types.Tag{}
-	volTags, eniTags := []types.Tag{}, []types.Tag{}
-	for _, s := range data.TagSpecifications {
+	volID, eniID := c.newID("vol"), c.newID("eni")
+	c.resourceTags[volID] = &volTags
+	c.resourceTags[eniID] = &eniTags
+	inst := c.newInstance(in, cd, life, launchedIDs{instance: id, volume: volID, eni: eniID, ip: ip}, groups, tags)
+	if life == types.InstanceLifecycleSpot {
+		inst.InstanceLifecycle = types.InstanceLifecycleTypeSpot
+		inst.SpotInstanceRequestId = aws.String(c.newID("sir"))
+	}
+	c.applyTemplateOptions(inst, data)
+	c.instances[id] = inst
+	c.order = append(c.order, id)
+	return inst
+}
+
+// launchTags are the tags of the instance, its volume and its network
+// interface: the launch template's, then the request's, then the system
+// tags EC2 adds to fleet instances.
+func launchTags(in *ec2.CreateFleetInput, cd *candidate, fleetID string) (tags, volTags, eniTags []types.Tag) {
+	tags = []types.Tag{}
+	volTags, eniTags = []types.Tag{}, []types.Tag{}
+	for _, s := range cd.lt.data.TagSpecifications {
 		switch s.ResourceType {
 		case types.ResourceTypeInstance:
 			tags = mergeTags(tags, s.Tags)
@@ -41,7 +60,12 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 		types.Tag{Key: aws.String("aws:ec2launchtemplate:id"), Value: cd.lt.meta.LaunchTemplateId},
 		types.Tag{Key: aws.String("aws:ec2launchtemplate:version"), Value: aws.String("1")},
 		types.Tag{Key: aws.String("aws:ec2:fleet-id"), Value: aws.String(fleetID)})
+	return tags, volTags, eniTags
+}
 
+// launchGroups resolves the launch template's security groups, by ID (its
+// own or its first network interface's) and by name.
+func (c *Cloud) launchGroups(data *types.RequestLaunchTemplateData) []types.GroupIdentifier {
 	groupIDs := append([]string(nil), data.SecurityGroupIds...)
 	if len(groupIDs) == 0 && len(data.NetworkInterfaces) > 0 {
 		groupIDs = append(groupIDs, data.NetworkInterfaces[0].Groups...)
@@ -63,14 +87,22 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 			}
 		}
 	}
+	return groups
+}
 
-	volID, eniID := c.newID("vol"), c.newID("eni")
-	c.resourceTags[volID] = &volTags
-	c.resourceTags[eniID] = &eniTags
+// launchedIDs are the identifiers allocated for one launched instance.
+type launchedIDs struct {
+	instance, volume, eni, ip string
+}
+
+// newInstance builds the pending instance as EC2 describes it.
+func (c *Cloud) newInstance(in *ec2.CreateFleetInput, cd *candidate, life types.InstanceLifecycle, ids launchedIDs, groups []types.GroupIdentifier, tags []types.Tag) *instance {
+	now := c.cfg.Now().UTC()
+	ip := ids.ip
 	dns := c.privateDNSName(ip)
-	inst := &instance{capacityType: string(life), userData: aws.ToString(data.UserData), reservation: c.newID("r"), hidden: c.hideNew}
+	inst := &instance{capacityType: string(life), userData: aws.ToString(cd.lt.data.UserData), reservation: c.newID("r"), hidden: c.hideNew}
 	inst.Instance = types.Instance{
-		InstanceId: aws.String(id), InstanceType: types.InstanceType(cd.itype), ImageId: cd.image.ImageId,
+		InstanceId: aws.String(ids.instance), InstanceType: types.InstanceType(cd.itype), ImageId: cd.image.ImageId,
 		Architecture: cd.image.Architecture, State: state(types.InstanceStateNamePending),
 		Placement: &types.Placement{AvailabilityZone: aws.String(cd.zone), Tenancy: types.TenancyDefault},
 		SubnetId:  cd.subnet.SubnetId, VpcId: cd.subnet.VpcId, PrivateIpAddress: aws.String(ip), PrivateDnsName: aws.String(dns),
@@ -81,18 +113,20 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 		UsageOperation: aws.String("RunInstances"), UsageOperationUpdateTime: aws.Time(now),
 		MetadataOptions: &types.InstanceMetadataOptionsResponse{HttpEndpoint: types.InstanceMetadataEndpointStateEnabled, HttpTokens: types.HttpTokensStateRequired, HttpPutResponseHopLimit: aws.Int32(1), State: types.InstanceMetadataOptionsStateApplied},
 		BlockDeviceMappings: []types.InstanceBlockDeviceMapping{{DeviceName: aws.String("/dev/xvda"), Ebs: &types.EbsInstanceBlockDevice{
-			VolumeId: aws.String(volID), Status: types.AttachmentStatusAttached, AttachTime: aws.Time(now), DeleteOnTermination: aws.Bool(true)}}},
+			VolumeId: aws.String(ids.volume), Status: types.AttachmentStatusAttached, AttachTime: aws.Time(now), DeleteOnTermination: aws.Bool(true)}}},
 		NetworkInterfaces: []types.InstanceNetworkInterface{{
-			NetworkInterfaceId: aws.String(eniID), SubnetId: cd.subnet.SubnetId, VpcId: cd.subnet.VpcId, PrivateIpAddress: aws.String(ip),
+			NetworkInterfaceId: aws.String(ids.eni), SubnetId: cd.subnet.SubnetId, VpcId: cd.subnet.VpcId, PrivateIpAddress: aws.String(ip),
 			PrivateDnsName: aws.String(dns), Status: types.NetworkInterfaceStatusInUse, Groups: groups, OwnerId: aws.String(c.cfg.Account),
 			Attachment:         &types.InstanceNetworkInterfaceAttachment{AttachmentId: aws.String(c.newID("eni-attach")), DeviceIndex: aws.Int32(0), Status: types.AttachmentStatusAttached, AttachTime: aws.Time(now), DeleteOnTermination: aws.Bool(true)},
 			PrivateIpAddresses: []types.InstancePrivateIpAddress{{Primary: aws.Bool(true), PrivateIpAddress: aws.String(ip), PrivateDnsName: aws.String(dns)}},
 		}},
 	}
-	if life == types.InstanceLifecycleSpot {
-		inst.InstanceLifecycle = types.InstanceLifecycleTypeSpot
-		inst.SpotInstanceRequestId = aws.String(c.newID("sir"))
-	}
+	return inst
+}
+
+// applyTemplateOptions applies the launch template's instance profile and
+// metadata options.
+func (c *Cloud) applyTemplateOptions(inst *instance, data *types.RequestLaunchTemplateData) {
 	if p := data.IamInstanceProfile; p != nil {
 		arn := aws.ToString(p.Arn)
 		if arn == "" {
@@ -108,9 +142,6 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 			inst.MetadataOptions.HttpPutResponseHopLimit = m.HttpPutResponseHopLimit
 		}
 	}
-	c.instances[id] = inst
-	c.order = append(c.order, id)
-	return inst
 }
 
 // privateDNSName follows EC2's naming: us-east-1 uses ec2.internal, other

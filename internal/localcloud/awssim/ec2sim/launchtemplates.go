@@ -81,7 +81,9 @@ func (c *Cloud) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunc
 	}
 	var out []types.LaunchTemplate
 	for _, lt := range sel {
-		ok, err := matchFilters(in.Filters, func(name string) ([]string, bool) {
+		meta := lt.meta
+		meta.Tags = cloneTags(lt.meta.Tags)
+		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) {
 			switch name {
 			case "launch-template-name":
 				return one(lt.meta.LaunchTemplateName), true
@@ -89,21 +91,15 @@ func (c *Cloud) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunc
 				return one(lt.meta.LaunchTemplateId), true
 			}
 			return tagAttrs(lt.meta.Tags, name)
-		})
-		if err != nil {
+		}, meta); err != nil {
 			return nil, err
 		}
-		if ok {
-			meta := lt.meta
-			meta.Tags = append([]types.Tag(nil), lt.meta.Tags...)
-			out = append(out, meta)
-		}
 	}
-	start, end, next, err := page(len(out), in.MaxResults, in.NextToken, 1, 200)
+	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 1, 200)
 	if err != nil {
 		return nil, err
 	}
-	return &ec2.DescribeLaunchTemplatesOutput{LaunchTemplates: out[start:end], NextToken: next}, nil
+	return &ec2.DescribeLaunchTemplatesOutput{LaunchTemplates: items, NextToken: next}, nil
 }
 
 // DeleteLaunchTemplate removes a launch template by id or name.

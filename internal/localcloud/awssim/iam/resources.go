@@ -22,7 +22,7 @@ func (r resolver) ref(name string) (string, error) {
 	}
 	res, ok := r.t.resources[name]
 	if !ok {
-		return "", fmt.Errorf("Ref %s: no such resource or pseudo parameter", name)
+		return "", fmt.Errorf("Ref %s: no such resource or pseudo parameter", name) //nolint:staticcheck // ST1005: Ref is the CloudFormation intrinsic, spelled as in the template (like Fn::GetAtt below)
 	}
 	switch res.Type {
 	case "AWS::SecretsManager::Secret", "AWS::IAM::ManagedPolicy":

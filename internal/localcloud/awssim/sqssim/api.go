@@ -31,18 +31,21 @@ type batchFailure struct {
 	SenderFault       bool
 }
 
+// request is the union of the SQS operations' JSON inputs.
+type request struct {
+	QueueName, QueueUrl, MessageBody, ReceiptHandle string
+	Attributes                                      map[string]string
+	AttributeNames, MessageSystemAttributeNames     []string
+	MessageAttributeNames                           []string
+	MessageAttributes                               map[string]MessageAttribute
+	DelaySeconds, MaxNumberOfMessages               *int
+	VisibilityTimeout, WaitTimeSeconds              *int
+	Entries                                         []json.RawMessage
+}
+
 // Handle runs one SQS JSON-protocol operation.
 func (s *Service) Handle(ctx context.Context, op string, body []byte) (any, error) {
-	var in struct {
-		QueueName, QueueUrl, MessageBody, ReceiptHandle string
-		Attributes                                      map[string]string
-		AttributeNames, MessageSystemAttributeNames     []string
-		MessageAttributeNames                           []string
-		MessageAttributes                               map[string]MessageAttribute
-		DelaySeconds, MaxNumberOfMessages               *int
-		VisibilityTimeout, WaitTimeSeconds              *int
-		Entries                                         []json.RawMessage
-	}
+	var in request
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &in); err != nil {
 			return nil, protocol.Errorf("SerializationException", "invalid JSON body: %v", err)
@@ -56,59 +59,17 @@ func (s *Service) Handle(ctx context.Context, op string, body []byte) (any, erro
 		}
 		return map[string]string{"QueueUrl": u}, nil
 	case "GetQueueUrl":
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if _, err := s.lookup(in.QueueName); err != nil {
-			return nil, err
-		}
-		return map[string]string{"QueueUrl": s.queueURL(in.QueueName)}, nil
+		return s.getQueueURL(in.QueueName)
 	case "ListQueues":
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		urls := []string{}
-		for name := range s.queues {
-			urls = append(urls, s.queueURL(name))
-		}
-		return map[string][]string{"QueueUrls": urls}, nil
+		return s.listQueues(), nil
 	case "DeleteQueue":
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		q, err := s.lookup(in.QueueUrl)
-		if err != nil {
-			return nil, err
-		}
-		delete(s.queues, q.name)
-		return struct{}{}, nil
+		return s.withQueue(in.QueueUrl, func(q *queue) { delete(s.queues, q.name) })
 	case "GetQueueAttributes":
 		return s.getAttributes(in.QueueUrl, in.AttributeNames)
 	case "SetQueueAttributes":
-		rp, err := s.validateAttrs(in.Attributes)
-		if err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		q, err := s.lookup(in.QueueUrl)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range in.Attributes {
-			q.attrs[k] = v
-		}
-		if _, ok := in.Attributes["RedrivePolicy"]; ok {
-			q.redrive = rp
-		}
-		q.modified = s.cfg.Now()
-		return struct{}{}, nil
+		return s.setAttributes(in.QueueUrl, in.Attributes)
 	case "PurgeQueue":
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		q, err := s.lookup(in.QueueUrl)
-		if err != nil {
-			return nil, err
-		}
-		q.msgs = nil
-		return struct{}{}, nil
+		return s.withQueue(in.QueueUrl, func(q *queue) { q.msgs = nil })
 	case "SendMessage":
 		return s.send(in.QueueUrl, sendEntry{MessageBody: in.MessageBody, DelaySeconds: in.DelaySeconds, MessageAttributes: in.MessageAttributes})
 	case "SendMessageBatch":
@@ -131,6 +92,54 @@ func (s *Service) Handle(ctx context.Context, op string, body []byte) (any, erro
 		return struct{}{}, s.changeVisibility(in.QueueUrl, in.ReceiptHandle, *in.VisibilityTimeout)
 	}
 	return nil, protocol.Errorf("UnsupportedOperation", "operation %s is not simulated", op)
+}
+
+func (s *Service) getQueueURL(name string) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.lookup(name); err != nil {
+		return nil, err
+	}
+	return map[string]string{"QueueUrl": s.queueURL(name)}, nil
+}
+
+func (s *Service) listQueues() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	urls := []string{}
+	for name := range s.queues {
+		urls = append(urls, s.queueURL(name))
+	}
+	return map[string][]string{"QueueUrls": urls}
+}
+
+// withQueue runs f on the queue at url under the lock: the operations
+// whose answer is empty.
+func (s *Service) withQueue(url string, f func(q *queue)) (any, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, err := s.lookup(url)
+	if err != nil {
+		return nil, err
+	}
+	f(q)
+	return struct{}{}, nil
+}
+
+func (s *Service) setAttributes(url string, attrs map[string]string) (any, error) {
+	rp, err := s.validateAttrs(attrs)
+	if err != nil {
+		return nil, err
+	}
+	return s.withQueue(url, func(q *queue) {
+		for k, v := range attrs {
+			q.attrs[k] = v
+		}
+		if _, ok := attrs["RedrivePolicy"]; ok {
+			q.redrive = rp
+		}
+		q.modified = s.cfg.Now()
+	})
 }
 
 func (s *Service) getAttributes(url string, names []string) (any, error) {

@@ -2,6 +2,7 @@ package userdata
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -27,7 +28,7 @@ func parseMIME(doc string) (*Bootstrap, error) {
 	mr := multipart.NewReader(msg.Body, params["boundary"])
 	for {
 		p, err := mr.NextPart()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

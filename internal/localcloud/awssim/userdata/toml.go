@@ -141,7 +141,7 @@ func tomlValue(v string) (any, error) {
 			return nil, fmt.Errorf("multi-line arrays are not supported: %s", v)
 		}
 		var out []string
-		for _, e := range splitNonEmpty(v[1:len(v)-1], ",") {
+		for _, e := range splitNonEmpty(v[1 : len(v)-1]) {
 			s, err := tomlValue(e)
 			if err != nil {
 				return nil, err

@@ -99,7 +99,7 @@ func (b *Bootstrap) applyFlags(args []string) error {
 		case "system-reserved":
 			err = parsePairs(val, b.SystemReserved, "system-reserved")
 		case "eviction-hard":
-			for _, kv := range splitNonEmpty(val, ",") {
+			for _, kv := range splitNonEmpty(val) {
 				k, v, ok := strings.Cut(kv, "<")
 				if !ok {
 					return fmt.Errorf("--eviction-hard entry %q is not signal<quantity", kv)
@@ -116,7 +116,7 @@ func (b *Bootstrap) applyFlags(args []string) error {
 
 // addTaints parses key[=value]:Effect[,...].
 func (b *Bootstrap) addTaints(s string) error {
-	for _, t := range splitNonEmpty(s, ",") {
+	for _, t := range splitNonEmpty(s) {
 		kv, effect, ok := strings.Cut(t, ":")
 		if !ok {
 			return fmt.Errorf("taint %q lacks an effect", t)
@@ -143,7 +143,7 @@ func (b *Bootstrap) addTaint(kv, effect string) error {
 }
 
 func parsePairs(s string, into map[string]string, what string) error {
-	for _, kv := range splitNonEmpty(s, ",") {
+	for _, kv := range splitNonEmpty(s) {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
 			return fmt.Errorf("%s %q is not key=value", what, kv)
@@ -153,9 +153,10 @@ func parsePairs(s string, into map[string]string, what string) error {
 	return nil
 }
 
-func splitNonEmpty(s, sep string) []string {
+// splitNonEmpty splits a comma-separated list, dropping blank items.
+func splitNonEmpty(s string) []string {
 	var out []string
-	for _, p := range strings.Split(s, sep) {
+	for _, p := range strings.Split(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)
 		}

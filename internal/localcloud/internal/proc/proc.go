@@ -181,6 +181,40 @@ func (p *Process) StartError(what string, err error) error {
 	return fmt.Errorf("%s: %w\n--- last lines of %s ---\n%s", what, err, p.LogPath, p.Tail(30))
 }
 
+// ExitedError is "<prefix>exited: <how>", wrapping how the process exited
+// (its wait error; "<nil>" for a clean exit).
+func ExitedError(prefix string, werr error) error {
+	if werr == nil {
+		return errors.New(prefix + "exited: <nil>")
+	}
+	return fmt.Errorf("%sexited: %w", prefix, werr)
+}
+
+// Poll calls ready every interval until it reports true (nil) or an error
+// (that error). It gives up when pr, if not nil, exits ("<name> exited:
+// ..."), or when ctx ends: then it returns timedOut(ctx.Err()).
+func Poll(ctx context.Context, pr *Process, interval time.Duration, ready func() (bool, error), timedOut func(error) error) error {
+	for {
+		ok, err := ready()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if pr != nil {
+			if exited, werr := pr.Exited(); exited {
+				return ExitedError(pr.Name+" ", werr)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return timedOut(ctx.Err())
+		case <-time.After(interval):
+		}
+	}
+}
+
 // TailFile returns the last n lines of the file at path ("" if unreadable).
 func TailFile(path string, n int) string {
 	f, err := os.Open(path)
