@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nodewright/nodewright/internal/basedeps"
 )
 
 // Options configure a Provider.
@@ -53,21 +55,11 @@ func (o *Options) defaults() error {
 	if o.Owner == "" {
 		return fmt.Errorf("aws provider: Owner is required (the stack's %s)", TagOwner)
 	}
-	if o.DiscoveryTTL <= 0 {
-		o.DiscoveryTTL = time.Minute
-	}
-	if o.ICETTL <= 0 {
-		o.ICETTL = 3 * time.Minute
-	}
-	if o.PriceRefresh <= 0 {
-		o.PriceRefresh = 12 * time.Hour
-	}
-	if o.MaxInstanceTypes <= 0 {
-		o.MaxInstanceTypes = 60
-	}
-	if o.LaunchConfirmWait <= 0 {
-		o.LaunchConfirmWait = 30 * time.Second
-	}
+	basedeps.Default(&o.DiscoveryTTL, time.Minute)
+	basedeps.Default(&o.ICETTL, 3*time.Minute)
+	basedeps.Default(&o.PriceRefresh, 12*time.Hour)
+	basedeps.Default(&o.MaxInstanceTypes, 60)
+	basedeps.Default(&o.LaunchConfirmWait, 30*time.Second)
 	if o.InstanceProfileName == nil {
 		o.InstanceProfileName = InstanceProfileName
 	}

@@ -61,3 +61,12 @@ func Sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// Default sets *field to def when it is zero or negative: every setting of
+// a controller is a positive count, share or duration whose zero value
+// means "not set".
+func Default[T ~int | ~int32 | ~int64 | ~float64](field *T, def T) {
+	if *field <= 0 {
+		*field = def
+	}
+}

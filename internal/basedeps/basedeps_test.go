@@ -35,3 +35,13 @@ func TestSleepEndsWithTheContext(t *testing.T) {
 		t.Fatalf("Sleep(1ms) = %v", err)
 	}
 }
+
+func TestDefaultKeepsPositiveSettings(t *testing.T) {
+	d, n, f := time.Duration(0), -1, 0.25
+	Default(&d, time.Minute)
+	Default(&n, 3)
+	Default(&f, 0.5)
+	if d != time.Minute || n != 3 || f != 0.25 {
+		t.Fatalf("Default: got %v %d %v, want 1m0s 3 0.25", d, n, f)
+	}
+}

@@ -35,6 +35,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/app"
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/localcloud"
 )
 
@@ -142,24 +143,16 @@ func (r Result) Line() string {
 // Run runs the demo. It stops everything it started before returning, also
 // when ctx is cancelled (Ctrl-C).
 func Run(ctx context.Context, o Options) (res Result, err error) {
-	if o.Replicas <= 0 {
-		o.Replicas = 10
-	}
+	basedeps.Default(&o.Replicas, 10)
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
 	if o.Logs == nil {
 		o.Logs = io.Discard
 	}
-	if o.Tick <= 0 {
-		o.Tick = 5 * time.Second
-	}
-	if o.RegistrationCheck <= 0 {
-		o.RegistrationCheck = 3 * time.Second
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Minute
-	}
+	basedeps.Default(&o.Tick, 5*time.Second)
+	basedeps.Default(&o.RegistrationCheck, 3*time.Second)
+	basedeps.Default(&o.Timeout, 5*time.Minute)
 	if o.Namespace == "" {
 		o.Namespace = "default"
 	}

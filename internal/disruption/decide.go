@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -46,36 +47,21 @@ type Settings struct {
 
 // Defaults fills zero values.
 func (s *Settings) Defaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
 	// Negative means "validate at once" and is kept, so Defaults can be
 	// applied more than once.
 	if s.ValidationDelay == 0 {
 		s.ValidationDelay = 15 * time.Second
 	}
-	def(&s.ReplacementTimeout, 15*time.Minute)
-	def(&s.MultiNodeTimeout, time.Minute)
-	def(&s.SingleNodeTimeout, 3*time.Minute)
-	def(&s.FlipFlopWindow, time.Hour)
-	def(&s.LeaseDuration, 6*time.Minute)
-	if s.MultiNodeMaxCandidates <= 0 {
-		s.MultiNodeMaxCandidates = 100
-	}
-	if s.SpotToSpotMinTypes <= 0 {
-		s.SpotToSpotMinTypes = 15
-	}
-	if s.RepackMinSavingsFraction <= 0 {
-		s.RepackMinSavingsFraction = 0.10
-	}
-	if s.RepackMinSavings <= 0 {
-		s.RepackMinSavings = 0.05
-	}
-	if s.MaxEvents <= 0 {
-		s.MaxEvents = 100
-	}
+	basedeps.Default(&s.ReplacementTimeout, 15*time.Minute)
+	basedeps.Default(&s.MultiNodeTimeout, time.Minute)
+	basedeps.Default(&s.SingleNodeTimeout, 3*time.Minute)
+	basedeps.Default(&s.FlipFlopWindow, time.Hour)
+	basedeps.Default(&s.LeaseDuration, 6*time.Minute)
+	basedeps.Default(&s.MultiNodeMaxCandidates, 100)
+	basedeps.Default(&s.SpotToSpotMinTypes, 15)
+	basedeps.Default(&s.RepackMinSavingsFraction, 0.10)
+	basedeps.Default(&s.RepackMinSavings, 0.05)
+	basedeps.Default(&s.MaxEvents, 100)
 }
 
 // Finding is something a decision wants people to know about a node

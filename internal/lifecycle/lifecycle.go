@@ -154,24 +154,12 @@ type Settings struct {
 }
 
 func (s *Settings) defaults() {
-	if s.LaunchTimeout <= 0 {
-		s.LaunchTimeout = 5 * time.Minute
-	}
-	if s.RegistrationTTL <= 0 {
-		s.RegistrationTTL = 15 * time.Minute
-	}
-	if s.GCGrace <= 0 {
-		s.GCGrace = 30 * time.Second
-	}
-	if s.Poll <= 0 {
-		s.Poll = 2 * time.Second
-	}
-	if s.GCMaxShare <= 0 {
-		s.GCMaxShare = 0.10
-	}
-	if s.GCMaxInstances <= 0 {
-		s.GCMaxInstances = 5
-	}
+	basedeps.Default(&s.LaunchTimeout, 5*time.Minute)
+	basedeps.Default(&s.RegistrationTTL, 15*time.Minute)
+	basedeps.Default(&s.GCGrace, 30*time.Second)
+	basedeps.Default(&s.Poll, 2*time.Second)
+	basedeps.Default(&s.GCMaxShare, 0.10)
+	basedeps.Default(&s.GCMaxInstances, 5)
 }
 
 // Controller reconciles NodeClaims. Safe for concurrent use.

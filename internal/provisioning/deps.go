@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
@@ -94,34 +95,16 @@ type Settings struct {
 }
 
 func (s *Settings) defaults() {
-	if s.BatchIdle <= 0 {
-		s.BatchIdle = time.Second
-	}
-	if s.BatchMax <= 0 {
-		s.BatchMax = 10 * time.Second
-	}
+	basedeps.Default(&s.BatchIdle, time.Second)
+	basedeps.Default(&s.BatchMax, 10*time.Second)
 	if s.BatchMax < s.BatchIdle {
 		s.BatchMax = s.BatchIdle
 	}
-	if s.BatchPoll <= 0 {
-		s.BatchPoll = s.BatchIdle / 10
-	}
-	if s.LeaseDuration <= 0 {
-		s.LeaseDuration = time.Minute
-	}
-	if s.LaunchConcurrency <= 0 {
-		s.LaunchConcurrency = 32
-	}
-	if s.LaunchAttempts <= 0 {
-		s.LaunchAttempts = 3
-	}
-	if s.MaxRounds <= 0 {
-		s.MaxRounds = 3
-	}
-	if s.MaxPodEvents <= 0 {
-		s.MaxPodEvents = 1000
-	}
-	if s.RegistrationCheck <= 0 {
-		s.RegistrationCheck = 30 * time.Second
-	}
+	basedeps.Default(&s.BatchPoll, s.BatchIdle/10)
+	basedeps.Default(&s.LeaseDuration, time.Minute)
+	basedeps.Default(&s.LaunchConcurrency, 32)
+	basedeps.Default(&s.LaunchAttempts, 3)
+	basedeps.Default(&s.MaxRounds, 3)
+	basedeps.Default(&s.MaxPodEvents, 1000)
+	basedeps.Default(&s.RegistrationCheck, 30*time.Second)
 }
