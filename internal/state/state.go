@@ -11,6 +11,8 @@ package state
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -283,6 +285,9 @@ func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 		} else {
 			en.Initialized = cl.IsTrue(apis.ConditionInitialized) || kn.Labels[apis.NodeInitializedLabel] == "true"
 			en.StartupTaints = cl.Spec.StartupTaints
+			if !cl.IsTrue(apis.ConditionRegistered) {
+				en.Labels, en.Taints = unregisteredView(cl, kn)
+			}
 		}
 	} else {
 		en.Labels = inFlightLabels(cl)
@@ -311,6 +316,23 @@ func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 		en.Allocatable = corev1.ResourceList{}
 	}
 	return en
+}
+
+// unregisteredView is what a Node that came up but is not registered yet
+// offers pods: the labels and taints registration is about to give it (its
+// claim's), over what its kubelet set, with the Node's own hostname. Read
+// from the Node alone, the pods the claim was launched for would not match
+// it (no NodePool labels yet) and every pass in that window would buy them
+// a second node; Karpenter likewise reads an unregistered node's labels and
+// taints from its NodeClaim.
+func unregisteredView(cl *apis.NodeClaim, kn *corev1.Node) (map[string]string, []corev1.Taint) {
+	labels := inFlightLabels(cl)
+	maps.Copy(labels, kn.Labels)
+	for k, v := range cl.Labels {
+		labels[k] = v // the claim's labels win, as registration writes them
+	}
+	taints := append(slices.Clone(cl.Spec.Taints), kn.Spec.Taints...)
+	return labels, taints
 }
 
 // inFlightLabels are what the claim's Node will carry, as far as known: the

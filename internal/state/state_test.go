@@ -353,3 +353,49 @@ func TestClaimOutsideCatalogIsAWarning(t *testing.T) {
 		t.Fatalf("the pod should get a new claim, got %+v", plan)
 	}
 }
+
+// A Node that has come up but is not registered yet carries only what its
+// kubelet set: not the claim's labels and taints, which registration adds
+// moments later. Pods waiting for that claim must still count it as theirs
+// (Karpenter reads an unregistered node's labels and taints from its
+// NodeClaim), or every pass in that window buys a second node for them.
+func TestUnregisteredNodeOffersItsClaimsLabels(t *testing.T) {
+	cfg, cat := loadConfig(t, ""), builtin(t)
+	cl := launchedClaim("default-fffff", "m5.large", "us-west-2a", "i-4")
+	cl.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-4", Labels: map[string]string{catalog.LabelHostname: "ip-10-0-0-4"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-4", Taints: []corev1.Taint{
+			{Key: apis.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute},
+		}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"),
+			corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")}},
+	}
+	selecting := pendingPod("sel", "500m")
+	selecting.Spec.NodeSelector = map[string]string{apis.NodePoolLabelKey: "default"}
+	selecting.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "web"}}
+	intolerant := pendingPod("other", "500m")
+
+	c, err := state.Build(state.Sources{Snapshot: snapshot([]*corev1.Pod{selecting, intolerant}, []*corev1.Node{node}),
+		Config: cfg, Catalog: cat, Claims: []*apis.NodeClaim{cl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	en := c.Nodes[0].Existing()
+	if en.Labels[apis.NodePoolLabelKey] != "default" || en.Labels[catalog.LabelHostname] != "ip-10-0-0-4" {
+		t.Errorf("unregistered node's labels = %v, want the claim's with the Node's hostname", en.Labels)
+	}
+	plan := solve(t, c, state.InputOptions{})
+	on := map[string]bool{}
+	for _, e := range plan.ExistingNodes {
+		for _, p := range e.Pods {
+			on[p] = true
+		}
+	}
+	if !on["ns/sel"] {
+		t.Errorf("the pod selecting the claim's pool was not placed on its unregistered node: %d new claims", len(plan.NodeClaims))
+	}
+	if on["ns/other"] {
+		t.Error("a pod that does not tolerate the claim's taint was placed on its unregistered node")
+	}
+}
