@@ -161,3 +161,33 @@ func projectImports(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// maxFileLines bounds a Go file (tests included; generated files aside): a
+// file longer than this holds more than one concern and splits by concern.
+// Function length is bounded by the lint gate (funlen in .golangci.yaml).
+const maxFileLines = 600
+
+func TestNoGoFileIsLongerThanTheBound(t *testing.T) {
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != ".." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "node_modules" || d.Name() == "cdk.out") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if n := strings.Count(string(src), "\n"); n > maxFileLines && !strings.Contains(string(src), "Code generated") {
+			t.Errorf("%s has %d lines (bound %d): split it by concern", path, n, maxFileLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
