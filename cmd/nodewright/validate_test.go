@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
+
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 )
 
 const validPool = `apiVersion: karpenter.sh/v1
@@ -36,21 +38,9 @@ spec:
     cpu: "1000"
 `
 
-const validClass = `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: default
-spec:
-  amiSelectorTerms:
-    - alias: al2023@latest
-  role: KarpenterNodeRole-demo
-  subnetSelectorTerms:
-    - tags:
-        karpenter.sh/discovery: demo
-  securityGroupSelectorTerms:
-    - tags:
-        karpenter.sh/discovery: demo
-`
+// validClass is the class validPool names. The pool stays literal YAML:
+// TestValidateErrors edits it and expects errors at its lines 16 and 21.
+var validClass = apistest.NodeClass{Role: "KarpenterNodeRole-demo", Discovery: "demo"}.YAML()
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 )
 
 // BenchmarkDecide measures one disruption decision over a cluster of
@@ -12,7 +14,7 @@ import (
 func BenchmarkDecide(b *testing.B) {
 	for _, nodes := range []int{50, 200} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) {
-			f := newFixture(b, fixOpt{budgets: "    budgets:\n    - nodes: \"100%\""})
+			f := newFixture(b, fixOpt{budgets: []apistest.Budget{{Nodes: "100%"}}})
 			for i := range nodes {
 				n := fmt.Sprintf("n%04d", i)
 				f.node(n, "m5.2xlarge")

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 )
 
 var ctx = context.Background()
@@ -101,24 +102,24 @@ func TestNominatedNodesAreNotCandidates(t *testing.T) {
 func TestBudgets(t *testing.T) {
 	cases := []struct {
 		name    string
-		budgets string
+		budgets []apistest.Budget
 		nodes   int
 		busy    func(f *fixture)
 		want    map[apis.DisruptionReason]int
 	}{
 		{name: "default 10% rounds up", nodes: 3, want: map[apis.DisruptionReason]int{"Empty": 1, "Drifted": 1, "Underutilized": 1}},
-		{name: "percent", nodes: 10, budgets: "    budgets:\n    - nodes: \"20%\"", want: map[apis.DisruptionReason]int{"Empty": 2, "Drifted": 2, "Underutilized": 2}},
-		{name: "deleting and NotReady count against", nodes: 10, budgets: "    budgets:\n    - nodes: \"3\"",
+		{name: "percent", nodes: 10, budgets: []apistest.Budget{{Nodes: "20%"}}, want: map[apis.DisruptionReason]int{"Empty": 2, "Drifted": 2, "Underutilized": 2}},
+		{name: "deleting and NotReady count against", nodes: 10, budgets: []apistest.Budget{{Nodes: "3"}},
 			busy: func(f *fixture) {
 				f.claims[0].MarkForDeletion(apis.DeletionReasonManual, "", metav1.NewTime(t0))
 				f.nodes[1].Status.Conditions[0].Status = "False"
 			},
 			want: map[apis.DisruptionReason]int{"Empty": 1, "Drifted": 1, "Underutilized": 1}},
-		{name: "minimum of active, reasons scoped", nodes: 10, budgets: "    budgets:\n    - nodes: \"5\"\n    - nodes: \"1\"\n      reasons: [Drifted]",
+		{name: "minimum of active, reasons scoped", nodes: 10, budgets: []apistest.Budget{{Nodes: "5"}, {Nodes: "1", Reasons: []string{"Drifted"}}},
 			want: map[apis.DisruptionReason]int{"Empty": 5, "Drifted": 1, "Underutilized": 5}},
-		{name: "zero during a schedule covering now", nodes: 4, budgets: "    budgets:\n    - nodes: \"100%\"\n    - nodes: \"0\"\n      schedule: \"0 12 * * *\"\n      duration: 1h",
+		{name: "zero during a schedule covering now", nodes: 4, budgets: []apistest.Budget{{Nodes: "100%"}, {Nodes: "0", Schedule: "0 12 * * *", Duration: "1h"}},
 			want: map[apis.DisruptionReason]int{"Empty": 0, "Drifted": 0, "Underutilized": 0}},
-		{name: "schedule not covering now", nodes: 4, budgets: "    budgets:\n    - nodes: \"100%\"\n    - nodes: \"0\"\n      schedule: \"0 3 * * *\"\n      duration: 1h",
+		{name: "schedule not covering now", nodes: 4, budgets: []apistest.Budget{{Nodes: "100%"}, {Nodes: "0", Schedule: "0 3 * * *", Duration: "1h"}},
 			want: map[apis.DisruptionReason]int{"Empty": 4, "Drifted": 4, "Underutilized": 4}},
 	}
 	for _, tc := range cases {
@@ -146,7 +147,7 @@ func TestBudgets(t *testing.T) {
 // The first method that acts wins: emptiness, then drift, then
 // consolidation.
 func TestMethodOrder(t *testing.T) {
-	f := newFixture(t, fixOpt{budgets: "    budgets:\n    - nodes: \"100%\""})
+	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "100%"}}})
 	f.node("empty", "m5.xlarge")
 	f.daemonPod("ds-empty", "empty") // daemonset-only nodes are empty
 	_, drifted := f.node("drifted", "m5.xlarge")
@@ -186,7 +187,7 @@ func TestMethodOrder(t *testing.T) {
 // Three half-idle m5.xlarge nodes: multi-node consolidation takes them all
 // and replaces them with one cheaper node, or deletes some.
 func TestMultiNodeConsolidation(t *testing.T) {
-	f := newFixture(t, fixOpt{budgets: "    budgets:\n    - nodes: \"100%\""})
+	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "100%"}}})
 	for _, n := range []string{"a", "b", "c"} {
 		f.node(n, "m5.xlarge")
 		f.pod("p-"+n, n, "600m", "1Gi")
@@ -211,7 +212,7 @@ func TestMultiNodeConsolidation(t *testing.T) {
 // Budgets cut multi-node consolidation: with 1 node allowed only
 // single-node decisions are possible.
 func TestConsolidationHonoursBudget(t *testing.T) {
-	f := newFixture(t, fixOpt{budgets: "    budgets:\n    - nodes: \"1\""})
+	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "1"}}})
 	for _, n := range []string{"a", "b", "c"} {
 		f.node(n, "m5.xlarge")
 		f.pod("p-"+n, n, "600m", "1Gi")
@@ -221,7 +222,7 @@ func TestConsolidationHonoursBudget(t *testing.T) {
 		t.Fatalf("command %s, want one node", fmtCmd(d.Command))
 	}
 	// With nodes "0" nothing at all.
-	f = newFixture(t, fixOpt{budgets: "    budgets:\n    - nodes: \"0\""})
+	f = newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "0"}}})
 	f.node("a", "m5.xlarge")
 	f.node("b", "m5.xlarge")
 	f.pod("p", "a", "100m", "128Mi")
@@ -298,7 +299,7 @@ func TestSpotToSpotNeedsFifteenTypes(t *testing.T) {
 // Flip-flop: a node that replaced m5.2xlarge nodes is not replaced by an
 // m5.2xlarge again within the window (it would be, without the history).
 func TestNoFlipFlop(t *testing.T) {
-	f := newFixture(t, fixOpt{types: `"m5.large", "m5.xlarge"`, budgets: "    budgets:\n    - nodes: \"100%\""})
+	f := newFixture(t, fixOpt{types: []string{"m5.large", "m5.xlarge"}, budgets: []apistest.Budget{{Nodes: "100%"}}})
 	_, cl := f.node("big", "m5.xlarge")
 	f.pod("small", "big", "500m", "512Mi")
 	d, err := Decide(ctx, f.view())
@@ -320,7 +321,7 @@ func TestNoFlipFlop(t *testing.T) {
 // A consolidated cluster is stable: deciding again on the result does
 // nothing (no churn).
 func TestConsolidationConverges(t *testing.T) {
-	f := newFixture(t, fixOpt{budgets: "    budgets:\n    - nodes: \"100%\""})
+	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "100%"}}})
 	f.node("a", "m5.large")
 	f.pod("p1", "a", "1", "2Gi")
 	f.node("b", "m5.large")
@@ -334,7 +335,7 @@ func TestConsolidationConverges(t *testing.T) {
 // Drift: requirements no longer satisfied, cloud drift (AMI) and class
 // hash; replacement oldest first within the budget.
 func TestDriftReasonsAndOrder(t *testing.T) {
-	f := newFixture(t, fixOpt{types: `"m5.large", "m5.xlarge"`, budgets: "    budgets:\n    - nodes: \"2\""})
+	f := newFixture(t, fixOpt{types: []string{"m5.large", "m5.xlarge"}, budgets: []apistest.Budget{{Nodes: "2"}}})
 	f.node("req", "m5.2xlarge") // the pool no longer allows m5.2xlarge
 	_, ami := f.node("ami", "m5.large")
 	_, class := f.node("class", "m5.large")
@@ -405,7 +406,7 @@ func TestRepack(t *testing.T) {
 	// act (no single node takes two pods, and no one cheaper node takes
 	// two nodes' pods), but two m5.2xlarge... cost the same; the ideal from
 	// scratch is never worse than what runs.
-	f := newFixture(t, fixOpt{budgets: "    budgets:\n    - nodes: \"100%\""})
+	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "100%"}}})
 	for _, n := range []string{"a", "b", "c", "d"} {
 		f.node(n, "m5.xlarge")
 		f.pod("p-"+n, n, "1500m", "2Gi")
@@ -422,7 +423,7 @@ func TestRepack(t *testing.T) {
 // The re-pack step replaces N nodes by M >= 2 cheaper ones, which
 // consolidation (one replacement at most) cannot.
 func TestRepackStep(t *testing.T) {
-	f := newFixture(t, fixOpt{budgets: "    budgets:\n    - nodes: \"100%\""})
+	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "100%"}}})
 	// Five m5.2xlarge (8 vCPU) each running 1.5 CPU: ideal is 2 m5.xlarge
 	// ($0.384) against $1.92 now; one cheaper node cannot take all, but
 	// multi-node consolidation can take some — whichever acts first, the
@@ -481,7 +482,7 @@ func TestEvictionCost(t *testing.T) {
 // good, but drift may take the node when its claim has a
 // terminationGracePeriod (the drain then ends at that deadline).
 func TestProtectedNodesOnlyDriftWithGracePeriod(t *testing.T) {
-	f := newFixture(t, fixOpt{types: `"m5.large", "m5.xlarge"`})
+	f := newFixture(t, fixOpt{types: []string{"m5.large", "m5.xlarge"}})
 	_, cl := f.node("guarded", "m5.xlarge")
 	p := f.pod("web", "guarded", "500m", "512Mi")
 	p.Annotations = map[string]string{apis.DoNotDisruptAnnotKey: "true"}

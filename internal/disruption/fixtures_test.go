@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,50 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/state"
 )
-
-const fixtureYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: default
-spec:
-  template:
-    spec:
-      requirements:
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: [%TYPES%]
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: ["%CT%"]
-        - key: topology.kubernetes.io/zone
-          operator: In
-          values: ["us-west-2a"]
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: default
-  disruption:
-    consolidationPolicy: %POLICY%
-    consolidateAfter: 30s
-%BUDGETS%
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: default
-spec:
-  amiSelectorTerms:
-    - alias: al2023@latest
-  role: NodeRole
-  subnetSelectorTerms:
-    - tags: {karpenter.sh/discovery: test}
-  securityGroupSelectorTerms:
-    - tags: {karpenter.sh/discovery: test}
-`
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
@@ -77,16 +37,19 @@ type fixture struct {
 }
 
 type fixOpt struct {
-	types   string
-	ct      string
-	policy  string
-	budgets string
+	types   []string // instance types; nil: m5.large, m5.xlarge, m5.2xlarge
+	ct      string   // the one capacity type; "": on-demand
+	policy  string   // consolidation policy; "": WhenEmptyOrUnderutilized
+	budgets []apistest.Budget
 }
 
+// newFixture loads the package's pool, "default" in us-west-2a with
+// consolidateAfter 30s (its requirements: instance types, capacity type,
+// zone, in that order), and the builtin catalog.
 func newFixture(t testing.TB, o fixOpt) *fixture {
 	t.Helper()
-	if o.types == "" {
-		o.types = `"m5.large", "m5.xlarge", "m5.2xlarge"`
+	if o.types == nil {
+		o.types = []string{"m5.large", "m5.xlarge", "m5.2xlarge"}
 	}
 	if o.ct == "" {
 		o.ct = "on-demand"
@@ -94,11 +57,17 @@ func newFixture(t testing.TB, o fixOpt) *fixture {
 	if o.policy == "" {
 		o.policy = "WhenEmptyOrUnderutilized"
 	}
-	doc := strings.NewReplacer("%TYPES%", o.types, "%CT%", o.ct, "%POLICY%", o.policy, "%BUDGETS%", o.budgets).Replace(fixtureYAML)
-	cfg, err := apis.LoadData("pool.yaml", []byte(doc))
-	if err != nil {
-		t.Fatal(err)
+	pool := apistest.Pool{
+		Requirements: []apistest.Req{
+			apistest.In(catalog.LabelInstanceType, o.types...),
+			apistest.In(catalog.LabelCapacityType, o.ct),
+			apistest.In(catalog.LabelTopologyZone, "us-west-2a"),
+		},
+		ConsolidationPolicy: o.policy,
+		ConsolidateAfter:    "30s",
+		Budgets:             o.budgets,
 	}
+	cfg := apistest.Load(t, apistest.Doc(pool.YAML(), apistest.NodeClass{}.YAML()))
 	cat, err := catalog.Builtin("us-west-2")
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func BenchmarkProvisionerRun(b *testing.B) {
 	}{{1000, "12types", false}, {10000, "12types", false}, {1000, "cmr-gen6+", true}, {10000, "cmr-gen6+", true}} {
 		pending := bc.pending
 		b.Run(fmt.Sprintf("pods=%d/nodes=500/pool=%s", pending, bc.pool), func(b *testing.B) {
-			cfg := testConfig(b, poolOpts{types: `"m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge", "c5.large", "c5.xlarge", "c5.2xlarge", "c5.4xlarge", "r5.large", "r5.xlarge", "r5.2xlarge", "r5.4xlarge"`, ct: `"spot", "on-demand"`, broad: bc.broad})
+			cfg := testConfig(b, poolOpts{types: []string{"m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge", "c5.large", "c5.xlarge", "c5.2xlarge", "c5.4xlarge", "r5.large", "r5.xlarge", "r5.2xlarge", "r5.4xlarge"}, ct: []string{"spot", "on-demand"}, broad: bc.broad})
 			cat := testCatalog(b)
 			snap := benchSnapshot(b, cat, 500, pending)
 			var peak, allocMiB, claims, total float64

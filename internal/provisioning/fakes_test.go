@@ -3,9 +3,6 @@ package provisioning
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
@@ -214,82 +212,40 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	return ctx.Err()
 }
 
-const testPoolYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: default
-spec:
-  template:
-    metadata:
-      labels: {team: web}
-    spec:
-      requirements:
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: [%TYPES%]
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: [%CT%]
-        - key: topology.kubernetes.io/zone
-          operator: In
-          values: ["us-west-2a", "us-west-2b"]
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: default
-%LIMITS%
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: default
-spec:
-  amiSelectorTerms:
-    - alias: al2023@latest
-  role: NodeRole
-  subnetSelectorTerms:
-    - tags: {karpenter.sh/discovery: test}
-  securityGroupSelectorTerms:
-    - tags: {karpenter.sh/discovery: test}
-`
-
 type poolOpts struct {
-	types  string // YAML list items, e.g. `"m5.large", "m5.xlarge"`
-	ct     string
-	limits string
+	types  []string // instance types; nil: m5.large, m5.xlarge, m5.2xlarge
+	ct     []string // capacity types; nil: on-demand
+	limits map[string]string
 	// broad replaces the instance-type list with the seeds' default pool
 	// requirements (categories c, m, r; generation > 5): hundreds of types.
 	broad bool
 }
 
+// testConfig loads the package's pool: "default", labelled team=web, in
+// us-west-2a and us-west-2b, on the default node class.
 func testConfig(t testing.TB, o poolOpts) *apis.Config {
 	t.Helper()
-	if o.types == "" {
-		o.types = `"m5.large", "m5.xlarge", "m5.2xlarge"`
+	if o.types == nil {
+		o.types = []string{"m5.large", "m5.xlarge", "m5.2xlarge"}
 	}
-	if o.ct == "" {
-		o.ct = `"on-demand"`
+	if o.ct == nil {
+		o.ct = []string{"on-demand"}
 	}
-	body := strings.NewReplacer("%TYPES%", o.types, "%CT%", o.ct, "%LIMITS%", o.limits).Replace(testPoolYAML)
+	types := []apistest.Req{apistest.In(catalog.LabelInstanceType, o.types...)}
 	if o.broad {
-		body = strings.Replace(body, `        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: [`+o.types+`]`, `        - key: karpenter.k8s.aws/instance-category
-          operator: In
-          values: ["c", "m", "r"]
-        - key: karpenter.k8s.aws/instance-generation
-          operator: Gt
-          values: ["5"]`, 1)
+		types = []apistest.Req{
+			apistest.In(catalog.LabelInstanceCategory, "c", "m", "r"),
+			{Key: catalog.LabelInstanceGeneration, Op: "Gt", Values: []string{"5"}},
+		}
 	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(body), 0o644); err != nil {
-		t.Fatal(err)
+	pool := apistest.Pool{
+		Labels: map[string]string{"team": "web"},
+		Requirements: append(types,
+			apistest.In(catalog.LabelCapacityType, o.ct...),
+			apistest.In(catalog.LabelTopologyZone, "us-west-2a", "us-west-2b")),
+		Limits: o.limits,
 	}
-	cfg, err := apis.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return apistest.Load(t, apistest.Doc(pool.YAML(), apistest.NodeClass{}.YAML()))
 }
 
 func testCatalog(t testing.TB) *catalog.Catalog {

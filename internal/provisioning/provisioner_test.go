@@ -117,7 +117,7 @@ func TestSecondRunLaunchesNothing(t *testing.T) {
 
 func TestLimitsIncludeInFlightClaims(t *testing.T) {
 	// 4 CPUs: one m5.xlarge (4) or two m5.large (2 each).
-	e := newEnv(t, poolOpts{types: `"m5.large"`, limits: "  limits:\n    cpu: \"4\""}, pods("web", 3, "1", "1Gi"))
+	e := newEnv(t, poolOpts{types: []string{"m5.large"}, limits: map[string]string{"cpu": "4"}}, pods("web", 3, "1", "1Gi"))
 	res := e.run(Trigger{Source: TriggerSchedule})
 	if len(res.Created) != 2 {
 		t.Fatalf("want two m5.large claims under the 4-CPU limit, got %v (unschedulable %d)", res.Created, res.Unschedulable)
@@ -166,7 +166,7 @@ func TestStaleNudgesAndHeldLease(t *testing.T) {
 // Spot short everywhere: the claim is deleted and its pods re-planned onto
 // on-demand in the same run.
 func TestCapacityErrorReplansInSameRun(t *testing.T) {
-	e := newEnv(t, poolOpts{types: `"m5.large"`, ct: `"spot", "on-demand"`}, pods("web", 2, "500m", "512Mi"))
+	e := newEnv(t, poolOpts{types: []string{"m5.large"}, ct: []string{"spot", "on-demand"}}, pods("web", 2, "500m", "512Mi"))
 	for _, z := range []string{"us-west-2a", "us-west-2b"} {
 		e.launcher.ice[scheduling.OfferingKey{InstanceType: "m5.large", Zone: z, CapacityType: "spot"}] = true
 	}
@@ -203,7 +203,7 @@ func TestReplanRespectsThisRunsPlacements(t *testing.T) {
 	for _, p := range onDemand {
 		p.Spec.NodeSelector = map[string]string{apis.CapacityTypeLabelKey: "on-demand"}
 	}
-	e := newEnv(t, poolOpts{types: `"m5.xlarge"`, ct: `"spot", "on-demand"`}, append(onDemand, pods("flex", 3, "200m", "256Mi")...))
+	e := newEnv(t, poolOpts{types: []string{"m5.xlarge"}, ct: []string{"spot", "on-demand"}}, append(onDemand, pods("flex", 3, "200m", "256Mi")...))
 	for _, z := range []string{"us-west-2a", "us-west-2b"} {
 		e.launcher.ice[scheduling.OfferingKey{InstanceType: "m5.xlarge", Zone: z, CapacityType: "spot"}] = true
 	}

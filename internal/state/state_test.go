@@ -2,8 +2,6 @@ package state_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,58 +12,22 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
-const poolYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: default
-spec:
-  template:
-    spec:
-      requirements:
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: ["m5.large", "m5.xlarge"]
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: ["on-demand"]
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: default
-%LIMITS%
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: default
-spec:
-  amiSelectorTerms:
-    - alias: al2023@latest
-  role: NodeRole
-  subnetSelectorTerms:
-    - tags: {karpenter.sh/discovery: test}
-  securityGroupSelectorTerms:
-    - tags: {karpenter.sh/discovery: test}
-`
-
-func loadConfig(t *testing.T, limits string) *apis.Config {
+// loadConfig loads the package's pool: "default", on-demand m5.large or
+// m5.xlarge, with limits (nil: none), on the default node class.
+func loadConfig(t *testing.T, limits map[string]string) *apis.Config {
 	t.Helper()
-	dir := t.TempDir()
-	body := strings.Replace(poolYAML, "%LIMITS%", limits, 1)
-	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(body), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := apis.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	pool := apistest.Pool{Requirements: []apistest.Req{
+		apistest.In(catalog.LabelInstanceType, "m5.large", "m5.xlarge"),
+		apistest.In(catalog.LabelCapacityType, "on-demand"),
+	}, Limits: limits}
+	return apistest.Load(t, apistest.Doc(pool.YAML(), apistest.NodeClass{}.YAML()))
 }
 
 func builtin(t *testing.T) *catalog.Catalog {
@@ -139,7 +101,7 @@ func solve(t *testing.T, c *state.Cluster, o state.InputOptions) *scheduling.Pla
 // Pods waiting for a booting node go to that node's capacity, not to a
 // second claim.
 func TestInFlightClaimAbsorbsItsPods(t *testing.T) {
-	cfg, cat := loadConfig(t, ""), builtin(t)
+	cfg, cat := loadConfig(t, nil), builtin(t)
 	// m5.large: 2 vCPU, ~1930m allocatable. Three 500m pods fit.
 	pods := []*corev1.Pod{pendingPod("a", "500m"), pendingPod("b", "500m"), pendingPod("c", "500m")}
 	c, err := state.Build(state.Sources{Snapshot: snapshot(pods, nil), Config: cfg, Catalog: cat,
@@ -181,7 +143,7 @@ func TestInFlightClaimAbsorbsItsPods(t *testing.T) {
 // An unlaunched claim (planned, crash before CreateFleet) offers the
 // smallest allocatable of its options and is charged the largest capacity.
 func TestUnlaunchedClaimResources(t *testing.T) {
-	cfg, cat := loadConfig(t, "  limits:\n    cpu: \"6\""), builtin(t)
+	cfg, cat := loadConfig(t, map[string]string{"cpu": "6"}), builtin(t)
 	cl := &apis.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "default-bbbbb", Labels: map[string]string{apis.NodePoolLabelKey: "default"}},
 		Spec: apis.NodeClaimSpec{
@@ -223,7 +185,7 @@ func TestUnlaunchedClaimResources(t *testing.T) {
 		t.Errorf("reason %q does not mention the limit", plan.Unschedulable[0].Reason)
 	}
 	// Without the limit the same pod gets a claim.
-	c, err = state.Build(state.Sources{Snapshot: snapshot(nil, nil), Config: loadConfig(t, ""), Catalog: cat, Claims: []*apis.NodeClaim{cl}})
+	c, err = state.Build(state.Sources{Snapshot: snapshot(nil, nil), Config: loadConfig(t, nil), Catalog: cat, Claims: []*apis.NodeClaim{cl}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +195,7 @@ func TestUnlaunchedClaimResources(t *testing.T) {
 }
 
 func TestRegisteredClaimMatchedByProviderID(t *testing.T) {
-	cfg, cat := loadConfig(t, ""), builtin(t)
+	cfg, cat := loadConfig(t, nil), builtin(t)
 	cl := launchedClaim("default-ccccc", "m5.large", "us-west-2b", "i-2")
 	cl.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", metav1.Now())
 	node := &corev1.Node{
@@ -273,7 +235,7 @@ func TestRegisteredClaimMatchedByProviderID(t *testing.T) {
 }
 
 func TestProvisionableFilter(t *testing.T) {
-	cfg, cat := loadConfig(t, ""), builtin(t)
+	cfg, cat := loadConfig(t, nil), builtin(t)
 	ds := pendingPod("ds", "100m")
 	ds.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent"}}
 	term := pendingPod("term", "100m")
@@ -292,7 +254,7 @@ func TestProvisionableFilter(t *testing.T) {
 
 // Consolidation's question: with these nodes gone, where do their pods go?
 func TestWithoutMovesReschedulablePods(t *testing.T) {
-	cfg, cat := loadConfig(t, ""), builtin(t)
+	cfg, cat := loadConfig(t, nil), builtin(t)
 	mk := func(name string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{apis.NodePoolLabelKey: "default", catalog.LabelHostname: name}},
 			Status: corev1.NodeStatus{
@@ -339,7 +301,7 @@ func TestWithoutMovesReschedulablePods(t *testing.T) {
 // One bad record must not stop every pass: a claim whose instance type left
 // the catalog offers nothing but is still a node of its pool.
 func TestClaimOutsideCatalogIsAWarning(t *testing.T) {
-	cfg, cat := loadConfig(t, ""), builtin(t)
+	cfg, cat := loadConfig(t, nil), builtin(t)
 	cl := launchedClaim("default-zzzzz", "m99.huge", "us-west-2a", "i-9")
 	c, err := state.Build(state.Sources{Snapshot: snapshot([]*corev1.Pod{pendingPod("a", "100m")}, nil), Config: cfg, Catalog: cat, Claims: []*apis.NodeClaim{cl}})
 	if err != nil {
@@ -360,7 +322,7 @@ func TestClaimOutsideCatalogIsAWarning(t *testing.T) {
 // (Karpenter reads an unregistered node's labels and taints from its
 // NodeClaim), or every pass in that window buys a second node for them.
 func TestUnregisteredNodeOffersItsClaimsLabels(t *testing.T) {
-	cfg, cat := loadConfig(t, ""), builtin(t)
+	cfg, cat := loadConfig(t, nil), builtin(t)
 	cl := launchedClaim("default-fffff", "m5.large", "us-west-2a", "i-4")
 	cl.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
 	node := &corev1.Node{
