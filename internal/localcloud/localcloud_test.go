@@ -30,6 +30,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/userdata/userdatatest"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 )
 
@@ -161,25 +162,8 @@ func TestDynamoDBConditionalWriteConflictThroughEnv(t *testing.T) {
 	}
 }
 
-const al2023UserData = `MIME-Version: 1.0
-Content-Type: multipart/mixed; boundary="//"
-
---//
-Content-Type: application/node.eks.aws
-
-apiVersion: node.eks.aws/v1alpha1
-kind: NodeConfig
-spec:
-  cluster:
-    name: harness
-  kubelet:
-    config:
-      maxPods: 29
-    flags:
-    - --node-labels="karpenter.sh/nodepool=default,karpenter.sh/capacity-type=on-demand"
-
---//--
-`
+var al2023UserData = userdatatest.NodeConfig{Cluster: "harness", Kubelet: map[string]any{"maxPods": 29},
+	Flags: []string{`--node-labels="karpenter.sh/nodepool=default,karpenter.sh/capacity-type=on-demand"`}}.Base64()
 
 // The whole launch path against real servers: SSM AMI parameter, security
 // group discovery, a launch template and an instant CreateFleet through the
@@ -209,7 +193,7 @@ func TestCreateFleetInstanceBecomesReadyNode(t *testing.T) {
 		LaunchTemplateName: aws.String(ltName),
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
 			ImageId:          param.Parameter.Value,
-			UserData:         aws.String(base64.StdEncoding.EncodeToString([]byte(al2023UserData))),
+			UserData:         aws.String(al2023UserData),
 			SecurityGroupIds: []string{*sgs.SecurityGroups[0].GroupId},
 		},
 	}); err != nil {

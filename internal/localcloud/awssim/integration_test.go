@@ -2,7 +2,6 @@ package awssim_test
 
 import (
 	"context"
-	"encoding/base64"
 	"testing"
 	"time"
 
@@ -15,28 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/userdata/userdatatest"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 )
 
-const nodeUserData = `MIME-Version: 1.0
-Content-Type: multipart/mixed; boundary="//"
-
---//
-Content-Type: application/node.eks.aws
-
-apiVersion: node.eks.aws/v1alpha1
-kind: NodeConfig
-spec:
-  cluster:
-    name: it
-  kubelet:
-    config:
-      maxPods: 29
-    flags:
-    - --node-labels=karpenter.sh/nodepool=default
-
---//--
-`
+var nodeUserData = userdatatest.NodeConfig{Cluster: "it", Kubelet: map[string]any{"maxPods": 29},
+	Flags: []string{"--node-labels=karpenter.sh/nodepool=default"}}.Base64()
 
 // A CreateFleet instance becomes a Ready KWOK node that runs pods, and its
 // Node goes away when the instance terminates, on a real kube-apiserver.
@@ -67,7 +50,7 @@ func TestInstanceBecomesReadyKWOKNode(t *testing.T) {
 		Credentials: credentials.NewStaticCredentialsProvider(awssim.DefaultAccessKeyID, awssim.DefaultSecretAccessKey, "")})
 	ami, _ := sim.EC2().SSMParameter("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id")
 	if _, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("it-nodes"),
-		LaunchTemplateData: &types.RequestLaunchTemplateData{ImageId: aws.String(ami), UserData: aws.String(base64.StdEncoding.EncodeToString([]byte(nodeUserData)))}}); err != nil {
+		LaunchTemplateData: &types.RequestLaunchTemplateData{ImageId: aws.String(ami), UserData: aws.String(nodeUserData)}}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := c.CreateFleet(ctx, &ec2.CreateFleetInput{Type: types.FleetTypeInstant,

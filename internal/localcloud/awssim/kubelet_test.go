@@ -1,7 +1,6 @@
 package awssim
 
 import (
-	"encoding/base64"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -12,31 +11,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/kubelet"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/userdata/userdatatest"
 )
 
-const al2023UserData = `MIME-Version: 1.0
-Content-Type: multipart/mixed; boundary="//"
-
---//
-Content-Type: application/node.eks.aws
-
-apiVersion: node.eks.aws/v1alpha1
-kind: NodeConfig
-spec:
-  cluster:
-    name: test
-  kubelet:
-    config:
-      maxPods: 29
-      kubeReserved:
-        cpu: 70m
-        memory: 574Mi
-    flags:
-    - --node-labels="karpenter.sh/nodepool=default,karpenter.sh/capacity-type=on-demand"
-    - --register-with-taints="karpenter.sh/unregistered:NoExecute"
-
---//--
-`
+var al2023UserData = userdatatest.NodeConfig{Cluster: "test",
+	Kubelet: map[string]any{"maxPods": 29, "kubeReserved": map[string]string{"cpu": "70m", "memory": "574Mi"}},
+	Flags: []string{`--node-labels="karpenter.sh/nodepool=default,karpenter.sh/capacity-type=on-demand"`,
+		`--register-with-taints="karpenter.sh/unregistered:NoExecute"`}}.Base64()
 
 // The kubelet emulation's API-server side is checked against client-go's
 // fake clientset here (pure unit); the localcloud harness test covers a real
@@ -47,7 +28,7 @@ func TestKubeletRegistersAndRetiresNodes(t *testing.T) {
 		kc := fake.NewClientset()
 		s.setKubeClient(kc)
 		c := ec2.NewFromConfig(cfg)
-		lt := launchTemplate(t, s, c, "nodes", base64.StdEncoding.EncodeToString([]byte(al2023UserData)))
+		lt := launchTemplate(t, s, c, "nodes", al2023UserData)
 		out, err := c.CreateFleet(ctx(t), fleetInput(lt, types.DefaultTargetCapacityTypeOnDemand, override("m5.large", "us-west-2a")))
 		if err != nil || len(out.Instances) != 1 {
 			t.Fatalf("fleet %+v %v", out, err)

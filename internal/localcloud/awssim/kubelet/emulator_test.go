@@ -1,7 +1,6 @@
 package kubelet_test
 
 import (
-	"encoding/base64"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -18,25 +17,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/kubelet"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/userdata/userdatatest"
 )
 
-const userData = `MIME-Version: 1.0
-Content-Type: multipart/mixed; boundary="//"
-
---//
-Content-Type: application/node.eks.aws
-
-apiVersion: node.eks.aws/v1alpha1
-kind: NodeConfig
-spec:
-  cluster:
-    name: test
-  kubelet:
-    flags:
-    - --node-labels="karpenter.sh/nodepool=default"
-
---//--
-`
+var userData = userdatatest.NodeConfig{Cluster: "test", Flags: []string{`--node-labels="karpenter.sh/nodepool=default"`}}.Base64()
 
 // Someone (the lifecycle, KWOK) writes the Node between its Create and the
 // kubelet's status post, conflicts times in a row: the emulation re-reads the
@@ -82,7 +66,7 @@ func TestStatusPostSurvivesConcurrentWriters(t *testing.T) {
 				PrivateDnsName:   aws.String("ip-10-0-0-1.us-west-2.compute.internal"),
 				PrivateIpAddress: aws.String("10.0.0.1"),
 				Placement:        &ec2types.Placement{AvailabilityZone: aws.String("us-west-2a")}}
-			e.Observe(inst, ec2types.InstanceStateNameRunning, base64.StdEncoding.EncodeToString([]byte(userData)))
+			e.Observe(inst, ec2types.InstanceStateNameRunning, userData)
 
 			for _, ev := range e.Events() {
 				if ev.Err != nil {
