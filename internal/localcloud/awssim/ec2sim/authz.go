@@ -2,6 +2,7 @@ package ec2sim
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"strings"
 
@@ -24,52 +25,53 @@ func (c *Cloud) Authorizations(action string, form url.Values) ([]iam.Target, er
 	defer c.mu.Unlock()
 	switch action {
 	case "CreateFleet":
-		in := new(ec2.CreateFleetInput)
-		if err := wire.Decode(form, in); err != nil {
-			return nil, err
-		}
-		return c.fleetTargets(in), nil
+		return targetsOf(form, c.fleetTargets)
 	case "CreateLaunchTemplate":
-		in := new(ec2.CreateLaunchTemplateInput)
-		if err := wire.Decode(form, in); err != nil {
-			return nil, err
-		}
-		return c.createTemplateTargets(in), nil
+		return targetsOf(form, c.createTemplateTargets)
 	case "DeleteLaunchTemplate":
-		in := new(ec2.DeleteLaunchTemplateInput)
-		if err := wire.Decode(form, in); err != nil {
-			return nil, err
-		}
-		lt, err := c.resolveTemplate(in.LaunchTemplateId, in.LaunchTemplateName)
-		if err != nil {
-			return nil, nil // the call fails on its own; nothing to authorize
-		}
-		return []iam.Target{c.existing("ec2:DeleteLaunchTemplate", "launch-template", *lt.meta.LaunchTemplateId)}, nil
+		return targetsOf(form, c.deleteTemplateTargets)
 	case "TerminateInstances":
-		in := new(ec2.TerminateInstancesInput)
-		if err := wire.Decode(form, in); err != nil {
-			return nil, err
-		}
-		var out []iam.Target
-		for _, id := range in.InstanceIds {
-			out = append(out, c.existing("ec2:TerminateInstances", "instance", id))
-		}
-		return out, nil
+		return targetsOf(form, c.terminateTargets)
 	case "CreateTags":
-		in := new(ec2.CreateTagsInput)
-		if err := wire.Decode(form, in); err != nil {
-			return nil, err
-		}
-		var out []iam.Target
-		for _, id := range in.Resources {
-			t := c.existing("ec2:CreateTags", typeOfID(id), id)
-			t.RequestTags = tagMap(in.Tags)
-			out = append(out, t)
-		}
-		return out, nil
+		return targetsOf(form, c.tagTargets)
 	}
 	// Describe* support no resource-level permissions: Resource "*".
 	return []iam.Target{{Action: "ec2:" + action, Type: "", ARN: "*"}}, nil
+}
+
+// targetsOf decodes an action's request and lists its targets.
+func targetsOf[I any](form url.Values, targets func(*I) []iam.Target) ([]iam.Target, error) {
+	in := new(I)
+	if err := wire.Decode(form, in); err != nil {
+		return nil, err
+	}
+	return targets(in), nil
+}
+
+func (c *Cloud) deleteTemplateTargets(in *ec2.DeleteLaunchTemplateInput) []iam.Target {
+	lt, err := c.resolveTemplate(in.LaunchTemplateId, in.LaunchTemplateName)
+	if err != nil {
+		return nil // the call fails on its own; nothing to authorize
+	}
+	return []iam.Target{c.existing("ec2:DeleteLaunchTemplate", "launch-template", *lt.meta.LaunchTemplateId)}
+}
+
+func (c *Cloud) terminateTargets(in *ec2.TerminateInstancesInput) []iam.Target {
+	var out []iam.Target
+	for _, id := range in.InstanceIds {
+		out = append(out, c.existing("ec2:TerminateInstances", "instance", id))
+	}
+	return out
+}
+
+func (c *Cloud) tagTargets(in *ec2.CreateTagsInput) []iam.Target {
+	var out []iam.Target
+	for _, id := range in.Resources {
+		t := c.existing("ec2:CreateTags", typeOfID(id), id)
+		t.RequestTags = tagMap(in.Tags)
+		out = append(out, t)
+	}
+	return out
 }
 
 // fleetTargets: the fleet, instance, volume, network interface and (spot)
@@ -242,12 +244,16 @@ func typeOfID(id string) string {
 	return prefix
 }
 
+// tagMap is a tag list as IAM's condition keys see it (a repeated key
+// keeps its last value).
 func tagMap(tags []types.Tag) map[string]string {
-	m := make(map[string]string, len(tags))
-	for _, t := range tags {
-		m[aws.ToString(t.Key)] = aws.ToString(t.Value)
-	}
-	return m
+	return maps.Collect(func(yield func(string, string) bool) {
+		for _, t := range tags {
+			if !yield(aws.ToString(t.Key), aws.ToString(t.Value)) {
+				return
+			}
+		}
+	})
 }
 
 func dedupe(ts []iam.Target) []iam.Target {

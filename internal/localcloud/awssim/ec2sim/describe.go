@@ -3,6 +3,7 @@ package ec2sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -16,99 +17,64 @@ import (
 func (c *Cloud) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput) (*ec2.DescribeSubnetsOutput, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, id := range in.SubnetIds {
-		if c.subnetByID(id) == nil {
-			return nil, protocol.Errorf("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
-		}
+	if id, ok := missing(in.SubnetIds, func(id string) bool { return c.subnetByID(id) != nil }); ok {
+		return nil, protocol.Errorf("InvalidSubnetID.NotFound", "The subnet ID '%s' does not exist", id)
 	}
-	var out []types.Subnet
-	for _, s := range c.subnets {
-		if len(in.SubnetIds) > 0 && !contains(in.SubnetIds, *s.SubnetId) {
-			continue
-		}
-		cp := s.Subnet
-		cp.Tags = cloneTags(s.Tags)
-		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "subnet-id":
-				return one(s.SubnetId), true
-			case "availability-zone":
-				return one(s.AvailabilityZone), true
-			case "availability-zone-id":
-				return one(s.AvailabilityZoneId), true
-			case "vpc-id":
-				return one(s.VpcId), true
-			case "cidr-block":
-				return one(s.CidrBlock), true
-			case "state":
-				return []string{string(s.State)}, true
-			case "map-public-ip-on-launch":
-				return []string{fmt.Sprint(aws.ToBool(s.MapPublicIpOnLaunch))}, true
+	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 5, 1000}, func(yield func(types.Subnet, attrs) bool) {
+		for _, s := range c.subnets {
+			if listed(in.SubnetIds, *s.SubnetId) && !yield(s.item()) {
+				return
 			}
-			return tagAttrs(s.Tags, name)
-		}, cp); err != nil {
-			return nil, err
 		}
-	}
-	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeSubnetsOutput{Subnets: items, NextToken: next}, nil
+	}, func(items []types.Subnet, next *string) *ec2.DescribeSubnetsOutput {
+		return &ec2.DescribeSubnetsOutput{Subnets: items, NextToken: next}
+	})
+}
+
+// item is the copy of a subnet a caller gets, with its filter values.
+func (s *subnet) item() (types.Subnet, attrs) {
+	cp := s.Subnet
+	cp.Tags = cloneTags(s.Tags)
+	return cp, taggedValuesOf(s.Tags, map[string][]string{
+		"subnet-id": one(s.SubnetId), "availability-zone": one(s.AvailabilityZone), "availability-zone-id": one(s.AvailabilityZoneId),
+		"vpc-id": one(s.VpcId), "cidr-block": one(s.CidrBlock), "state": {string(s.State)},
+		"map-public-ip-on-launch": {fmt.Sprint(aws.ToBool(s.MapPublicIpOnLaunch))},
+	})
 }
 
 // DescribeSecurityGroups lists security groups by id, name and filters.
 func (c *Cloud) DescribeSecurityGroups(_ context.Context, in *ec2.DescribeSecurityGroupsInput) (*ec2.DescribeSecurityGroupsOutput, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	find := func(match func(*types.SecurityGroup) bool) bool {
-		for _, g := range c.groups {
-			if match(g) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, id := range in.GroupIds {
-		if !find(func(g *types.SecurityGroup) bool { return *g.GroupId == id }) {
-			return nil, protocol.Errorf("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
-		}
-	}
-	for _, n := range in.GroupNames {
-		if !find(func(g *types.SecurityGroup) bool { return *g.GroupName == n }) {
-			return nil, protocol.Errorf("InvalidGroup.NotFound", "The security group '%s' does not exist in default VPC '%s'", n, c.vpcID)
-		}
-	}
-	var out []types.SecurityGroup
+	var ids, names []string
 	for _, g := range c.groups {
-		if len(in.GroupIds) > 0 && !contains(in.GroupIds, *g.GroupId) || len(in.GroupNames) > 0 && !contains(in.GroupNames, *g.GroupName) {
-			continue
-		}
-		cp := *g
-		cp.Tags = cloneTags(g.Tags)
-		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "group-id":
-				return one(g.GroupId), true
-			case "group-name":
-				return one(g.GroupName), true
-			case "vpc-id":
-				return one(g.VpcId), true
-			case "description":
-				return one(g.Description), true
-			case "owner-id":
-				return one(g.OwnerId), true
+		ids, names = append(ids, *g.GroupId), append(names, *g.GroupName)
+	}
+	if id, ok := missing(in.GroupIds, func(id string) bool { return slices.Contains(ids, id) }); ok {
+		return nil, protocol.Errorf("InvalidGroup.NotFound", "The security group '%s' does not exist", id)
+	}
+	if n, ok := missing(in.GroupNames, func(n string) bool { return slices.Contains(names, n) }); ok {
+		return nil, protocol.Errorf("InvalidGroup.NotFound", "The security group '%s' does not exist in default VPC '%s'", n, c.vpcID)
+	}
+	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 5, 1000}, func(yield func(types.SecurityGroup, attrs) bool) {
+		for _, g := range c.groups {
+			if listed(in.GroupIds, *g.GroupId) && listed(in.GroupNames, *g.GroupName) && !yield(groupItem(g)) {
+				return
 			}
-			return tagAttrs(g.Tags, name)
-		}, cp); err != nil {
-			return nil, err
 		}
-	}
-	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeSecurityGroupsOutput{SecurityGroups: items, NextToken: next}, nil
+	}, func(items []types.SecurityGroup, next *string) *ec2.DescribeSecurityGroupsOutput {
+		return &ec2.DescribeSecurityGroupsOutput{SecurityGroups: items, NextToken: next}
+	})
+}
+
+// groupItem is the copy of a group a caller gets, with its filter values.
+func groupItem(g *types.SecurityGroup) (types.SecurityGroup, attrs) {
+	cp := *g
+	cp.Tags = cloneTags(g.Tags)
+	return cp, taggedValuesOf(g.Tags, map[string][]string{
+		"group-id": one(g.GroupId), "group-name": one(g.GroupName), "vpc-id": one(g.VpcId),
+		"description": one(g.Description), "owner-id": one(g.OwnerId),
+	})
 }
 
 // DescribeImages lists images by id, owner and filters. Deprecated images are
@@ -116,60 +82,55 @@ func (c *Cloud) DescribeSecurityGroups(_ context.Context, in *ec2.DescribeSecuri
 func (c *Cloud) DescribeImages(_ context.Context, in *ec2.DescribeImagesInput) (*ec2.DescribeImagesOutput, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, id := range in.ImageIds {
-		if c.imageByID(id) == nil {
-			return nil, protocol.Errorf("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
-		}
+	if id, ok := missing(in.ImageIds, func(id string) bool { return c.imageByID(id) != nil }); ok {
+		return nil, protocol.Errorf("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", id)
 	}
 	now := c.cfg.Now()
-	var out []types.Image
-	for _, img := range c.images {
-		if len(in.ImageIds) > 0 && !contains(in.ImageIds, *img.ImageId) {
-			continue
-		}
-		if len(in.Owners) > 0 && !c.ownedBy(img, in.Owners) {
-			continue
-		}
-		if len(in.ImageIds) == 0 && !aws.ToBool(in.IncludeDeprecated) && img.DeprecationTime != nil {
-			if t, err := time.Parse(time.RFC3339, *img.DeprecationTime); err == nil && !t.After(now) {
+	showDeprecated := len(in.ImageIds) > 0 || aws.ToBool(in.IncludeDeprecated)
+	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 5, 1000}, func(yield func(types.Image, attrs) bool) {
+		for _, img := range c.images {
+			if !listed(in.ImageIds, *img.ImageId) || len(in.Owners) > 0 && !c.ownedBy(img, in.Owners) || !showDeprecated && deprecated(img, now) {
 				continue
 			}
-		}
-		cp := *img
-		cp.Tags = cloneTags(img.Tags)
-		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "image-id":
-				return one(img.ImageId), true
-			case "name":
-				return one(img.Name), true
-			case "architecture":
-				return []string{string(img.Architecture)}, true
-			case "owner-id":
-				return one(img.OwnerId), true
-			case "owner-alias":
-				return one(img.ImageOwnerAlias), true
-			case "state":
-				return []string{string(img.State)}, true
-			case "is-public":
-				return []string{fmt.Sprint(aws.ToBool(img.Public))}, true
-			case "image-type":
-				return []string{string(img.ImageType)}, true
-			case "root-device-type":
-				return []string{string(img.RootDeviceType)}, true
-			case "virtualization-type":
-				return []string{string(img.VirtualizationType)}, true
+			if !yield(imageItem(img)) {
+				return
 			}
-			return tagAttrs(img.Tags, name)
-		}, cp); err != nil {
-			return nil, err
+		}
+	}, func(items []types.Image, next *string) *ec2.DescribeImagesOutput {
+		return &ec2.DescribeImagesOutput{Images: items, NextToken: next}
+	})
+}
+
+// deprecated reports whether an image's deprecation time has passed.
+func deprecated(img *types.Image, now time.Time) bool {
+	if img.DeprecationTime == nil {
+		return false
+	}
+	t, err := time.Parse(time.RFC3339, *img.DeprecationTime)
+	return err == nil && !t.After(now)
+}
+
+// imageItem is the copy of an image a caller gets, with its filter values.
+func imageItem(img *types.Image) (types.Image, attrs) {
+	cp := *img
+	cp.Tags = cloneTags(img.Tags)
+	return cp, taggedValuesOf(img.Tags, map[string][]string{
+		"image-id": one(img.ImageId), "name": one(img.Name), "architecture": {string(img.Architecture)},
+		"owner-id": one(img.OwnerId), "owner-alias": one(img.ImageOwnerAlias), "state": {string(img.State)},
+		"is-public": {fmt.Sprint(aws.ToBool(img.Public))}, "image-type": {string(img.ImageType)},
+		"root-device-type": {string(img.RootDeviceType)}, "virtualization-type": {string(img.VirtualizationType)},
+	})
+}
+
+// missing is the first of the IDs (or names) a call asks for that does
+// not exist.
+func missing(asked []string, exists func(string) bool) (string, bool) {
+	for _, id := range asked {
+		if !exists(id) {
+			return id, true
 		}
 	}
-	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeImagesOutput{Images: items, NextToken: next}, nil
+	return "", false
 }
 
 func (c *Cloud) ownedBy(img *types.Image, owners []string) bool {
@@ -193,35 +154,15 @@ func (c *Cloud) DescribeAvailabilityZones(_ context.Context, in *ec2.DescribeAva
 			State: types.AvailabilityZoneStateAvailable, ZoneType: aws.String("availability-zone"),
 			GroupName: aws.String(c.cfg.Region), NetworkBorderGroup: aws.String(c.cfg.Region), OptInStatus: types.AvailabilityZoneOptInStatusOptInNotRequired,
 		}
-		if len(in.ZoneNames) > 0 && !contains(in.ZoneNames, z) || len(in.ZoneIds) > 0 && !contains(in.ZoneIds, *az.ZoneId) {
+		if !listed(in.ZoneNames, z) || !listed(in.ZoneIds, *az.ZoneId) {
 			continue
 		}
-		if err := appendMatch(&out.AvailabilityZones, in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "zone-name":
-				return []string{z}, true
-			case "zone-id":
-				return one(az.ZoneId), true
-			case "region-name":
-				return []string{c.cfg.Region}, true
-			case "state":
-				return []string{"available"}, true
-			case "zone-type":
-				return []string{"availability-zone"}, true
-			}
-			return nil, false
-		}, az); err != nil {
+		if err := appendMatch(&out.AvailabilityZones, in.Filters, valuesOf(map[string][]string{
+			"zone-name": {z}, "zone-id": one(az.ZoneId), "region-name": {c.cfg.Region},
+			"state": {"available"}, "zone-type": {"availability-zone"},
+		}), az); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }

@@ -1,7 +1,9 @@
 package ec2sim
 
 import (
+	"iter"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -127,6 +129,31 @@ func page(n int, maxResults *int32, nextToken *string, lo, hi int32) (start, end
 	return start, end, next, nil
 }
 
+// paging is a Describe call's MaxResults and NextToken with the range
+// (lo..hi) EC2 allows MaxResults in for that call.
+type paging struct {
+	maxResults *int32
+	nextToken  *string
+	lo, hi     int32
+}
+
+// describe is what every paginated Describe call shares: it keeps the
+// candidates whose filter values (attrs) the filters match, in order, and
+// answers the page p selects, with the next page's token, through output.
+func describe[T, O any](filters []types.Filter, p paging, candidates iter.Seq2[T, attrs], output func(items []T, next *string) *O) (*O, error) {
+	var out []T
+	for item, get := range candidates {
+		if err := appendMatch(&out, filters, get, item); err != nil {
+			return nil, err
+		}
+	}
+	start, end, next, err := page(len(out), p.maxResults, p.nextToken, p.lo, p.hi)
+	if err != nil {
+		return nil, err
+	}
+	return output(out[start:end], next), nil
+}
+
 // appendMatch appends item to *out when the filters match get.
 func appendMatch[T any](out *[]T, filters []types.Filter, get attrs, item T) error {
 	ok, err := matchFilters(filters, get)
@@ -139,14 +166,30 @@ func appendMatch[T any](out *[]T, filters []types.Filter, get attrs, item T) err
 	return nil
 }
 
-// pageOf is the page of items that nextToken and maxResults (lo..hi)
-// select, with the token of the next page.
-func pageOf[T any](items []T, maxResults *int32, nextToken *string, lo, hi int32) ([]T, *string, error) {
-	start, end, next, err := page(len(items), maxResults, nextToken, lo, hi)
-	if err != nil {
-		return nil, nil, err
+// valuesOf answers the filters a resource supports from the table of
+// their values; any other filter name is invalid for it.
+func valuesOf(values map[string][]string) attrs {
+	return func(name string) ([]string, bool) {
+		v, ok := values[name]
+		return v, ok
 	}
-	return items[start:end], next, nil
+}
+
+// taggedValuesOf is valuesOf for a resource with tags, which answers the
+// tag filters too.
+func taggedValuesOf(tags []types.Tag, values map[string][]string) attrs {
+	return func(name string) ([]string, bool) {
+		if v, ok := values[name]; ok {
+			return v, true
+		}
+		return tagAttrs(tags, name)
+	}
+}
+
+// listed reports whether a resource is among the IDs (or names) a call
+// asks for; asking for none lists all.
+func listed[S ~string](asked []S, id S) bool {
+	return len(asked) == 0 || slices.Contains(asked, id)
 }
 
 // cloneTags copies a tag list (nil stays nil), so a caller cannot change

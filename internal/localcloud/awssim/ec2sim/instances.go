@@ -195,59 +195,39 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 		}
 		ids = in.InstanceIds
 	}
-	var sel []*instance
-	for _, id := range ids {
-		inst := c.instances[id]
-		if inst.hidden > 0 {
-			inst.hidden--
-			continue
+	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 5, 1000}, func(yield func(*instance, attrs) bool) {
+		for _, id := range ids {
+			inst := c.instances[id]
+			if inst.hidden > 0 {
+				inst.hidden--
+				continue
+			}
+			if !yield(inst, inst.attrs) {
+				return
+			}
 		}
-		if err := appendMatch(&sel, in.Filters, inst.attrs, inst); err != nil {
-			return nil, err
+	}, func(items []*instance, next *string) *ec2.DescribeInstancesOutput {
+		out := &ec2.DescribeInstancesOutput{NextToken: next, Reservations: []types.Reservation{}}
+		for _, inst := range items {
+			out.Reservations = append(out.Reservations, types.Reservation{
+				ReservationId: aws.String(inst.reservation), OwnerId: aws.String(c.cfg.Account),
+				Instances: []types.Instance{inst.snapshot()},
+			})
 		}
-	}
-	items, next, err := pageOf(sel, in.MaxResults, in.NextToken, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	out := &ec2.DescribeInstancesOutput{NextToken: next, Reservations: []types.Reservation{}}
-	for _, inst := range items {
-		out.Reservations = append(out.Reservations, types.Reservation{
-			ReservationId: aws.String(inst.reservation), OwnerId: aws.String(c.cfg.Account),
-			Instances: []types.Instance{inst.snapshot()},
-		})
-	}
-	return out, nil
+		return out
+	})
 }
 
+// attrs answers the filters on an instance; it reads the instance when a
+// filter asks, so a describe sees its state at that moment.
 func (in *instance) attrs(name string) ([]string, bool) {
-	switch name {
-	case "instance-id":
-		return one(in.InstanceId), true
-	case "instance-state-name":
-		return []string{string(in.State.Name)}, true
-	case "instance-state-code":
-		return []string{fmt.Sprint(aws.ToInt32(in.State.Code))}, true
-	case "instance-type":
-		return []string{string(in.InstanceType)}, true
-	case "availability-zone":
-		return one(in.Placement.AvailabilityZone), true
-	case "subnet-id":
-		return one(in.SubnetId), true
-	case "vpc-id":
-		return one(in.VpcId), true
-	case "image-id":
-		return one(in.ImageId), true
-	case "private-dns-name":
-		return one(in.PrivateDnsName), true
-	case "private-ip-address":
-		return one(in.PrivateIpAddress), true
-	case "instance-lifecycle":
-		return []string{string(in.InstanceLifecycle)}, true
-	case "architecture":
-		return []string{string(in.Architecture)}, true
-	}
-	return tagAttrs(in.Tags, name)
+	return taggedValuesOf(in.Tags, map[string][]string{
+		"instance-id": one(in.InstanceId), "instance-state-name": {string(in.State.Name)},
+		"instance-state-code": {fmt.Sprint(aws.ToInt32(in.State.Code))}, "instance-type": {string(in.InstanceType)},
+		"availability-zone": one(in.Placement.AvailabilityZone), "subnet-id": one(in.SubnetId), "vpc-id": one(in.VpcId),
+		"image-id": one(in.ImageId), "private-dns-name": one(in.PrivateDnsName), "private-ip-address": one(in.PrivateIpAddress),
+		"instance-lifecycle": {string(in.InstanceLifecycle)}, "architecture": {string(in.Architecture)},
+	})(name)
 }
 
 // CreateTags adds or overwrites tags on instances, volumes, network

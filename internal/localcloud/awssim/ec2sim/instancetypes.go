@@ -3,7 +3,7 @@ package ec2sim
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"iter"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,18 +29,16 @@ func (c *Cloud) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanc
 			return nil, protocol.Errorf("InvalidInstanceType", "The following supplied instance types do not exist: [%s]", strings.Join(missing, ", "))
 		}
 	}
-	var out []types.InstanceTypeInfo
-	for _, n := range names {
-		info := c.cfg.Catalog.Types[n]
-		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) { return typeAttrs(info, name) }, info); err != nil {
-			return nil, err
+	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 5, 100}, func(yield func(types.InstanceTypeInfo, attrs) bool) {
+		for _, n := range names {
+			info := c.cfg.Catalog.Types[n]
+			if !yield(info, func(name string) ([]string, bool) { return typeAttrs(info, name) }) {
+				return
+			}
 		}
-	}
-	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 100)
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeInstanceTypesOutput{InstanceTypes: items, NextToken: next}, nil
+	}, func(items []types.InstanceTypeInfo, next *string) *ec2.DescribeInstanceTypesOutput {
+		return &ec2.DescribeInstanceTypesOutput{InstanceTypes: items, NextToken: next}
+	})
 }
 
 func typeAttrs(info types.InstanceTypeInfo, name string) ([]string, bool) {
@@ -48,9 +46,9 @@ func typeAttrs(info types.InstanceTypeInfo, name string) ([]string, bool) {
 	case "instance-type":
 		return []string{string(info.InstanceType)}, true
 	case "current-generation":
-		return []string{strconv.FormatBool(aws.ToBool(info.CurrentGeneration))}, true
+		return []string{fmt.Sprint(aws.ToBool(info.CurrentGeneration))}, true
 	case "bare-metal":
-		return []string{strconv.FormatBool(aws.ToBool(info.BareMetal))}, true
+		return []string{fmt.Sprint(aws.ToBool(info.BareMetal))}, true
 	case "hypervisor":
 		return []string{string(info.Hypervisor)}, true
 	case "processor-info.supported-architecture":
@@ -87,46 +85,41 @@ func (c *Cloud) DescribeInstanceTypeOfferings(_ context.Context, in *ec2.Describ
 	if lt == "" {
 		lt = types.LocationTypeRegion
 	}
-	zoneIDs := map[string]string{}
-	for _, z := range c.cfg.Catalog.Zones() {
-		zoneIDs[z] = c.cfg.Catalog.ZoneID(z)
+	switch lt {
+	case types.LocationTypeRegion, types.LocationTypeAvailabilityZone, types.LocationTypeAvailabilityZoneId:
+	default:
+		return nil, protocol.Errorf("InvalidParameterValue", "Value (%s) for parameter locationType is invalid", lt)
 	}
-	var out []types.InstanceTypeOffering
-	for _, name := range c.cfg.Catalog.TypeNames() {
-		var locs []string
-		switch lt {
-		case types.LocationTypeRegion:
-			if len(c.cfg.Catalog.Offerings[name]) > 0 {
-				locs = []string{c.cfg.Region}
-			}
-		case types.LocationTypeAvailabilityZone:
-			locs = c.cfg.Catalog.Offerings[name]
-		case types.LocationTypeAvailabilityZoneId:
-			for _, z := range c.cfg.Catalog.Offerings[name] {
-				locs = append(locs, zoneIDs[z])
-			}
-		default:
-			return nil, protocol.Errorf("InvalidParameterValue", "Value (%s) for parameter locationType is invalid", lt)
-		}
-		for _, loc := range locs {
-			if err := appendMatch(&out, in.Filters, func(f string) ([]string, bool) {
-				switch f {
-				case "location":
-					return []string{loc}, true
-				case "instance-type":
-					return []string{name}, true
+	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 5, 1000}, func(yield func(types.InstanceTypeOffering, attrs) bool) {
+		for _, name := range c.cfg.Catalog.TypeNames() {
+			for _, loc := range c.offeredIn(lt, name) {
+				o := types.InstanceTypeOffering{InstanceType: types.InstanceType(name), Location: aws.String(loc), LocationType: lt}
+				if !yield(o, valuesOf(map[string][]string{"location": {loc}, "instance-type": {name}})) {
+					return
 				}
-				return nil, false
-			}, types.InstanceTypeOffering{InstanceType: types.InstanceType(name), Location: aws.String(loc), LocationType: lt}); err != nil {
-				return nil, err
 			}
 		}
+	}, func(items []types.InstanceTypeOffering, next *string) *ec2.DescribeInstanceTypeOfferingsOutput {
+		return &ec2.DescribeInstanceTypeOfferingsOutput{InstanceTypeOfferings: items, NextToken: next}
+	})
+}
+
+// offeredIn lists the locations of one location type a type is offered in.
+func (c *Cloud) offeredIn(lt types.LocationType, name string) []string {
+	zones := c.cfg.Catalog.Offerings[name]
+	switch {
+	case lt == types.LocationTypeAvailabilityZone:
+		return zones
+	case lt == types.LocationTypeAvailabilityZoneId:
+		ids := make([]string, len(zones))
+		for i, z := range zones {
+			ids[i] = c.cfg.Catalog.ZoneID(z)
+		}
+		return ids
+	case len(zones) > 0:
+		return []string{c.cfg.Region}
 	}
-	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 5, 1000)
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeInstanceTypeOfferingsOutput{InstanceTypeOfferings: items, NextToken: next}, nil
+	return nil
 }
 
 // DescribeSpotPriceHistory reports the current derived spot price of each
@@ -138,55 +131,38 @@ func (c *Cloud) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSpot
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ts := c.cfg.Now().UTC().Truncate(3600e9)
-	var out []types.SpotPrice
-	for _, name := range c.cfg.Catalog.TypeNames() {
-		if len(in.InstanceTypes) > 0 && !contains(instanceTypeStrings(in.InstanceTypes), name) {
-			continue
-		}
-		for _, z := range c.cfg.Catalog.Offerings[name] {
-			if az := aws.ToString(in.AvailabilityZone); az != "" && az != z {
-				continue
-			}
-			price, ok := c.spotPrice(name, z)
-			if !ok {
-				continue
-			}
-			for _, prod := range products {
-				if prod != "Linux/UNIX" && prod != "Linux/UNIX (Amazon VPC)" {
-					continue
-				}
-				sp := types.SpotPrice{InstanceType: types.InstanceType(name), AvailabilityZone: aws.String(z),
-					ProductDescription: types.RIProductDescription(prod), SpotPrice: aws.String(strconv.FormatFloat(price, 'f', 6, 64)), Timestamp: aws.Time(ts)}
-				if err := appendMatch(&out, in.Filters, func(f string) ([]string, bool) {
-					switch f {
-					case "instance-type":
-						return []string{name}, true
-					case "availability-zone":
-						return []string{z}, true
-					case "product-description":
-						return []string{prod}, true
-					case "spot-price":
-						return []string{*sp.SpotPrice}, true
-					}
-					return nil, false
-				}, sp); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 1, 1000)
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeSpotPriceHistoryOutput{SpotPriceHistory: items, NextToken: next}, nil
+	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 1, 1000}, c.spotPrices(in, products),
+		func(items []types.SpotPrice, next *string) *ec2.DescribeSpotPriceHistoryOutput {
+			return &ec2.DescribeSpotPriceHistoryOutput{SpotPriceHistory: items, NextToken: next}
+		})
 }
 
-func instanceTypeStrings(ts []types.InstanceType) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = string(t)
+// spotPrices yields the prices of the (type, zone, product) pools a
+// DescribeSpotPriceHistory call selects, stamped with the current hour.
+func (c *Cloud) spotPrices(in *ec2.DescribeSpotPriceHistoryInput, products []string) iter.Seq2[types.SpotPrice, attrs] {
+	ts := c.cfg.Now().UTC().Truncate(3600e9)
+	return func(yield func(types.SpotPrice, attrs) bool) {
+		for _, name := range c.cfg.Catalog.TypeNames() {
+			if !listed(in.InstanceTypes, types.InstanceType(name)) {
+				continue
+			}
+			for _, z := range c.cfg.Catalog.Offerings[name] {
+				price, ok := c.spotPrice(name, z)
+				if az := aws.ToString(in.AvailabilityZone); az != "" && az != z || !ok {
+					continue
+				}
+				for _, prod := range products {
+					if prod != "Linux/UNIX" && prod != "Linux/UNIX (Amazon VPC)" {
+						continue
+					}
+					p := fmt.Sprintf("%.6f", price)
+					sp := types.SpotPrice{InstanceType: types.InstanceType(name), AvailabilityZone: aws.String(z),
+						ProductDescription: types.RIProductDescription(prod), SpotPrice: aws.String(p), Timestamp: aws.Time(ts)}
+					if !yield(sp, valuesOf(map[string][]string{"instance-type": {name}, "availability-zone": {z}, "product-description": {prod}, "spot-price": {p}})) {
+						return
+					}
+				}
+			}
+		}
 	}
-	return out
 }

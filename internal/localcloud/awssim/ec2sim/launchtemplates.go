@@ -79,27 +79,19 @@ func (c *Cloud) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunc
 		}
 		sort.Slice(sel, func(i, j int) bool { return sel[i].seq < sel[j].seq })
 	}
-	var out []types.LaunchTemplate
-	for _, lt := range sel {
-		meta := lt.meta
-		meta.Tags = cloneTags(lt.meta.Tags)
-		if err := appendMatch(&out, in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "launch-template-name":
-				return one(lt.meta.LaunchTemplateName), true
-			case "launch-template-id":
-				return one(lt.meta.LaunchTemplateId), true
+	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 1, 200}, func(yield func(types.LaunchTemplate, attrs) bool) {
+		for _, lt := range sel {
+			meta := lt.meta
+			meta.Tags = cloneTags(lt.meta.Tags)
+			if !yield(meta, taggedValuesOf(lt.meta.Tags, map[string][]string{
+				"launch-template-name": one(lt.meta.LaunchTemplateName), "launch-template-id": one(lt.meta.LaunchTemplateId),
+			})) {
+				return
 			}
-			return tagAttrs(lt.meta.Tags, name)
-		}, meta); err != nil {
-			return nil, err
 		}
-	}
-	items, next, err := pageOf(out, in.MaxResults, in.NextToken, 1, 200)
-	if err != nil {
-		return nil, err
-	}
-	return &ec2.DescribeLaunchTemplatesOutput{LaunchTemplates: items, NextToken: next}, nil
+	}, func(items []types.LaunchTemplate, next *string) *ec2.DescribeLaunchTemplatesOutput {
+		return &ec2.DescribeLaunchTemplatesOutput{LaunchTemplates: items, NextToken: next}
+	})
 }
 
 // DeleteLaunchTemplate removes a launch template by id or name.
