@@ -1,10 +1,12 @@
 package awssim
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -100,17 +102,11 @@ func (s *Server) StatementUses() []StatementUse {
 	out := make([]StatementUse, 0, len(a.statements))
 	for k, u := range a.statements {
 		u.Allowed = a.used[k]
-		for action := range a.usedAction[k] {
-			u.Used = append(u.Used, action)
-		}
-		sort.Strings(u.Used)
+		u.Used = slices.Sorted(maps.Keys(a.usedAction[k]))
 		out = append(out, u)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Role != out[j].Role {
-			return out[i].Role < out[j].Role
-		}
-		return out[i].Statement < out[j].Statement
+	slices.SortFunc(out, func(x, y StatementUse) int {
+		return cmp.Or(cmp.Compare(x.Role, y.Role), cmp.Compare(x.Statement, y.Statement))
 	})
 	return out
 }
@@ -226,7 +222,7 @@ func (s *Server) request(roleARN string, t iam.Target) (iam.Request, bool) {
 				ctx.Set("aws:RequestTag/"+tk, tv)
 				tagKeys = append(tagKeys, tk)
 			}
-			sort.Strings(tagKeys)
+			slices.Sort(tagKeys)
 			ctx.Set("aws:TagKeys", tagKeys...)
 		case strings.HasPrefix(k, "aws:ResourceTag/"):
 			for tk, tv := range t.Tags {

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
@@ -30,8 +29,7 @@ func BenchmarkCreateFleet(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	c := ec2.NewFromConfig(aws.Config{Region: "us-west-2", BaseEndpoint: aws.String(s.URL()),
-		Credentials: credentials.NewStaticCredentialsProvider(DefaultAccessKeyID, DefaultSecretAccessKey, "")})
+	c := ec2.NewFromConfig(s.ClientConfig())
 	ami, _ := s.EC2().SSMParameter("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id")
 	ctx := b.Context()
 	if _, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("bench"),

@@ -221,21 +221,16 @@ func TestInstanceLifecycleAndDescribe(t *testing.T) {
 	var ids []string
 	p := ec2.NewDescribeInstancesPaginator(c, &ec2.DescribeInstancesInput{MaxResults: aws.Int32(5),
 		Filters: []types.Filter{{Name: aws.String("tag:karpenter.sh/nodepool"), Values: []string{"default"}}, {Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}}}})
-	pages := 0
-	for p.HasMorePages() {
-		pg, err := p.NextPage(ctx(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages++
+	pages := allPages[*ec2.DescribeInstancesOutput, ec2.Options](t, p)
+	for _, pg := range pages {
 		for _, r := range pg.Reservations {
 			for _, i := range r.Instances {
 				ids = append(ids, *i.InstanceId)
 			}
 		}
 	}
-	if len(ids) != 7 || pages != 2 {
-		t.Fatalf("described %d instances in %d pages", len(ids), pages)
+	if len(ids) != 7 || len(pages) != 2 {
+		t.Fatalf("described %d instances in %d pages", len(ids), len(pages))
 	}
 	eventually(t, "running", func() bool {
 		d, err := c.DescribeInstances(ctx(t), &ec2.DescribeInstancesInput{InstanceIds: ids[:1]})

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/userdata/userdatatest"
@@ -46,8 +46,7 @@ func TestInstanceBecomesReadyKWOKNode(t *testing.T) {
 	}
 	kc := plane.Client()
 
-	c := ec2.NewFromConfig(aws.Config{Region: "us-west-2", BaseEndpoint: aws.String(sim.URL()),
-		Credentials: credentials.NewStaticCredentialsProvider(awssim.DefaultAccessKeyID, awssim.DefaultSecretAccessKey, "")})
+	c := ec2.NewFromConfig(sim.ClientConfig())
 	ami, _ := sim.EC2().SSMParameter("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id")
 	if _, err := c.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String("it-nodes"),
 		LaunchTemplateData: &types.RequestLaunchTemplateData{ImageId: aws.String(ami), UserData: aws.String(nodeUserData)}}); err != nil {
@@ -66,16 +65,7 @@ func TestInstanceBecomesReadyKWOKNode(t *testing.T) {
 
 	waitFor(t, "Ready node", func() bool {
 		n, err := kc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				pods := n.Status.Allocatable[corev1.ResourcePods]
-				return n.Labels["karpenter.sh/nodepool"] == "default" && pods.Value() == 29
-			}
-		}
-		return false
+		return err == nil && kubeplane.NodeReady(n) && n.Labels["karpenter.sh/nodepool"] == "default" && n.Status.Allocatable.Pods().Value() == 29
 	})
 	ns := plane.NewNamespace(t)
 	if _, err := kc.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
@@ -102,12 +92,9 @@ func TestInstanceBecomesReadyKWOKNode(t *testing.T) {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	}); err != nil {
+		t.Fatalf("timed out waiting for %s: %v", what, err)
 	}
-	t.Fatalf("timed out waiting for %s", what)
 }

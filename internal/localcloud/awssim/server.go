@@ -14,6 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim/wire"
@@ -218,6 +221,13 @@ func (opts *Options) catalog() (*ec2sim.Catalog, error) {
 
 // URL is the endpoint for every simulated service (AWS_ENDPOINT_URL).
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
+
+// ClientConfig is an AWS SDK configuration that reaches every simulated
+// service of the region, signing with the simulator's own credentials.
+func (s *Server) ClientConfig() aws.Config {
+	return aws.Config{Region: s.opts.Region, BaseEndpoint: aws.String(s.URL()),
+		Credentials: credentials.NewStaticCredentialsProvider(s.opts.AccessKeyID, s.opts.SecretAccessKey, "")}
+}
 
 // EC2 exposes the simulated region for tests: instances, capacity, AMIs, prices.
 func (s *Server) EC2() *ec2sim.Cloud { return s.ec2 }

@@ -30,14 +30,9 @@ func TestDescribeCatalogOperations(t *testing.T) {
 	// The project's embedded catalog (default when no catalog is given).
 	s, cfg := newTestServer(t, func(o *Options) { o.Catalog = nil })
 	c := ec2.NewFromConfig(cfg)
-	var n, pages int
-	p := ec2.NewDescribeInstanceTypesPaginator(c, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(20)})
-	for p.HasMorePages() {
-		pg, err := p.NextPage(ctx(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages++
+	n := 0
+	pages := allPages[*ec2.DescribeInstanceTypesOutput, ec2.Options](t, ec2.NewDescribeInstanceTypesPaginator(c, &ec2.DescribeInstanceTypesInput{MaxResults: aws.Int32(20)}))
+	for _, pg := range pages {
 		n += len(pg.InstanceTypes)
 		for _, it := range pg.InstanceTypes {
 			if it.VCpuInfo == nil || it.MemoryInfo == nil || it.ProcessorInfo == nil || len(it.ProcessorInfo.SupportedArchitectures) == 0 {
@@ -45,8 +40,8 @@ func TestDescribeCatalogOperations(t *testing.T) {
 			}
 		}
 	}
-	if n != len(s.EC2().Config().Catalog.Types) || pages < 2 {
-		t.Fatalf("described %d types in %d pages, catalog has %d", n, pages, len(s.EC2().Config().Catalog.Types))
+	if n != len(s.EC2().Config().Catalog.Types) || len(pages) < 2 {
+		t.Fatalf("described %d types in %d pages, catalog has %d", n, len(pages), len(s.EC2().Config().Catalog.Types))
 	}
 	arm, err := c.DescribeInstanceTypes(ctx(t), &ec2.DescribeInstanceTypesInput{Filters: []types.Filter{{Name: aws.String("processor-info.supported-architecture"), Values: []string{"arm64"}}, {Name: aws.String("instance-type"), Values: []string{"m*"}}}})
 	if err != nil || len(arm.InstanceTypes) == 0 {
@@ -172,13 +167,8 @@ func TestPricingGetProducts(t *testing.T) {
 	}
 	prices := map[string]string{}
 	p := pricing.NewGetProductsPaginator(pc, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: filters, MaxResults: aws.Int32(3)})
-	pages := 0
-	for p.HasMorePages() {
-		pg, err := p.NextPage(ctx(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		pages++
+	pages := allPages[*pricing.GetProductsOutput, pricing.Options](t, p)
+	for _, pg := range pages {
 		for _, doc := range pg.PriceList {
 			var d struct {
 				Product struct {
@@ -202,8 +192,8 @@ func TestPricingGetProducts(t *testing.T) {
 			}
 		}
 	}
-	if len(prices) != len(s.EC2().Config().Catalog.OnDemand) || pages < 2 || !strings.HasPrefix(prices["m5.large"], "0.096") {
-		t.Fatalf("%d prices in %d pages: m5.large=%s", len(prices), pages, prices["m5.large"])
+	if len(prices) != len(s.EC2().Config().Catalog.OnDemand) || len(pages) < 2 || !strings.HasPrefix(prices["m5.large"], "0.096") {
+		t.Fatalf("%d prices in %d pages: m5.large=%s", len(prices), len(pages), prices["m5.large"])
 	}
 	one, err := pc.GetProducts(ctx(t), &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: append(filters,
 		pricingtypes.Filter{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String("instanceType"), Value: aws.String("c5.large")})})

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
 )
@@ -24,12 +23,8 @@ func newTestServer(t *testing.T, mod func(*Options)) (*Server, aws.Config) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	cfg := aws.Config{
-		Region:           opts.Region,
-		Credentials:      credentials.NewStaticCredentialsProvider(DefaultAccessKeyID, DefaultSecretAccessKey, ""),
-		BaseEndpoint:     aws.String(s.URL()),
-		RetryMaxAttempts: 1,
-	}
+	cfg := s.ClientConfig()
+	cfg.RetryMaxAttempts = 1
 	return s, cfg
 }
 
@@ -37,6 +32,27 @@ func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return c
+}
+
+// paginator is an AWS SDK v2 paginator of outputs O for a client with
+// options Opts.
+type paginator[O, Opts any] interface {
+	HasMorePages() bool
+	NextPage(context.Context, ...func(*Opts)) (O, error)
+}
+
+// allPages runs a paginator to its end and returns every page.
+func allPages[O, Opts any](t *testing.T, p paginator[O, Opts]) []O {
+	t.Helper()
+	var pages []O
+	for p.HasMorePages() {
+		pg, err := p.NextPage(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, pg)
+	}
+	return pages
 }
 
 // eventually polls cond until it holds or the deadline passes.

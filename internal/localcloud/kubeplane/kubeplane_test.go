@@ -113,7 +113,7 @@ func TestKWOKNodeReadyAndScheduledPodRunning(t *testing.T) {
 	if got.Spec.NodeName != node {
 		t.Fatalf("pod scheduled to %q, want %q", got.Spec.NodeName, node)
 	}
-	if !podReady(got) {
+	if !kubeplane.PodReady(got) {
 		t.Fatalf("pod Running but not Ready: %+v", got.Status.Conditions)
 	}
 }
@@ -218,15 +218,6 @@ func createNode(ctx context.Context, t *testing.T, client kubernetes.Interface, 
 		t.Fatalf("node allocatable cpu %s, want the 4 it registered with", n.Status.Allocatable.Cpu())
 	}
 	return name
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }

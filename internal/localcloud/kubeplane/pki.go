@@ -34,47 +34,34 @@ func writePKI(dir string) (*pki, error) {
 		SAPub: filepath.Join(dir, "sa.pub"), SAKey: filepath.Join(dir, "sa.key"),
 	}
 	now := time.Now()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate CA key: %w", err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber:          serial(),
+	caKey, caDER, err := issue("CA", &x509.Certificate{
 		Subject:               pkix.Name{CommonName: "nodewright-local-ca"},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	}, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("create CA certificate: %w", err)
+		return nil, err
 	}
 	caCert, err := x509.ParseCertificate(caDER)
 	if err != nil {
 		return nil, fmt.Errorf("parse CA certificate: %w", err)
 	}
 	p.CAPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("generate serving key: %w", err)
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(365 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	srvKey, srvDER, err := issue("serving", &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver"},
+		NotBefore:   now.Add(-time.Hour),
+		NotAfter:    now.Add(365 * 24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP("10.0.0.1")},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, srvKey.Public(), caKey)
+	}, caCert, caKey)
 	if err != nil {
-		return nil, fmt.Errorf("create serving certificate: %w", err)
+		return nil, err
 	}
 
 	// RSA because every consumer of service-account tokens accepts RS256.
@@ -106,6 +93,25 @@ func writePKI(dir string) (*pki, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// issue generates a P-256 key and a certificate for it from tmpl (given a
+// fresh serial number), signed by parent's key, or self-signed when parent
+// is nil.
+func issue(what string, tmpl, parent *x509.Certificate, parentKey crypto.Signer) (*ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate %s key: %w", what, err)
+	}
+	tmpl.SerialNumber = serial()
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, key.Public(), parentKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create %s certificate: %w", what, err)
+	}
+	return key, der, nil
 }
 
 func writeKey(path string, key crypto.Signer) error {

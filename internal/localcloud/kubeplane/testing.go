@@ -2,6 +2,7 @@ package kubeplane
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -113,10 +114,14 @@ func WaitFor[T any](ctx context.Context, t testing.TB, what string, check func()
 
 // NodeReady reports whether the Node's Ready condition is True.
 func NodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	})
+}
+
+// PodReady reports whether the Pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+	})
 }

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -29,7 +28,7 @@ func TestStatusPostSurvivesConcurrentWriters(t *testing.T) {
 	for _, conflicts := range []int{1, 6} {
 		t.Run(fmt.Sprintf("%d conflicts", conflicts), func(t *testing.T) {
 			kc := fake.NewClientset()
-			nodesGVR := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+			nodesGVR := corev1.SchemeGroupVersion.WithResource("nodes")
 			var posts atomic.Int64
 			kc.PrependReactor("update", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				if a.GetSubresource() != "status" {
@@ -51,7 +50,7 @@ func TestStatusPostSurvivesConcurrentWriters(t *testing.T) {
 				if err := kc.Tracker().Update(nodesGVR, node, ""); err != nil {
 					return true, nil, err
 				}
-				return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, sent.Name, fmt.Errorf("the object has been modified"))
+				return true, nil, apierrors.NewConflict(corev1.Resource("nodes"), sent.Name, fmt.Errorf("the object has been modified"))
 			})
 			e := kubelet.New(kubelet.Config{
 				Client: kc, Region: "us-west-2", KubernetesVersion: "1.33",
