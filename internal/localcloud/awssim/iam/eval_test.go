@@ -14,6 +14,22 @@ func mustPolicy(t *testing.T, doc string) *Policy {
 	return p
 }
 
+// effectCase is a request and the effect the policies must give it.
+type effectCase struct {
+	r    Request
+	want Effect
+}
+
+// wantEffects evaluates each case's request against policies.
+func wantEffects(t *testing.T, policies []*Policy, cases []effectCase) {
+	t.Helper()
+	for _, c := range cases {
+		if got := Evaluate(policies, c.r).Effect; got != c.want {
+			t.Errorf("%s on %s: %v, want %v", c.r.Action, c.r.Resource, got, c.want)
+		}
+	}
+}
+
 func req(action, resource string, kv ...string) Request {
 	ctx := Context{}
 	for i := 0; i+1 < len(kv); i += 2 {
@@ -50,19 +66,12 @@ func TestNotActionAndNotResource(t *testing.T) {
 	p := mustPolicy(t, `{"Statement":[
 		{"Effect":"Allow","NotAction":"iam:*","Resource":"*"},
 		{"Effect":"Deny","Action":"s3:*","NotResource":"arn:aws:s3:::mine/*"}]}`)
-	for _, c := range []struct {
-		r    Request
-		want Effect
-	}{
+	wantEffects(t, []*Policy{p}, []effectCase{
 		{req("iam:PassRole", "*"), ImplicitDeny},
 		{req("sqs:SendMessage", "*"), Allowed},
 		{req("s3:GetObject", "arn:aws:s3:::mine/a"), Allowed},
 		{req("s3:GetObject", "arn:aws:s3:::theirs/a"), ExplicitDeny},
-	} {
-		if got := Evaluate([]*Policy{p}, c.r).Effect; got != c.want {
-			t.Errorf("%s %s: %v, want %v", c.r.Action, c.r.Resource, got, c.want)
-		}
-	}
+	})
 }
 
 func TestConditionOperators(t *testing.T) {
