@@ -46,23 +46,32 @@ func TestEvaluationOrder(t *testing.T) {
 	}
 }
 
+// decision is a request and the effect the policies must give it.
+type decision struct {
+	r    Request
+	want Effect
+}
+
+// wantDecisions checks each decision against policies.
+func wantDecisions(t *testing.T, policies []*Policy, ds []decision) {
+	t.Helper()
+	for _, d := range ds {
+		if got := Evaluate(policies, d.r).Effect; got != d.want {
+			t.Errorf("%s on %s: %v, want %v", d.r.Action, d.r.Resource, got, d.want)
+		}
+	}
+}
+
 func TestNotActionAndNotResource(t *testing.T) {
 	p := mustPolicy(t, `{"Statement":[
 		{"Effect":"Allow","NotAction":"iam:*","Resource":"*"},
 		{"Effect":"Deny","Action":"s3:*","NotResource":"arn:aws:s3:::mine/*"}]}`)
-	for _, c := range []struct {
-		r    Request
-		want Effect
-	}{
+	wantDecisions(t, []*Policy{p}, []decision{
 		{req("iam:PassRole", "*"), ImplicitDeny},
 		{req("sqs:SendMessage", "*"), Allowed},
 		{req("s3:GetObject", "arn:aws:s3:::mine/a"), Allowed},
 		{req("s3:GetObject", "arn:aws:s3:::theirs/a"), ExplicitDeny},
-	} {
-		if got := Evaluate([]*Policy{p}, c.r).Effect; got != c.want {
-			t.Errorf("%s %s: %v, want %v", c.r.Action, c.r.Resource, got, c.want)
-		}
-	}
+	})
 }
 
 func TestConditionOperators(t *testing.T) {

@@ -32,10 +32,7 @@ func TestRolePoliciesResolveAgainstTheBinding(t *testing.T) {
 		t.Fatalf("%d policies (inline, managed, attached), want 3", len(policies))
 	}
 	table := "arn:aws:dynamodb:eu-west-1:111122223333:table/claims-7"
-	for _, c := range []struct {
-		r    Request
-		want Effect
-	}{
+	wantDecisions(t, policies, []decision{
 		{req("eks:DescribeCluster", "arn:aws:eks:eu-west-1:111122223333:cluster/c1"), Allowed},
 		{req("eks:DescribeCluster", "arn:aws:eks:eu-west-1:111122223333:cluster/synth"), ImplicitDeny},
 		{req("pricing:GetProducts", "*"), Allowed},
@@ -46,11 +43,7 @@ func TestRolePoliciesResolveAgainstTheBinding(t *testing.T) {
 		{req("sqs:SendMessage", "arn:aws:sqs:eu-west-1:111122223333:work-7"), Allowed},
 		{req("ec2:CreateFleet", "arn:aws:ec2:eu-west-1:111122223333:instance/*", "aws:RequestTag/kubernetes.io/cluster/c1", "owned", "aws:RequestTag/owner", table), Allowed},
 		{req("ec2:CreateFleet", "arn:aws:ec2:eu-west-1:111122223333:instance/*", "aws:RequestTag/kubernetes.io/cluster/c1", "owned", "aws:RequestTag/owner", table+"x"), ImplicitDeny},
-	} {
-		if got := Evaluate(policies, c.r).Effect; got != c.want {
-			t.Errorf("%s on %s: %v, want %v", c.r.Action, c.r.Resource, got, c.want)
-		}
-	}
+	})
 }
 
 func TestAWSManagedPoliciesAreNamedNotGuessed(t *testing.T) {
