@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 
 var dynaliteEndpoint string
 
-func TestMain(m *testing.M) { os.Exit(dynalite.RunTests(m, &dynaliteEndpoint)) }
+func TestMain(m *testing.M) { dynalite.Main(m, &dynaliteEndpoint) }
 
 // newStore creates a fresh table on dynalite whose store clock reads clock.
 func newStore(t *testing.T, ctx context.Context, clock func() time.Time) *store.Store {

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -23,7 +22,7 @@ var (
 	tableSeq         atomic.Int64
 )
 
-func TestMain(m *testing.M) { os.Exit(dynalite.RunTests(m, &dynaliteEndpoint)) }
+func TestMain(m *testing.M) { dynalite.Main(m, &dynaliteEndpoint) }
 
 // countingAPI counts Query calls (pages) so pagination tests can prove more
 // than one page was read.

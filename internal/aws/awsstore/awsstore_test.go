@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -25,7 +24,7 @@ import (
 
 var dynaliteEndpoint string
 
-func TestMain(m *testing.M) { os.Exit(dynalite.RunTests(m, &dynaliteEndpoint)) }
+func TestMain(m *testing.M) { dynalite.Main(m, &dynaliteEndpoint) }
 
 func newStore(t *testing.T, ctx context.Context) *store.Store {
 	t.Helper()

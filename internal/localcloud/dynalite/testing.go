@@ -16,12 +16,16 @@ import (
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-// RunTests is the body of a TestMain for a package whose integration tests
-// share one dynalite: it starts it (not under -short, where those tests skip
-// through Client), stores its endpoint in *endpoint before any test runs, runs
-// the tests and stops it. It returns the code to exit with. One server per test
-// binary keeps a package's start-up cost to one npm-installed node process.
-func RunTests(m *testing.M, endpoint *string) int {
+// Main is the TestMain of a package whose integration tests share one
+// dynalite: it starts it (not under -short, where those tests skip through
+// Client), stores its endpoint in *endpoint before any test runs, runs the
+// tests, stops it and exits with the tests' code. One server per test binary
+// keeps a package's start-up cost to one npm-installed node process.
+func Main(m *testing.M, endpoint *string) {
+	os.Exit(runTests(m, endpoint))
+}
+
+func runTests(m *testing.M, endpoint *string) int {
 	flag.Parse()
 	if testing.Short() {
 		return m.Run()
@@ -39,7 +43,7 @@ func RunTests(m *testing.M, endpoint *string) int {
 }
 
 // Client is a DynamoDB client, with the store's retryer, for the dynalite at
-// endpoint (the one RunTests started). It skips t under -short, where no
+// endpoint (the one Main started). It skips t under -short, where no
 // dynalite runs.
 func Client(t testing.TB, endpoint string) *dynamodb.Client {
 	t.Helper()
