@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,8 +19,8 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/localcloud/dynalite"
-	"github.com/nodewright/nodewright/internal/store"
 )
 
 func run(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
@@ -56,21 +53,8 @@ func TestGetAndDescribeOnDynalite(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	db := store.NewDynamoDBClient(sdkaws.Config{Region: "us-west-2", Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", "")},
-		func(o *dynamodb.Options) { o.BaseEndpoint = sdkaws.String(srv.Endpoint()) })
 	table := fmt.Sprintf("cli-%d", time.Now().UnixNano())
-	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
-		t.Fatal(err)
-	}
-	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
-	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.New(db, table)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := cloudtest.NewTable(ctx, t, dynalite.Client(t, srv.Endpoint()), table)
 	created := metav1.NewTime(time.Now().Add(-2 * time.Hour))
 	for i, pool := range []string{"default", "default", "batch"} {
 		nc := &apis.NodeClaim{}

@@ -184,15 +184,22 @@ func TestMethodOrder(t *testing.T) {
 	}
 }
 
-// Three half-idle m5.xlarge nodes: multi-node consolidation takes them all
-// and replaces them with one cheaper node, or deletes some.
-func TestMultiNodeConsolidation(t *testing.T) {
-	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "100%"}}})
+// halfIdleTrio is a fixture whose pool has the one budget nodes, holding
+// three m5.xlarge nodes a, b and c, each running one 600m pod.
+func halfIdleTrio(t *testing.T, nodes string) *fixture {
+	t.Helper()
+	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: nodes}}})
 	for _, n := range []string{"a", "b", "c"} {
 		f.node(n, "m5.xlarge")
 		f.pod("p-"+n, n, "600m", "1Gi")
 	}
-	d := f.decide()
+	return f
+}
+
+// Three half-idle m5.xlarge nodes: multi-node consolidation takes them all
+// and replaces them with one cheaper node, or deletes some.
+func TestMultiNodeConsolidation(t *testing.T) {
+	d := halfIdleTrio(t, "100%").decide()
 	cmd := d.Command
 	if cmd == nil || cmd.Method != MethodMultiNode {
 		t.Fatalf("command %s, want multi-node consolidation", fmtCmd(cmd))
@@ -212,17 +219,12 @@ func TestMultiNodeConsolidation(t *testing.T) {
 // Budgets cut multi-node consolidation: with 1 node allowed only
 // single-node decisions are possible.
 func TestConsolidationHonoursBudget(t *testing.T) {
-	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "1"}}})
-	for _, n := range []string{"a", "b", "c"} {
-		f.node(n, "m5.xlarge")
-		f.pod("p-"+n, n, "600m", "1Gi")
-	}
-	d := f.decide()
+	d := halfIdleTrio(t, "1").decide()
 	if d.Command == nil || len(d.Command.Candidates) != 1 {
 		t.Fatalf("command %s, want one node", fmtCmd(d.Command))
 	}
 	// With nodes "0" nothing at all.
-	f = newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "0"}}})
+	f := newFixture(t, fixOpt{budgets: []apistest.Budget{{Nodes: "0"}}})
 	f.node("a", "m5.xlarge")
 	f.node("b", "m5.xlarge")
 	f.pod("p", "a", "100m", "128Mi")

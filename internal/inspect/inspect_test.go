@@ -71,22 +71,31 @@ func claim(name, pool, typ, ct, zone string, created time.Duration) *apis.NodeCl
 	return nc
 }
 
+// joined records that nc's node, named node, registered and initialized
+// those durations ago.
+func joined(nc *apis.NodeClaim, node string, registered, initialized time.Duration) {
+	nc.Status.NodeName = node
+	nc.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "", at(registered))
+	nc.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", at(initialized))
+}
+
+// disrupting marks nc for deletion, and Disrupting, since ago.
+func disrupting(nc *apis.NodeClaim, reason, message string, ago time.Duration) {
+	nc.MarkForDeletion(reason, message, at(ago))
+	nc.SetCondition(apis.ConditionDisrupting, metav1.ConditionTrue, "Disrupting", "", at(ago))
+}
+
 // fixtureClaims: a ready on-demand node, a ready spot node that is being
 // consolidated, a claim still waiting for its node, one whose launch failed,
 // and a tombstone of a drifted node in another pool.
 func fixtureClaims() []Claim {
 	ready := claim("default-a1b2c", "default", "m5.large", "on-demand", "us-west-2a", 3*time.Hour)
-	ready.Status.NodeName = "ip-10-0-1-17.us-west-2.compute.internal"
-	ready.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "", at(3*time.Hour-50*time.Second))
-	ready.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", at(3*time.Hour-70*time.Second))
+	joined(ready, "ip-10-0-1-17.us-west-2.compute.internal", 3*time.Hour-50*time.Second, 3*time.Hour-70*time.Second)
 
 	spot := claim("default-d3e4f", "default", "c6g.xlarge", "spot", "us-west-2b", 26*time.Hour)
-	spot.Status.NodeName = "ip-10-0-2-33.us-west-2.compute.internal"
-	spot.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "", at(26*time.Hour-45*time.Second))
-	spot.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", at(26*time.Hour-60*time.Second))
+	joined(spot, "ip-10-0-2-33.us-west-2.compute.internal", 26*time.Hour-45*time.Second, 26*time.Hour-60*time.Second)
 	spot.SetCondition(apis.ConditionConsolidatable, metav1.ConditionTrue, "Consolidatable", "", at(2*time.Hour))
-	spot.MarkForDeletion(apis.DeletionReasonUnderutilized, "SingleNodeConsolidation: replace with 1 cheaper node (t4g.large $0.0269/h)", at(4*time.Minute))
-	spot.SetCondition(apis.ConditionDisrupting, metav1.ConditionTrue, "Disrupting", "", at(4*time.Minute))
+	disrupting(spot, apis.DeletionReasonUnderutilized, "SingleNodeConsolidation: replace with 1 cheaper node (t4g.large $0.0269/h)", 4*time.Minute)
 	spot.Spec.TerminationGracePeriod = &metav1.Duration{Duration: 30 * time.Minute}
 
 	pending := claim("default-g5h6i", "default", "m5.large", "on-demand", "us-west-2c", 40*time.Second)
@@ -96,12 +105,9 @@ func fixtureClaims() []Claim {
 	failed.SetCondition(apis.ConditionLaunched, metav1.ConditionFalse, "InsufficientCapacity", "all 3 offerings unavailable", at(80*time.Second))
 
 	gone := claim("batch-m9n0p", "batch", "m5.large", "spot", "us-west-2a", 50*time.Hour)
-	gone.Status.NodeName = "ip-10-0-3-9.us-west-2.compute.internal"
-	gone.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "", at(50*time.Hour-40*time.Second))
-	gone.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", at(50*time.Hour-55*time.Second))
+	joined(gone, "ip-10-0-3-9.us-west-2.compute.internal", 50*time.Hour-40*time.Second, 50*time.Hour-55*time.Second)
 	gone.SetCondition(apis.ConditionDrifted, metav1.ConditionTrue, "AMIDrift", "", at(5*time.Hour))
-	gone.MarkForDeletion(apis.DeletionReasonDrifted, "AMIDrift: image ami-0123456789abcdef0 is no longer selected", at(4*time.Hour))
-	gone.SetCondition(apis.ConditionDisrupting, metav1.ConditionTrue, "Disrupting", "", at(4*time.Hour))
+	disrupting(gone, apis.DeletionReasonDrifted, "AMIDrift: image ami-0123456789abcdef0 is no longer selected", 4*time.Hour)
 	gone.SetCondition("Drained", metav1.ConditionTrue, "Drained", "", at(4*time.Hour-3*time.Minute))
 	gone.SetCondition("InstanceTerminating", metav1.ConditionTrue, "InstanceTerminating", "", at(4*time.Hour-3*time.Minute-5*time.Second))
 

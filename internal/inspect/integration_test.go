@@ -4,15 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"testing"
 	"time"
-
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/nodewright/nodewright/internal/aws/awsstore"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
@@ -22,34 +16,12 @@ import (
 
 var dynaliteEndpoint string
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if !testing.Short() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		srv, err := dynalite.Start(ctx, dynalite.Options{})
-		cancel()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "inspect tests: start dynalite:", err)
-			os.Exit(1)
-		}
-		dynaliteEndpoint = srv.Endpoint()
-		code := m.Run()
-		srv.Close()
-		os.Exit(code)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { dynalite.Main(m, &dynaliteEndpoint) }
 
 // newStore creates a fresh table on dynalite whose store clock reads clock.
 func newStore(t *testing.T, ctx context.Context, clock func() time.Time) *store.Store {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs dynalite (skipped in -short)")
-	}
-	db := store.NewDynamoDBClient(sdkaws.Config{
-		Region:      "us-west-2",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
-	}, func(o *dynamodb.Options) { o.BaseEndpoint = sdkaws.String(dynaliteEndpoint) })
+	db := dynalite.Client(t, dynaliteEndpoint)
 	return cloudtest.NewTable(ctx, t, db, fmt.Sprintf("inspect-%d", time.Now().UnixNano()), store.WithClock(clock))
 }
 

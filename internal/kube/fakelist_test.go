@@ -86,6 +86,26 @@ func page[T any](items []T, q url.Values) ([]T, string) {
 	return items[start:end], cont
 }
 
+// emptyList is a list kind the snapshot reads that listServer serves without
+// items.
+type emptyList interface {
+	runtime.Object
+	SetResourceVersion(string)
+}
+
+// emptyLists are listServer's empty lists, by path.
+func emptyLists() map[string]emptyList {
+	return map[string]emptyList{
+		"/api/v1/persistentvolumes":                 &corev1.PersistentVolumeList{},
+		"/api/v1/persistentvolumeclaims":            &corev1.PersistentVolumeClaimList{},
+		"/apis/policy/v1/poddisruptionbudgets":      &policyv1.PodDisruptionBudgetList{},
+		"/apis/apps/v1/daemonsets":                  &appsv1.DaemonSetList{},
+		"/apis/storage.k8s.io/v1/storageclasses":    &storagev1.StorageClassList{},
+		"/apis/storage.k8s.io/v1/csinodes":          &storagev1.CSINodeList{},
+		"/apis/storage.k8s.io/v1/volumeattachments": &storagev1.VolumeAttachmentList{},
+	}
+}
+
 func (ls *listServer) serve(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ls.pageMu.Lock()
@@ -125,23 +145,14 @@ func (ls *listServer) serve(w http.ResponseWriter, r *http.Request) {
 		obj = &corev1.NamespaceList{ListMeta: lm, Items: []corev1.Namespace{
 			{ObjectMeta: metav1.ObjectMeta{Name: "ns-0", Labels: map[string]string{"team": "a", corev1.LabelMetadataName: "ns-0"}}},
 		}}
-	case "/api/v1/persistentvolumes":
-		obj = &corev1.PersistentVolumeList{ListMeta: lm}
-	case "/api/v1/persistentvolumeclaims":
-		obj = &corev1.PersistentVolumeClaimList{ListMeta: lm}
-	case "/apis/policy/v1/poddisruptionbudgets":
-		obj = &policyv1.PodDisruptionBudgetList{ListMeta: lm}
-	case "/apis/apps/v1/daemonsets":
-		obj = &appsv1.DaemonSetList{ListMeta: lm}
-	case "/apis/storage.k8s.io/v1/storageclasses":
-		obj = &storagev1.StorageClassList{ListMeta: lm}
-	case "/apis/storage.k8s.io/v1/csinodes":
-		obj = &storagev1.CSINodeList{ListMeta: lm}
-	case "/apis/storage.k8s.io/v1/volumeattachments":
-		obj = &storagev1.VolumeAttachmentList{ListMeta: lm}
 	default:
-		http.NotFound(w, r)
-		return
+		empty, ok := emptyLists()[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		empty.SetResourceVersion(lm.ResourceVersion)
+		obj = empty
 	}
 	mediaType := runtime.ContentTypeJSON
 	if strings.Contains(r.Header.Get("Accept"), runtime.ContentTypeProtobuf) {

@@ -28,8 +28,7 @@ func BenchmarkDrain(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		cl := e.launchClaim(fmt.Sprintf("bench-drain-%d", i))
-		cl, node := e.initialized(c, cl.Name)
+		cl, node := e.initializedClaim(c, fmt.Sprintf("bench-drain-%d", i))
 		e.bulkPods(fmt.Sprintf("d%d", i), node.Name, pods)
 		b.StartTimer()
 		start := time.Now()

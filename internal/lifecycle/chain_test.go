@@ -22,14 +22,9 @@ import (
 // delivery is dropped. A chain whose message is lost is restarted by the
 // scheduled pass once overdue.
 func TestDuplicateWorkMessagesMerge(t *testing.T) {
-	e := newEnv(t)
-	d := e.deps()
-	c := e.newController(d)
-	h := e.handler(d)
-	cl := e.launchClaim("dup-chain")
-	_, node := e.initialized(c, cl.Name)
+	e, c, h := newEnvWithController(t)
 	// A drain held by a PDB keeps the claim's chain going.
-	e.runningPod("web-1", node.Name, nil)
+	cl, _ := e.busyClaim(c, "dup-chain")
 	one := intstr.FromInt32(1)
 	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns},
 		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}

@@ -14,12 +14,8 @@ import (
 // passed since its last pod left; daemon-only nodes count as empty;
 // do-not-disrupt and a zero budget keep it.
 func TestEmptinessScaleDown(t *testing.T) {
-	e := newEnv(t)
-	d := e.deps()
-	c := e.newController(d)
-	cl := e.launchClaim("empty-a")
-	cl, node := e.initialized(c, cl.Name)
-	e.runningPod("web-1", node.Name, nil)
+	e, c, h := newEnvWithController(t)
+	cl, node := e.busyClaim(c, "empty-a")
 	if out, err := c.Reconcile(e.ctx, cl.Name); err != nil || out.Action != "" {
 		t.Fatalf("busy node: %+v %v", out, err)
 	}
@@ -54,7 +50,7 @@ func TestEmptinessScaleDown(t *testing.T) {
 	}
 	start := time.Now()
 	e.send(cl.Name)
-	e.pump(e.handler(d), "the empty node deleted", func() bool { return e.gone(cl.Name) })
+	e.pump(h, "the empty node deleted", func() bool { return e.gone(cl.Name) })
 	t.Logf("empty node removed %v after its work item", time.Since(start).Round(time.Millisecond))
 	ts, err := e.st.GetTombstone(e.ctx, cl.Name)
 	if err != nil || ts.Claim.DeletionReason() != apis.DeletionReasonEmpty {
@@ -68,8 +64,7 @@ func TestEmptinessScaleDown(t *testing.T) {
 func TestEmptinessRespectsBudget(t *testing.T) {
 	e := newEnv(t, withBudget("0"))
 	c := e.newController(e.deps())
-	cl := e.launchClaim("budget-a")
-	cl, node := e.initialized(c, cl.Name)
+	cl, node := e.initializedClaim(c, "budget-a")
 	e.clock.Advance(time.Minute)
 	out, err := c.Reconcile(e.ctx, cl.Name)
 	if err != nil || out.Done || out.Action != lifecycle.ActionBudgetBlocks {

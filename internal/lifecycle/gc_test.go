@@ -104,12 +104,8 @@ func TestGCRefusesMoreThanItsShare(t *testing.T) {
 // (taint, PDB-respecting eviction, then TerminateInstances), never through
 // a bare TerminateInstances.
 func TestGCDrainsAnOrphanWithPods(t *testing.T) {
-	e := newEnv(t, withBudget("0"))
-	d := e.deps()
-	c := e.newController(d)
-	h := e.handler(d)
-	cl := e.launchClaim("gc-busy")
-	cl, node := e.initialized(c, cl.Name)
+	e, c, h := newEnvWithController(t, withBudget("0"))
+	cl, node := e.initializedClaim(c, "gc-busy")
 	pod := e.runningPod("gc-busy-web", node.Name, nil)
 	if err := e.st.DeleteNodeClaim(e.ctx, cl); err != nil {
 		t.Fatal(err)
@@ -180,19 +176,13 @@ func damageClaim(e *env, name string) {
 // its Node; the Node of a terminated instance without a claim is deleted.
 func TestGarbageCollection(t *testing.T) {
 	// Budget 0: the healthy empty node must not go for emptiness either.
-	e := newEnv(t, withBudget("0"))
-	d := e.deps()
-	c := e.newController(d)
-	h := e.handler(d)
+	e, c, h := newEnvWithController(t, withBudget("0"))
 	schedule := func() lifecycle.PassResult { return e.tick(h) }
 
 	orphan := e.rawInstance(fmt.Sprintf("gc-orphan-%d", e.id))
-	vanish := e.launchClaim("gc-vanish")
-	vanish, vanishNode := e.initialized(c, vanish.Name)
-	stray := e.launchClaim("gc-stray")
-	stray, strayNode := e.initialized(c, stray.Name)
-	keep := e.launchClaim("gc-keep")
-	keep, keepNode := e.initialized(c, keep.Name)
+	vanish, vanishNode := e.initializedClaim(c, "gc-vanish")
+	stray, strayNode := e.initializedClaim(c, "gc-stray")
+	keep, keepNode := e.initializedClaim(c, "gc-keep")
 
 	// Young orphans are left alone (a launch may not have recorded yet).
 	res := schedule()

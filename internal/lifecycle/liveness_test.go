@@ -135,8 +135,7 @@ func (e *env) rawInstance(claimTag string) string {
 func TestDeletedNodeTerminatesItsInstance(t *testing.T) {
 	e := newEnv(t, withBudget("0"))
 	c := e.newController(e.deps())
-	cl := e.launchClaim("nodedel-a")
-	cl, node := e.initialized(c, cl.Name)
+	cl, node := e.initializedClaim(c, "nodedel-a")
 	if err := e.cs.CoreV1().Nodes().Delete(e.ctx, node.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +162,7 @@ func TestDeletedNodeTerminatesItsInstance(t *testing.T) {
 func TestExpiration(t *testing.T) {
 	e := newEnv(t, withBudget("0"))
 	c := e.newController(e.deps())
-	cl := e.launchClaim("expire-a")
-	cl, _ = e.initialized(c, cl.Name)
+	cl, _ := e.initializedClaim(c, "expire-a")
 	e.clock.Advance(720*time.Hour + time.Second)
 	out, err := c.Reconcile(e.ctx, cl.Name)
 	if err != nil || out.Action != lifecycle.ActionExpired {

@@ -28,11 +28,8 @@ import (
 // allows, then terminates the instance, deletes the Node and is tombstoned;
 // the work queue carries the drain (no blocking waits).
 func TestTerminationDrainHonoursPDB(t *testing.T) {
-	e := newEnv(t)
-	d := e.deps()
-	c := e.newController(d)
-	cl := e.launchClaim("drain-a")
-	cl, node := e.initialized(c, cl.Name)
+	e, c, h := newEnvWithController(t)
+	cl, node := e.initializedClaim(c, "drain-a")
 	id := cl.Status.InstanceID
 
 	e.runningPod("web-1", node.Name, nil)
@@ -101,7 +98,7 @@ func TestTerminationDrainHonoursPDB(t *testing.T) {
 	waitPDB(t, e, "web", 2, 2)
 	start := time.Now()
 	e.send(cl.Name)
-	e.pump(e.handler(d), "the claim terminated", func() bool { return e.gone(cl.Name) })
+	e.pump(h, "the claim terminated", func() bool { return e.gone(cl.Name) })
 	t.Logf("drain after the PDB allowed it: %v", time.Since(start).Round(time.Millisecond))
 
 	for _, name := range []string{"web-1", "web-2", "critical"} {
@@ -169,9 +166,7 @@ func TestTerminationResumesAfterCrashes(t *testing.T) {
 	d := e.deps()
 	d.Cloud, d.Cluster = cloud, cluster
 	c := e.newController(d)
-	cl := e.launchClaim("crash-a")
-	cl, node := e.initialized(c, cl.Name)
-	e.runningPod("web-1", node.Name, nil)
+	cl, node := e.busyClaim(c, "crash-a")
 	e.mark(cl.Name, apis.DeletionReasonDrifted)
 
 	cloud.failTerminate.Store(true)

@@ -2,9 +2,7 @@ package store_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/nodewright/nodewright/internal/localcloud/dynalite"
@@ -25,23 +22,7 @@ var (
 	tableSeq         atomic.Int64
 )
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		os.Exit(m.Run())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	srv, err := dynalite.Start(ctx, dynalite.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "store tests: start dynalite:", err)
-		os.Exit(1)
-	}
-	dynaliteEndpoint = srv.Endpoint()
-	code := m.Run()
-	srv.Close()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { dynalite.Main(m, &dynaliteEndpoint) }
 
 // countingAPI counts Query calls (pages) so pagination tests can prove more
 // than one page was read.
@@ -91,15 +72,9 @@ func newEnv(t *testing.T) *env { return newBenchEnv(t) }
 
 func newBenchEnv(t testing.TB) *env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs dynalite (skipped in -short)")
-	}
+	db := dynalite.Client(t, dynaliteEndpoint)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
-	db := store.NewDynamoDBClient(aws.Config{
-		Region:      "us-east-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
-	}, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(dynaliteEndpoint) })
 	name := fmt.Sprintf("%s-%d", nonName.ReplaceAllString(t.Name(), "-"), tableSeq.Add(1))
 	if len(name) > 200 {
 		name = name[:200]

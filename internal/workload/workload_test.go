@@ -18,6 +18,15 @@ func names(pods []*corev1.Pod) string {
 	return strings.Join(out, ",")
 }
 
+// controllerYAML is a document of an apps/v1 controller of the given kind
+// and name whose selector and one-container pod template use app=name; spec
+// holds its other spec lines, indented, each ending in a newline.
+func controllerYAML(kind, name, spec string) string {
+	return "apiVersion: apps/v1\nkind: " + kind + "\nmetadata: {name: " + name + "}\nspec:\n" + spec +
+		"  selector: {matchLabels: {app: " + name + "}}\n" +
+		"  template: {metadata: {labels: {app: " + name + "}}, spec: {containers: [{name: c, image: x}]}}\n"
+}
+
 func TestParseMixed(t *testing.T) {
 	w, err := ParseFiles(filepath.Join("testdata", "mixed.yaml"))
 	if err != nil {
@@ -125,17 +134,10 @@ spec:
     metadata: {labels: {app: other}}
     spec: {containers: [{name: c, image: x}]}
 `, "in.yaml:1: Deployment default/web: spec.selector app=web does not match the template labels"},
-		"negative replicas": {`apiVersion: apps/v1
-kind: ReplicaSet
-metadata: {name: web}
-spec:
-  replicas: -1
-  selector: {matchLabels: {app: web}}
-  template: {metadata: {labels: {app: web}}, spec: {containers: [{name: c, image: x}]}}
-`, "spec.replicas -1 is out of range"},
-		"no containers":   {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n", "Pod default/p: pod template has no containers"},
-		"old api version": {"apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d}\n", `Deployment: apiVersion "extensions/v1beta1" is not supported (want apps/v1)`},
-		"no kind":         {"apiVersion: v1\nmetadata: {name: p}\n", "document has no kind"},
+		"negative replicas": {controllerYAML("ReplicaSet", "web", "  replicas: -1\n"), "spec.replicas -1 is out of range"},
+		"no containers":     {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {}\n", "Pod default/p: pod template has no containers"},
+		"old api version":   {"apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: d}\n", `Deployment: apiVersion "extensions/v1beta1" is not supported (want apps/v1)`},
+		"no kind":           {"apiVersion: v1\nmetadata: {name: p}\n", "document has no kind"},
 		"bad quantity": {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x, resources: {requests: {cpu: lots}}}]}\n",
 			"in.yaml:1: Pod:"},
 		"duplicate": {"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n",
@@ -152,21 +154,8 @@ spec:
 }
 
 func TestDefaultsAndEdgeCases(t *testing.T) {
-	w, err := Parse(strings.NewReader(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: one}
-spec:
-  selector: {matchLabels: {app: one}}
-  template: {metadata: {labels: {app: one}}, spec: {containers: [{name: c, image: x}]}}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: zero}
-spec:
-  replicas: 0
-  selector: {matchLabels: {app: zero}}
-  template: {metadata: {labels: {app: zero}}, spec: {containers: [{name: c, image: x}]}}
----
+	w, err := Parse(strings.NewReader(controllerYAML("Deployment", "one", "")+"---\n"+
+		controllerYAML("Deployment", "zero", "  replicas: 0\n")+`---
 apiVersion: batch/v1
 kind: Job
 metadata: {name: paused}
@@ -210,14 +199,7 @@ func TestSchedulingGatedPodsAreNotPending(t *testing.T) {
 // Controllers each within MaxReplicas must not add up to an unbounded
 // input: a few lines of YAML would otherwise take gigabytes.
 func TestTotalPodsAreBounded(t *testing.T) {
-	doc := `apiVersion: apps/v1
-kind: Deployment
-metadata: {name: a}
-spec:
-  replicas: 3
-  selector: {matchLabels: {app: a}}
-  template: {metadata: {labels: {app: a}}, spec: {containers: [{name: c, image: x}]}}
----
+	doc := controllerYAML("Deployment", "a", "  replicas: 3\n") + `---
 apiVersion: batch/v1
 kind: Job
 metadata: {name: b}
@@ -233,18 +215,7 @@ spec:
 		t.Fatalf("at the limit: %v", err)
 	}
 	// A StatefulSet's claims count too: 2 replicas x (1 pod + 3 claims).
-	sts := `apiVersion: apps/v1
-kind: StatefulSet
-metadata: {name: db}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: db}}
-  template: {metadata: {labels: {app: db}}, spec: {containers: [{name: c, image: x}]}}
-  volumeClaimTemplates:
-  - metadata: {name: a}
-  - metadata: {name: b}
-  - metadata: {name: c}
-`
+	sts := controllerYAML("StatefulSet", "db", "  replicas: 2\n  volumeClaimTemplates: [{metadata: {name: a}}, {metadata: {name: b}}, {metadata: {name: c}}]\n")
 	if _, err := parseSources(7, Source{Name: "sts.yaml", Reader: strings.NewReader(sts)}); err == nil || !strings.Contains(err.Error(), "8 more pods and claims") {
 		t.Fatalf("StatefulSet claims: err = %v", err)
 	}

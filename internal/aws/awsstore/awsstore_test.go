@@ -3,16 +3,11 @@ package awsstore_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -29,33 +24,11 @@ import (
 
 var dynaliteEndpoint string
 
-func TestMain(m *testing.M) {
-	flag.Parse()
-	if !testing.Short() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		srv, err := dynalite.Start(ctx, dynalite.Options{})
-		cancel()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "awsstore tests: start dynalite:", err)
-			os.Exit(1)
-		}
-		dynaliteEndpoint = srv.Endpoint()
-		code := m.Run()
-		srv.Close()
-		os.Exit(code)
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { dynalite.Main(m, &dynaliteEndpoint) }
 
 func newStore(t *testing.T, ctx context.Context) *store.Store {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: needs dynalite (skipped in -short)")
-	}
-	db := store.NewDynamoDBClient(sdkaws.Config{
-		Region:      "us-west-2",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDLOCAL", "local-secret", ""),
-	}, func(o *dynamodb.Options) { o.BaseEndpoint = sdkaws.String(dynaliteEndpoint) })
+	db := dynalite.Client(t, dynaliteEndpoint)
 	return cloudtest.NewTable(ctx, t, db, fmt.Sprintf("awsstore-%d", time.Now().UnixNano()))
 }
 

@@ -118,21 +118,35 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-func TestAL2023MergesUserPartsBeforeOurs(t *testing.T) {
-	o := base(AL2023)
-	o.Custom = "#!/bin/bash\necho hi\n"
-	out, err := Generate(o)
+// generated is the user data of the family's base options with the
+// EC2NodeClass's user data set, failing t if it cannot be generated.
+func generated(t *testing.T, f Family, userData string) string {
+	t.Helper()
+	out, err := Generate(custom(f, userData)())
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// mimeParts are the parts of generated AL2023 user data, failing t if it is
+// not valid MIME.
+func mimeParts(t *testing.T, out string) []Part {
+	t.Helper()
 	parts, err := ParseMIME(out)
 	if err != nil {
 		t.Fatalf("output is not valid MIME: %v", err)
 	}
+	return parts
+}
+
+func TestAL2023MergesUserPartsBeforeOurs(t *testing.T) {
+	const script = "#!/bin/bash\necho hi\n"
+	parts := mimeParts(t, generated(t, AL2023, script))
 	if len(parts) != 2 {
 		t.Fatalf("want 2 parts, got %d", len(parts))
 	}
-	if parts[0].ContentType != ContentTypeShell || parts[0].Content != o.Custom {
+	if parts[0].ContentType != ContentTypeShell || parts[0].Content != script {
 		t.Errorf("first part should be the user's script unchanged, got %+v", parts[0])
 	}
 	if parts[1].ContentType != ContentTypeNodeConfig {
@@ -162,26 +176,14 @@ func TestAL2023MergesUserPartsBeforeOurs(t *testing.T) {
 }
 
 func TestAL2023YAMLCustomBecomesNodeConfigPart(t *testing.T) {
-	o := base(AL2023)
-	o.Custom = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n"
-	out, err := Generate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parts, err := ParseMIME(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	parts := mimeParts(t, generated(t, AL2023, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n"))
 	if parts[0].ContentType != ContentTypeNodeConfig {
 		t.Errorf("YAML user data should become a NodeConfig part, got %q", parts[0].ContentType)
 	}
 }
 
 func TestAL2BootstrapArgs(t *testing.T) {
-	out, err := Generate(base(AL2))
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := generated(t, AL2, "")
 	for _, want := range []string{
 		"/etc/eks/bootstrap.sh 'demo' --apiserver-endpoint 'https://ABCDEF.gr7.us-west-2.eks.amazonaws.com' --b64-cluster-ca 'LS0t",
 		"--dns-cluster-ip '10.100.0.10'",
@@ -199,12 +201,7 @@ func TestAL2BootstrapArgs(t *testing.T) {
 }
 
 func TestBottlerocketMergesSettings(t *testing.T) {
-	o := base(Bottlerocket)
-	o.Custom = "[settings.kubernetes]\ncluster-name = 'wrong'\nallowed-unsafe-sysctls = ['net.core.somaxconn']\n[settings.kubernetes.node-labels]\nteam = 'platform'\nfrom-user = 'yes'\n"
-	out, err := Generate(o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := generated(t, Bottlerocket, "[settings.kubernetes]\ncluster-name = 'wrong'\nallowed-unsafe-sysctls = ['net.core.somaxconn']\n[settings.kubernetes.node-labels]\nteam = 'platform'\nfrom-user = 'yes'\n")
 	var doc struct {
 		Settings struct {
 			Kubernetes struct {
@@ -223,7 +220,7 @@ func TestBottlerocketMergesSettings(t *testing.T) {
 		t.Fatalf("output is not TOML: %v\n%s", err, out)
 	}
 	k := doc.Settings.Kubernetes
-	if k.ClusterName != "demo" || k.APIServer != o.ClusterEndpoint || k.DNS != "10.100.0.10" {
+	if k.ClusterName != "demo" || k.APIServer != base(Bottlerocket).ClusterEndpoint || k.DNS != "10.100.0.10" {
 		t.Errorf("cluster settings not enforced: %+v", k)
 	}
 	if len(k.Sysctls) != 1 {
@@ -241,28 +238,20 @@ func TestBottlerocketMergesSettings(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	o := base(AL2023)
-	o.ServiceCIDR = ""
-	if _, err := Generate(o); !errors.Is(err, ErrMissingField) || !strings.Contains(err.Error(), "ServiceCIDR") {
-		t.Errorf("missing service CIDR: %v", err)
-	}
-	o = base(Bottlerocket)
-	o.Custom = "[settings\nbroken"
-	if _, err := Generate(o); err == nil || !strings.Contains(err.Error(), "not valid TOML") {
-		t.Errorf("broken TOML: %v", err)
-	}
-	o = base(Bottlerocket)
-	o.Custom = "settings = 3\n"
-	if _, err := Generate(o); err == nil || !strings.Contains(err.Error(), "must be a TOML table") {
-		t.Errorf("settings not a table: %v", err)
-	}
-	o = base(AL2023)
-	o.Custom = "Content-Type: text/plain\n\nhello"
-	if _, err := Generate(o); err == nil || !strings.Contains(err.Error(), "not multipart") {
-		t.Errorf("non-multipart MIME: %v", err)
-	}
-	o = base("Ubuntu")
-	if _, err := Generate(o); err == nil || !strings.Contains(err.Error(), "unknown AMI family") {
-		t.Errorf("unknown family: %v", err)
+	for name, tc := range map[string]struct {
+		in   func() Options
+		is   error // when set, the error must also wrap it
+		want string
+	}{
+		"missing service CIDR": {in: custom(AL2023, "", func(o *Options) { o.ServiceCIDR = "" }), is: ErrMissingField, want: "ServiceCIDR"},
+		"broken TOML":          {in: custom(Bottlerocket, "[settings\nbroken"), want: "not valid TOML"},
+		"settings not a table": {in: custom(Bottlerocket, "settings = 3\n"), want: "must be a TOML table"},
+		"non-multipart MIME":   {in: custom(AL2023, "Content-Type: text/plain\n\nhello"), want: "not multipart"},
+		"unknown family":       {in: custom("Ubuntu", ""), want: "unknown AMI family"},
+	} {
+		_, err := Generate(tc.in())
+		if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.is != nil && !errors.Is(err, tc.is)) {
+			t.Errorf("%s: %v, want an error containing %q", name, err, tc.want)
+		}
 	}
 }
