@@ -160,15 +160,15 @@ func (s *roleSet) bad(format string, args ...interface{}) {
 
 // use records that class launches with role (a name or ARN); profile says
 // the class named it in spec.role, so the stack makes its instance profile.
-func (s *roleSet) use(role string, c NodeClassInfo, where string, profile bool) *NodeRole {
+func (s *roleSet) use(role string, c NodeClassInfo, where string, profile bool) {
 	name, arn, account, err := parseRole(role)
 	if err != nil {
 		s.bad("%s: %v", where, err)
-		return nil
+		return
 	}
 	if arn != "" && s.cfg.Account != "" && account != s.cfg.Account {
 		s.bad("%s: %s is in account %s, the stack's is %s: instances and EKS node access entries need a role of the cluster's account", where, arn, account, s.cfg.Account)
-		return nil
+		return
 	}
 	r := s.byName[name]
 	if r == nil {
@@ -184,7 +184,6 @@ func (s *roleSet) use(role string, c NodeClassInfo, where string, profile bool) 
 	r.Profile = r.Profile || profile && !r.Own
 	r.Windows = r.Windows || c.Windows
 	r.Classes = append(r.Classes, c.Name)
-	return r
 }
 
 // profileRole is the role behind an instance profile a class names.
