@@ -2,6 +2,7 @@ package infra
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/nodewright/nodewright/internal/apis"
 )
@@ -19,7 +20,9 @@ func LoadWithAPIs(files ...string) (*NodeConfig, error) {
 		nc.NodePools = append(nc.NodePools, np.Name)
 	}
 	for _, c := range cfg.NodeClasses {
-		info := NodeClassInfo{Name: c.Name, Role: c.Spec.Role}
+		// Windows families (windows2019, windows2022, ...) need an
+		// EC2_WINDOWS access entry for their role.
+		info := NodeClassInfo{Name: c.Name, Role: c.Spec.Role, Windows: strings.HasPrefix(strings.ToLower(c.AMIFamily()), "windows")}
 		if c.Spec.InstanceProfile != nil {
 			info.InstanceProfile = *c.Spec.InstanceProfile
 		}

@@ -15,7 +15,10 @@ func TestLoadWithAPIs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("valid configuration rejected: %v", err)
 	}
-	if strings.Join(nc.NodePools, ",") != "default" || len(nc.NodeClasses) != 1 || nc.NodeClasses[0].Role != DefaultNodeRoleName(testCluster) {
+	// The example keeps a second class on an existing role (the local
+	// cloud's IAM tests launch with it).
+	if strings.Join(nc.NodePools, ",") != "default" || len(nc.NodeClasses) != 2 || nc.NodeClasses[0].Role != DefaultNodeRoleName(testCluster) ||
+		nc.NodeClasses[1].Role != "existing-karpenter-node-role" || nc.NodeClasses[1].Windows {
 		t.Errorf("summary = %+v", nc)
 	}
 	if !strings.HasPrefix(nc.NodeClasses[0].Source, filepath.Join("testdata", "config", "default.yaml")+":") {
@@ -23,7 +26,7 @@ func TestLoadWithAPIs(t *testing.T) {
 	}
 	cfg := baseConfig(t)
 	cfg.NodeRoleName = DefaultNodeRoleName(testCluster)
-	if err := checkNodeConfig(cfg, nc); err != nil {
+	if _, err := checkNodeConfig(cfg, nc); err != nil {
 		t.Errorf("example configuration does not fit the stack: %v", err)
 	}
 

@@ -86,10 +86,18 @@ type Config struct {
 	// OldestPendingPodAlarmSeconds alarms when a pod has been pending longer.
 	OldestPendingPodAlarmSeconds int
 
-	// NodeRoleName is the IAM role the stack creates for nodes; every
-	// EC2NodeClass must name it in spec.role (or its instance profile, which
-	// has the same name, in spec.instanceProfile).
+	// NodeRoleName is the IAM role the stack creates for nodes, used by the
+	// EC2NodeClasses that name it (or its instance profile) or no role. Other
+	// roles the classes name get an instance profile, an access entry and
+	// iam:PassRole from the stack (see noderoles.go).
 	NodeRoleName string
+	// ExistingAccessEntries are roles (names or ARNs) of EC2NodeClasses that
+	// already have an EKS access entry: the stack creates none for them.
+	ExistingAccessEntries []string
+	// InstanceProfileRoles maps each existing instance profile an
+	// EC2NodeClass names to the role it holds (name or ARN), the role the
+	// functions must be allowed to pass.
+	InstanceProfileRoles map[string]string
 	// EKSAccess is AccessClusterAdmin or AccessRBAC.
 	EKSAccess string
 
@@ -143,6 +151,8 @@ const (
 	CtxAlarmTopicArn           = "alarmTopicArn"
 	CtxOldestPendingPodAlarm   = "oldestPendingPodAlarmSeconds"
 	CtxNodeRoleName            = "nodeRoleName"
+	CtxExistingAccessEntries   = "existingAccessEntries"
+	CtxInstanceProfileRoles    = "instanceProfileRoles"
 	CtxEKSAccess               = "eksAccess"
 	CtxAssetDir                = "assetDir"
 	CtxPlaceholderAssets       = "placeholderAssets"
@@ -179,6 +189,8 @@ func FromContext(get ContextGetter) (Config, error) {
 	r.str(CtxAlarmTopicArn, &c.AlarmTopicArn)
 	r.integer(CtxOldestPendingPodAlarm, &c.OldestPendingPodAlarmSeconds)
 	r.str(CtxNodeRoleName, &c.NodeRoleName)
+	r.list(CtxExistingAccessEntries, &c.ExistingAccessEntries)
+	r.pairs(CtxInstanceProfileRoles, &c.InstanceProfileRoles)
 	r.str(CtxEKSAccess, &c.EKSAccess)
 	r.str(CtxAssetDir, &c.AssetDir)
 	r.boolean(CtxPlaceholderAssets, &c.PlaceholderAssets)
@@ -351,6 +363,7 @@ func (c *Config) Validate() error {
 	c.validateSchedulesAndLogs(&p)
 	c.validateAlarms(&p)
 	c.validateRoles(&p)
+	c.validateNodeRoleContext(&p)
 	return errors.Join(p...)
 }
 

@@ -219,7 +219,7 @@ func (p *controllerPolicy) cleanupStatements() {
 		p.thisStacks(), "aws:ResourceTag/"+nwaws.TagNodeClass)
 }
 
-// readStatements: lookups, pricing, passing the node role and describing
+// readStatements: lookups, pricing, passing the node roles and describing
 // the cluster (also for the registrar).
 func (p *controllerPolicy) readStatements() {
 	b := p.b
@@ -250,10 +250,12 @@ func (p *controllerPolicy) readStatements() {
 		Actions:   jsii.Strings("pricing:GetProducts"),
 		Resources: jsii.Strings("*"),
 	})
+	// Exactly the roles the EC2NodeClasses launch with (the stack's own
+	// only when a class uses it), and only to EC2.
 	p.add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("PassNodeRoleToEC2Only"),
+		Sid:       jsii.String("PassNodeRolesToEC2Only"),
 		Actions:   jsii.Strings("iam:PassRole"),
-		Resources: &[]*string{b.NodeRole.RoleArn()},
+		Resources: b.passableNodeRoles(),
 		Conditions: &map[string]interface{}{
 			"StringEquals": map[string]interface{}{"iam:PassedToService": "ec2.amazonaws.com"},
 		},

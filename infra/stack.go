@@ -21,7 +21,6 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/nodewright/nodewright/internal/access"
-	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
@@ -60,6 +59,8 @@ type Stack struct {
 	awscdk.Stack
 	Config     Config
 	NodeConfig *NodeConfig
+	// NodeRoles are the roles the EC2NodeClasses launch with (noderoles.go).
+	NodeRoles []*NodeRole
 
 	Table             awsdynamodb.Table
 	InterruptionQueue awssqs.Queue
@@ -94,7 +95,8 @@ func NewStack(scope constructs.Construct, id string, in StackInput) (*Stack, err
 	if err != nil {
 		return nil, fmt.Errorf("%s %s is invalid:\n%w", CtxConfigDir, cfg.ConfigDir, err)
 	}
-	if err := checkNodeConfig(cfg, nc); err != nil {
+	roles, err := checkNodeConfig(cfg, nc)
+	if err != nil {
 		return nil, err
 	}
 	if in.StagingDir == "" {
@@ -130,7 +132,7 @@ func NewStack(scope constructs.Construct, id string, in StackInput) (*Stack, err
 	if props.Description == nil {
 		props.Description = jsii.String(fmt.Sprintf("nodewright: serverless Karpenter-compatible node autoscaling for EKS cluster %s", cfg.ClusterName))
 	}
-	s := &Stack{Stack: awscdk.NewStack(scope, jsii.String(id), &props), Config: cfg, NodeConfig: nc, Functions: map[string]awslambda.Function{}}
+	s := &Stack{Stack: awscdk.NewStack(scope, jsii.String(id), &props), Config: cfg, NodeConfig: nc, NodeRoles: roles, Functions: map[string]awslambda.Function{}}
 	awscdk.Tags_Of(s.Stack).Add(jsii.String("nodewright.io/cluster"), jsii.String(cfg.ClusterName), nil)
 
 	b := &builder{Stack: s, cfg: cfg, code: code}
@@ -269,34 +271,6 @@ func (b *builder) dlq(id string) awssqs.Queue {
 	return b.queue(id, &awssqs.QueueProps{RetentionPeriod: awscdk.Duration_Days(jsii.Number(dlqRetentionDays))})
 }
 
-// Managed policies every EKS node needs (the same four Karpenter's getting
-// started guide attaches).
-var NodeManagedPolicies = []string{
-	"AmazonEKSWorkerNodePolicy",
-	"AmazonEKS_CNI_Policy",
-	"AmazonEC2ContainerRegistryPullOnly",
-	"AmazonSSMManagedInstanceCore",
-}
-
-func (b *builder) nodeRole() {
-	var mps []awsiam.IManagedPolicy
-	for _, p := range NodeManagedPolicies {
-		mps = append(mps, awsiam.ManagedPolicy_FromAwsManagedPolicyName(jsii.String(p)))
-	}
-	b.NodeRole = awsiam.NewRole(b.Stack.Stack, jsii.String("NodeRole"), &awsiam.RoleProps{
-		RoleName:        jsii.String(b.cfg.NodeRoleName),
-		AssumedBy:       awsiam.NewServicePrincipal(jsii.String("ec2.amazonaws.com"), nil),
-		ManagedPolicies: &mps,
-		Description:     jsii.String("Nodes launched by nodewright for EKS cluster " + b.cfg.ClusterName),
-	})
-	// The stack owns the instance profile, named as internal/aws expects for
-	// the role, so the functions never need iam:CreateInstanceProfile.
-	b.instanceProfile = awsiam.NewInstanceProfile(b.Stack.Stack, jsii.String("NodeInstanceProfile"), &awsiam.InstanceProfileProps{
-		InstanceProfileName: jsii.String(nwaws.InstanceProfileName(b.cfg.ClusterName, b.cfg.NodeRoleName)),
-		Role:                b.NodeRole,
-	})
-}
-
 func lambdaPrincipal() awsiam.IPrincipal {
 	return awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil)
 }
@@ -414,13 +388,7 @@ func (b *builder) clusterAdmin() *[]interface{} {
 
 func (b *builder) accessEntries() {
 	st := b.Stack.Stack
-	// Nodes join through an EC2_LINUX entry (system:nodes via the node
-	// authorizer), never through aws-auth.
-	awseks.NewCfnAccessEntry(st, jsii.String("NodeAccessEntry"), &awseks.CfnAccessEntryProps{
-		ClusterName:  jsii.String(b.cfg.ClusterName),
-		PrincipalArn: b.NodeRole.RoleArn(),
-		Type:         jsii.String("EC2_LINUX"),
-	})
+	b.nodeAccessEntries()
 	ctrl := &awseks.CfnAccessEntryProps{
 		ClusterName:  jsii.String(b.cfg.ClusterName),
 		PrincipalArn: b.ControllerRole.RoleArn(),
@@ -518,7 +486,7 @@ func (b *builder) outputs() {
 	out("InterruptionQueueUrl", b.InterruptionQueue.QueueUrl(), "SQS queue fed by the EC2/Health EventBridge rules")
 	out("WorkQueueUrl", b.WorkQueue.QueueUrl(), "SQS queue of delayed lifecycle work")
 	out("ProvisionQueueUrl", b.ProvisionQueue.QueueUrl(), "SQS queue of webhook nudges to the provisioner")
-	out("NodeRoleName", b.NodeRole.RoleName(), "Set spec.role of every EC2NodeClass to this")
+	out("NodeRoleName", b.NodeRole.RoleName(), "The stack's node role: EC2NodeClasses naming it (or no role) launch with it")
 	out("NodeRoleArn", b.NodeRole.RoleArn(), "IAM role of the nodes nodewright launches")
 	out("NodeInstanceProfileName", b.instanceProfile.InstanceProfileName(), "Instance profile of the nodes")
 	for _, fn := range Functions {

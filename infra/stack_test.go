@@ -159,6 +159,12 @@ func synthTemplate(t *testing.T, cfg Config) (*Stack, map[string]interface{}) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, templateJSON(t, s)
+}
+
+// templateJSON synthesizes s and returns its template.
+func templateJSON(t *testing.T, s *Stack) map[string]interface{} {
+	t.Helper()
 	var j map[string]interface{}
 	check(t, "synth", func() {
 		b, _ := json.Marshal(assertions.Template_FromStack(s.Stack, nil).ToJSON())
@@ -167,7 +173,7 @@ func synthTemplate(t *testing.T, cfg Config) (*Stack, map[string]interface{}) {
 	if j == nil {
 		t.Fatal("no template")
 	}
-	return s, j
+	return j
 }
 
 type resource struct {

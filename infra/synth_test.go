@@ -97,7 +97,9 @@ func TestCDKSynth(t *testing.T) {
 		}
 		for typ, want := range map[string]int{
 			"AWS::Lambda::Function": len(Functions), "AWS::DynamoDB::Table": 1, "AWS::SQS::Queue": 6,
-			"Custom::NodewrightWebhook": 1, "AWS::EKS::AccessEntry": 3,
+			// The example's second EC2NodeClass names an existing role: one
+			// more instance profile and node access entry.
+			"Custom::NodewrightWebhook": 1, "AWS::EKS::AccessEntry": 4, "AWS::IAM::InstanceProfile": 2,
 		} {
 			if got := len(resources(tpl, typ)); got != want {
 				t.Errorf("%s: %d in the synthesized template, want %d", typ, got, want)

@@ -90,6 +90,15 @@ func (c *Cloud) Deploy(r StackResources) (*Stack, error) {
 		c.AWS.AddRole(key.AccessKeyID, key.SecretAccessKey, session, awssim.Role{ARN: roleARN, Policies: policies})
 		st.keys[construct] = key
 	}
+	// The instance profiles the stack creates: its own node role's and one
+	// per role an EC2NodeClass of the synthesized configuration names.
+	profiles, err := c.iamTemplate.InstanceProfiles(b)
+	if err != nil {
+		return nil, fmt.Errorf("deploy: %w", err)
+	}
+	for p, role := range profiles {
+		c.AWS.AddInstanceProfile(p, role)
+	}
 	profile := nwaws.InstanceProfileName(r.ClusterName, r.NodeRole)
 	c.AWS.AddInstanceProfile(fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", c.account(), profile), fmt.Sprintf("arn:aws:iam::%s:role/%s", c.account(), r.NodeRole))
 	return st.finish(), nil

@@ -91,6 +91,39 @@ func (t *Template) RoleARN(construct string, b Binding) (string, error) {
 	return r.attr(id, "Arn")
 }
 
+// InstanceProfiles maps the ARN of every instance profile the template
+// creates to the ARN of the role it holds, under b: what a deployment tells
+// the simulator, which has no IAM service, so that a launch with the
+// profile is authorized as passing that role. The template names a role in
+// a profile by name, so a role with a path maps to its ARN without it.
+func (t *Template) InstanceProfiles(b Binding) (map[string]string, error) {
+	r := resolver{t: t, b: b}
+	out := map[string]string{}
+	for id, res := range t.resources {
+		if res.Type != "AWS::IAM::InstanceProfile" {
+			continue
+		}
+		profile, err := r.attr(id, "Arn")
+		if name, ok := res.Properties["InstanceProfileName"]; ok && err == nil {
+			var v any
+			v, err = r.resolve(name)
+			profile = fmt.Sprintf("arn:%s:iam::%s:instance-profile/%v", b.Partition, b.Account, v)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("instance profile %s: %w", id, err)
+		}
+		roles, err := r.stringList(res.Properties["Roles"])
+		if err != nil {
+			return nil, fmt.Errorf("instance profile %s: %w", id, err)
+		}
+		if len(roles) != 1 {
+			return nil, fmt.Errorf("instance profile %s: want one role, have %v", id, roles)
+		}
+		out[profile] = fmt.Sprintf("arn:%s:iam::%s:role/%s", b.Partition, b.Account, roles[0])
+	}
+	return out, nil
+}
+
 // RolePolicies returns every identity policy of a role: its inline
 // policies, the AWS::IAM::Policy and AWS::IAM::ManagedPolicy resources
 // attached to it, and the customer managed policies its ManagedPolicyArns

@@ -46,6 +46,26 @@ func TestRolePoliciesResolveAgainstTheBinding(t *testing.T) {
 	})
 }
 
+func TestInstanceProfilesMapToTheirRoles(t *testing.T) {
+	b := Binding{Partition: "aws", Account: "111122223333", Physical: map[string]string{"NodeRole": "KarpenterNodeRole-c1"}, Replace: map[string]string{"synth": "c1"}}
+	got, err := testTemplate(t).InstanceProfiles(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"arn:aws:iam::111122223333:instance-profile/nodewright-c1-node":       "arn:aws:iam::111122223333:role/KarpenterNodeRole-c1",
+		"arn:aws:iam::111122223333:instance-profile/nodewright-c1-given-role": "arn:aws:iam::111122223333:role/given-role",
+	}
+	if len(got) != len(want) {
+		t.Errorf("profiles %v, want %v", got, want)
+	}
+	for p, role := range want {
+		if got[p] != role {
+			t.Errorf("%s holds %q, want %q", p, got[p], role)
+		}
+	}
+}
+
 func TestAWSManagedPoliciesAreNamedNotGuessed(t *testing.T) {
 	_, err := testTemplate(t).RolePolicies("OtherRole", Binding{Partition: "aws"})
 	if err == nil || !strings.Contains(err.Error(), "AmazonEKSWorkerNodePolicy") {
