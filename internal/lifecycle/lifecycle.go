@@ -102,6 +102,7 @@ type Cluster interface {
 	termination.Cluster
 	Snapshot(ctx context.Context, opts kube.SnapshotOptions) (*kube.Snapshot, error)
 	PatchNodeLabels(ctx context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error)
+	PatchNodeAnnotations(ctx context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error)
 	UpdateNodeTaints(ctx context.Context, node string, mutate func([]corev1.Taint) ([]corev1.Taint, bool)) (*corev1.Node, error)
 }
 

@@ -81,6 +81,23 @@ func (f *fakeCluster) PatchNodeLabels(_ context.Context, node string, set map[st
 	return n.DeepCopy(), nil
 }
 
+func (f *fakeCluster) PatchNodeAnnotations(_ context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.nodes[node]
+	if !ok {
+		return nil, kube.ErrNotFound
+	}
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	maps.Copy(n.Annotations, set)
+	for _, k := range remove {
+		delete(n.Annotations, k)
+	}
+	return n.DeepCopy(), nil
+}
+
 func (f *fakeCluster) UpdateNodeTaints(_ context.Context, node string, mutate func([]corev1.Taint) ([]corev1.Taint, bool)) (*corev1.Node, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
