@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -76,7 +77,8 @@ func RegistrationAnnotations(cl *apis.NodeClaim) map[string]string {
 	return out
 }
 
-// register syncs the claim's labels and taints onto its Node, removes the
+// register puts Karpenter's termination finalizer on the claim's Node,
+// syncs the claim's annotations, labels and taints onto it, removes the
 // unregistered taint and records the registration. Labels go first: the
 // unregistered taint is what keeps pods off a node whose labels are not yet
 // the claim's, so it is removed only once they are.
@@ -84,6 +86,13 @@ func (c *Controller) register(ctx context.Context, log *slog.Logger, cl *apis.No
 	// Registration finished earlier only if the unregistered taint is gone
 	// too (a crash between the two writes leaves the label without it).
 	finished := node.Labels[apis.NodeRegisteredLabel] == "true" && !hasTaint(node, apis.UnregisteredTaintKey)
+	// The finalizer first: from here on a `kubectl delete node` waits for
+	// the graceful drain (nodeDeleting) instead of dropping the pods.
+	if !slices.Contains(node.Finalizers, apis.TerminationFinalizer) {
+		if _, err := c.d.Cluster.AddNodeFinalizer(ctx, node.Name, apis.TerminationFinalizer); err != nil {
+			return nil, fmt.Errorf("lifecycle: register node %s: finalizer: %w", node.Name, err)
+		}
+	}
 	if ann := RegistrationAnnotations(cl); len(ann) > 0 {
 		if _, err := c.d.Cluster.PatchNodeAnnotations(ctx, node.Name, ann, nil); err != nil {
 			return nil, fmt.Errorf("lifecycle: register node %s: annotations: %w", node.Name, err)
