@@ -11,5 +11,6 @@ func subcommands() []*cobra.Command {
 		newDemoCmd(),
 		newGetCmd(),
 		newDescribeCmd(),
+		newDeleteCmd(),
 	}
 }

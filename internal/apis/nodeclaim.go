@@ -22,6 +22,9 @@ const (
 	DisruptedTaintKey     = "karpenter.sh/disrupted"
 	UnregisteredTaintKey  = "karpenter.sh/unregistered"
 	TerminationFinalizer  = "karpenter.sh/termination"
+	// NodewrightPrefix starts nodewright's own labels, annotations and tags
+	// (bookkeeping, not part of Karpenter's contract).
+	NodewrightPrefix = "nodewright.io/"
 
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"

@@ -30,6 +30,7 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 	if err != nil {
 		return disruption.Deps{}, err
 	}
+	s.SpotToSpotConsolidation = a.Settings.FeatureGates.SpotToSpotConsolidation
 	return disruption.Deps{
 		Store:       a.Store,
 		Cluster:     a.Kube,

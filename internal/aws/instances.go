@@ -165,7 +165,7 @@ func (p *Provider) ListClusterInstances(ctx context.Context) ([]Instance, error)
 	}
 	out := got[:0]
 	for _, i := range got {
-		if p.owns(i) && i.State != "terminated" {
+		if p.Owns(i) && i.State != "terminated" {
 			out = append(out, i)
 		}
 	}
@@ -192,17 +192,17 @@ func (p *Provider) findClaimInstance(ctx context.Context, nodeClaim string) (*In
 		return nil, fmt.Errorf("find instance of nodeclaim %s: %w", nodeClaim, err)
 	}
 	for _, i := range got {
-		if p.owns(i) && i.NodeClaim == nodeClaim && (i.State == "pending" || i.State == "running") {
+		if p.Owns(i) && i.NodeClaim == nodeClaim && (i.State == "pending" || i.State == "running") {
 			return &i, nil
 		}
 	}
 	return nil, nil
 }
 
-// owns reports whether this stack launched i for this cluster: the cluster's
+// Owns reports whether this stack launched i for this cluster: the cluster's
 // ownership tag alone would also match Karpenter's instances, and
 // TagManagedBy alone another nodewright stack's.
-func (p *Provider) owns(i Instance) bool {
+func (p *Provider) Owns(i Instance) bool {
 	return p.nodewrightOf(i) && i.Owner == p.opts.Owner
 }
 

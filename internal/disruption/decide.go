@@ -25,8 +25,11 @@ type Settings struct {
 	// MultiNodeTimeout and SingleNodeTimeout bound the searches (1 min, 3 min).
 	MultiNodeTimeout  time.Duration
 	SingleNodeTimeout time.Duration
-	// SpotToSpotMinTypes: a spot node is replaced by a spot node only when
-	// at least this many cheaper spot types fit (15).
+	// SpotToSpotConsolidation lets consolidation replace spot nodes by a
+	// spot node (Karpenter's feature gate of that name, off by default).
+	SpotToSpotConsolidation bool
+	// SpotToSpotMinTypes: when it is on, a spot node is replaced by a spot
+	// node only when at least this many cheaper spot types fit (15).
 	SpotToSpotMinTypes int
 	// RepackMinSavingsFraction and RepackMinSavings: the re-pack check acts
 	// only when the ideal plan is cheaper by more than both (10 %, $0.05/h).
@@ -325,6 +328,9 @@ func replacementOK(v *View, cands []*Candidate, sim Simulation) string {
 	}
 	for _, r := range sim.Replacements {
 		if r.CapacityType == scheduling.CapacityTypeSpot && allSpot {
+			if !v.Settings.SpotToSpotConsolidation {
+				return "Can't replace a spot node with a spot node: SpotToSpotConsolidation is disabled (feature gate)"
+			}
 			if len(cands) > 1 {
 				return "Can't replace spot nodes with a spot node in multi-node consolidation"
 			}

@@ -275,12 +275,22 @@ func TestSingleNodeReplaceAndNoSameType(t *testing.T) {
 	}
 }
 
-// Spot to spot needs 15 cheaper spot types; a pool of three types never has them.
-func TestSpotToSpotNeedsFifteenTypes(t *testing.T) {
+// Spot to spot is off by default (Karpenter's feature gate); when on, it
+// needs 15 cheaper spot types, and a pool of three types never has them.
+func TestSpotToSpotNeedsTheGateAndFifteenTypes(t *testing.T) {
 	f := newFixture(t, fixOpt{ct: "spot"})
 	f.node("big", "m5.2xlarge")
 	f.pod("small", "big", "500m", "512Mi")
+	f.set.SpotToSpotMinTypes = 1
 	d := f.decide()
+	if d.Command != nil {
+		t.Fatalf("spot replaced by spot with the gate off: %s", fmtCmd(d.Command))
+	}
+	if !slices.ContainsFunc(d.Findings, func(fd Finding) bool { return strings.Contains(fd.Text, "SpotToSpotConsolidation is disabled") }) {
+		t.Errorf("no feature-gate reason among %+v", d.Findings)
+	}
+	f.set.SpotToSpotConsolidation, f.set.SpotToSpotMinTypes = true, 15
+	d = f.decide()
 	if d.Command != nil {
 		t.Fatalf("spot replaced by spot with 3 types: %s", fmtCmd(d.Command))
 	}

@@ -123,7 +123,7 @@ func (c *Controller) removeGoneNode(ctx context.Context, w *work) error {
 	if err := c.cordon(ctx, w.node); err != nil {
 		return err
 	}
-	if err := c.d.Cluster.DeleteNode(ctx, w.node.Name, w.node.UID); err != nil {
+	if err := c.d.Cluster.ReleaseNode(ctx, w.node.Name, w.node.UID); err != nil {
 		return fmt.Errorf("interruption: delete node %s: %w", w.node.Name, err)
 	}
 	return nil

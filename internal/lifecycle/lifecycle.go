@@ -61,6 +61,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
@@ -102,6 +103,11 @@ type Cluster interface {
 	termination.Cluster
 	Snapshot(ctx context.Context, opts kube.SnapshotOptions) (*kube.Snapshot, error)
 	PatchNodeLabels(ctx context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error)
+	PatchNodeAnnotations(ctx context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error)
+	AddNodeFinalizer(ctx context.Context, node, finalizer string) (*corev1.Node, error)
+	// DeleteNode deletes a Node without touching its finalizers: for Nodes
+	// no live claim owns, which may be another autoscaler's.
+	DeleteNode(ctx context.Context, name string, uid types.UID) error
 	UpdateNodeTaints(ctx context.Context, node string, mutate func([]corev1.Taint) ([]corev1.Taint, bool)) (*corev1.Node, error)
 }
 
@@ -110,6 +116,8 @@ type Cloud interface {
 	termination.Cloud
 	ListClusterInstances(ctx context.Context) ([]nwaws.Instance, error)
 	GetInstance(ctx context.Context, id string) (nwaws.Instance, error)
+	// Owns reports whether this stack launched the instance.
+	Owns(i nwaws.Instance) bool
 }
 
 // Deps are the controller's adapters.
@@ -267,6 +275,7 @@ var claimPhases = []claimPhase{
 	(*Controller).launchLiveness,  // liveness.go: not launched (yet)
 	(*Controller).expiry,          // expiry.go: past expireAfter
 	(*Controller).observeNode,     // registration.go
+	(*Controller).nodeDeleting,    // liveness.go: someone deletes the Node
 	(*Controller).registration,    // registration.go (and its TTL in liveness.go)
 	(*Controller).nodeLiveness,    // liveness.go: the Node was deleted
 	(*Controller).initialization,  // initialization.go

@@ -39,6 +39,19 @@ func (c *Controller) awaitRegistration(ctx context.Context, s *claimState) (bool
 	return true, nil
 }
 
+// nodeDeleting terminates a claim whose Node someone is deleting (`kubectl
+// delete node`): the finalizer registration put on the Node holds it while
+// the termination drains it as any other disruption does (taint, evictions
+// that respect PodDisruptionBudgets, terminationGracePeriod), terminates the
+// instance and finally takes the finalizer off, as Karpenter's does.
+func (c *Controller) nodeDeleting(ctx context.Context, s *claimState) (bool, error) {
+	if s.node == nil || s.node.DeletionTimestamp == nil {
+		return false, nil
+	}
+	s.log.InfoContext(ctx, "the node is being deleted; draining it and terminating its instance", "node", s.node.Name)
+	return s.finish(c.markAndTerminate(ctx, s.cl, ReasonNodeDeleted, "node "+s.node.Name+" is being deleted", ActionNodeDeleted))
+}
+
 // nodeLiveness ends a registered claim whose Node is gone while the
 // instance lives: someone deleted the Node. Karpenter deletes the NodeClaim
 // then (its Node finalizer); an instance left without a Node would cost

@@ -130,33 +130,6 @@ func (e *env) rawInstance(claimTag string) string {
 	return id
 }
 
-// Deleting the Node of a registered claim (kubectl delete node) ends the
-// claim and terminates its instance, as Karpenter's finalizer does.
-func TestDeletedNodeTerminatesItsInstance(t *testing.T) {
-	e := newEnv(t, withBudget("0"))
-	c := e.newController(e.deps())
-	cl, node := e.initializedClaim(c, "nodedel-a")
-	if err := e.cs.CoreV1().Nodes().Delete(e.ctx, node.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := c.Reconcile(e.ctx, cl.Name)
-	if err != nil || out.Done || out.RequeueAfter <= 0 {
-		t.Fatalf("inside the grace period: %+v %v", out, err)
-	}
-	e.clock.Advance(31 * time.Second)
-	out, err = c.Reconcile(e.ctx, cl.Name)
-	if err != nil || !out.Done || out.Action != lifecycle.ActionNodeDeleted {
-		t.Fatalf("after the grace period: %+v %v", out, err)
-	}
-	if e.terminateCalls(cl.Status.InstanceID) != 1 {
-		t.Error("instance not terminated")
-	}
-	ts, err := e.st.GetTombstone(e.ctx, cl.Name)
-	if err != nil || ts.Claim.DeletionReason() != lifecycle.ReasonNodeDeleted {
-		t.Fatalf("tombstone %+v %v", ts, err)
-	}
-}
-
 // Expiration is forceful: past expireAfter the claim is replaced whatever
 // its budget says.
 func TestExpiration(t *testing.T) {

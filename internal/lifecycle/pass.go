@@ -183,7 +183,7 @@ func (c *Controller) collectNodes(ctx context.Context, v *snapView, res *PassRes
 		if inst, ok := v.instances[id]; ok && !instanceGone(inst.State) {
 			continue
 		}
-		_, gone, err := v.instance(ctx, id)
+		inst, gone, err := v.instance(ctx, id)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -191,7 +191,7 @@ func (c *Controller) collectNodes(ctx context.Context, v *snapView, res *PassRes
 		if !gone {
 			continue
 		}
-		if err := c.d.Cluster.DeleteNode(ctx, n.Name, n.UID); err != nil {
+		if err := c.deleteDeadNode(ctx, n, inst); err != nil {
 			errs = append(errs, fmt.Errorf("lifecycle: delete node %s of terminated instance %s: %w", n.Name, id, err))
 			continue
 		}
@@ -199,6 +199,17 @@ func (c *Controller) collectNodes(ctx context.Context, v *snapView, res *PassRes
 		res.DeletedNodes = append(res.DeletedNodes, n.Name)
 	}
 	return errors.Join(errs...)
+}
+
+// deleteDeadNode deletes the Node of a dead instance. A Node of this
+// stack's instance (its claim lost) carries nodewright's finalizer, which
+// is released; any other keeps its finalizers for its own controller
+// (Karpenter's has the same name).
+func (c *Controller) deleteDeadNode(ctx context.Context, n *corev1.Node, inst nwaws.Instance) error {
+	if c.d.Cloud.Owns(inst) {
+		return c.d.Cluster.ReleaseNode(ctx, n.Name, n.UID)
+	}
+	return c.d.Cluster.DeleteNode(ctx, n.Name, n.UID)
 }
 
 // snapView answers from one pass's snapshot and instance listing.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,7 +62,23 @@ func RegistrationLabels(cl *apis.NodeClaim) map[string]string {
 	return labels
 }
 
-// register syncs the claim's labels and taints onto its Node, removes the
+// RegistrationAnnotations are the annotations registration puts on the
+// Node, as Karpenter does: the claim's annotations (the NodePool
+// template's, karpenter.sh/nodepool-hash, karpenter.k8s.aws/ec2nodeclass-hash)
+// but not nodewright's own bookkeeping (nodewright.io/...), which lives on
+// the claim and means nothing on a Node.
+func RegistrationAnnotations(cl *apis.NodeClaim) map[string]string {
+	out := map[string]string{}
+	for k, v := range cl.Annotations {
+		if !strings.HasPrefix(k, apis.NodewrightPrefix) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// register puts Karpenter's termination finalizer on the claim's Node,
+// syncs the claim's annotations, labels and taints onto it, removes the
 // unregistered taint and records the registration. Labels go first: the
 // unregistered taint is what keeps pods off a node whose labels are not yet
 // the claim's, so it is removed only once they are.
@@ -68,6 +86,18 @@ func (c *Controller) register(ctx context.Context, log *slog.Logger, cl *apis.No
 	// Registration finished earlier only if the unregistered taint is gone
 	// too (a crash between the two writes leaves the label without it).
 	finished := node.Labels[apis.NodeRegisteredLabel] == "true" && !hasTaint(node, apis.UnregisteredTaintKey)
+	// The finalizer first: from here on a `kubectl delete node` waits for
+	// the graceful drain (nodeDeleting) instead of dropping the pods.
+	if !slices.Contains(node.Finalizers, apis.TerminationFinalizer) {
+		if _, err := c.d.Cluster.AddNodeFinalizer(ctx, node.Name, apis.TerminationFinalizer); err != nil {
+			return nil, fmt.Errorf("lifecycle: register node %s: finalizer: %w", node.Name, err)
+		}
+	}
+	if ann := RegistrationAnnotations(cl); len(ann) > 0 {
+		if _, err := c.d.Cluster.PatchNodeAnnotations(ctx, node.Name, ann, nil); err != nil {
+			return nil, fmt.Errorf("lifecycle: register node %s: annotations: %w", node.Name, err)
+		}
+	}
 	if _, err := c.d.Cluster.PatchNodeLabels(ctx, node.Name, RegistrationLabels(cl), nil); err != nil {
 		return nil, fmt.Errorf("lifecycle: register node %s: labels: %w", node.Name, err)
 	}

@@ -81,6 +81,23 @@ func (f *fakeCluster) PatchNodeLabels(_ context.Context, node string, set map[st
 	return n.DeepCopy(), nil
 }
 
+func (f *fakeCluster) PatchNodeAnnotations(_ context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.nodes[node]
+	if !ok {
+		return nil, kube.ErrNotFound
+	}
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	maps.Copy(n.Annotations, set)
+	for _, k := range remove {
+		delete(n.Annotations, k)
+	}
+	return n.DeepCopy(), nil
+}
+
 func (f *fakeCluster) UpdateNodeTaints(_ context.Context, node string, mutate func([]corev1.Taint) ([]corev1.Taint, bool)) (*corev1.Node, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -94,15 +111,61 @@ func (f *fakeCluster) UpdateNodeTaints(_ context.Context, node string, mutate fu
 	return n.DeepCopy(), nil
 }
 
+// DeleteNode deletes as the API server does: a Node with finalizers only
+// gets its deletionTimestamp and stays until they are gone.
 func (f *fakeCluster) DeleteNode(_ context.Context, name string, _ types.UID) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	delete(f.nodes, name)
+	n, ok := f.nodes[name]
+	switch {
+	case !ok:
+	case len(n.Finalizers) > 0:
+		if n.DeletionTimestamp == nil {
+			now := metav1.Now()
+			n.DeletionTimestamp = &now
+		}
+	default:
+		delete(f.nodes, name)
+	}
 	return nil
 }
 
-// deleteNode deletes a Node behind the controller's back (kubectl delete).
+func (f *fakeCluster) AddNodeFinalizer(_ context.Context, node, finalizer string) (*corev1.Node, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.nodes[node]
+	if !ok {
+		return nil, kube.ErrNotFound
+	}
+	if !slices.Contains(n.Finalizers, finalizer) {
+		n.Finalizers = append(n.Finalizers, finalizer)
+	}
+	return n.DeepCopy(), nil
+}
+
+func (f *fakeCluster) ReleaseNode(ctx context.Context, name string, uid types.UID) error {
+	f.mu.Lock()
+	if n, ok := f.nodes[name]; ok {
+		n.Finalizers = slices.DeleteFunc(n.Finalizers, func(s string) bool { return s == apis.TerminationFinalizer })
+		if n.DeletionTimestamp != nil && len(n.Finalizers) == 0 {
+			delete(f.nodes, name)
+		}
+	}
+	f.mu.Unlock()
+	return f.DeleteNode(ctx, name, uid)
+}
+
+// deleteNode deletes a Node behind the controller's back (kubectl delete):
+// with the finalizer the controller put on it, it is only marked.
 func (f *fakeCluster) deleteNode(name string) { _ = f.DeleteNode(context.Background(), name, "") }
+
+// forceDeleteNode deletes a Node ignoring its finalizers, as someone
+// removing them by hand does.
+func (f *fakeCluster) forceDeleteNode(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.nodes, name)
+}
 
 // setPods replaces the pods bound to a Node.
 func (f *fakeCluster) setPods(node string, pods ...*corev1.Pod) {
@@ -128,6 +191,14 @@ type fakeCloud struct {
 	mu         sync.Mutex
 	instances  map[string]nwaws.Instance
 	terminated []string
+}
+
+// Owns: every instance the fake knows is this stack's.
+func (f *fakeCloud) Owns(i nwaws.Instance) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.instances[i.ID]
+	return ok
 }
 
 func (f *fakeCloud) GetInstance(_ context.Context, id string) (nwaws.Instance, error) {

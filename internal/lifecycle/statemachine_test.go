@@ -103,11 +103,33 @@ func TestStateMachineExpiry(t *testing.T) {
 	}
 }
 
-// A registered claim whose Node was deleted keeps its instance for GCGrace
-// (the Node may come back), then ends and terminates it.
+// `kubectl delete node`: registration put Karpenter's termination finalizer
+// on the Node, so the Node waits, marked, while the claim is terminated
+// through the drain; the finalizer comes off last and the Node goes.
 func TestStateMachineNodeDeleted(t *testing.T) {
 	w := newWorld(t, smPool("0"))
-	w.cluster.deleteNode(w.initialized("e").Status.NodeName)
+	node := w.initialized("e").Status.NodeName
+	if n, _ := w.cluster.node(node); !slices.Contains(n.Finalizers, apis.TerminationFinalizer) {
+		t.Fatalf("registered node has no %s finalizer: %v", apis.TerminationFinalizer, n.Finalizers)
+	}
+	w.cluster.deleteNode(node)
+	if n, ok := w.cluster.node(node); !ok || n.DeletionTimestamp == nil {
+		t.Fatal("the finalizer did not hold the node")
+	}
+	w.want(w.reconcile("e"), Outcome{Claim: "e", Action: ActionNodeDeleted, Done: true})
+	w.wantGone("e", ReasonNodeDeleted)
+	w.wantTerminated("i-e")
+	if _, ok := w.cluster.node(node); ok {
+		t.Error("node still there: its finalizer was not released")
+	}
+}
+
+// A registered claim whose Node was deleted past its finalizer (removed by
+// hand) keeps its instance for GCGrace (the Node may come back), then ends
+// and terminates it.
+func TestStateMachineNodeForceDeleted(t *testing.T) {
+	w := newWorld(t, smPool("0"))
+	w.cluster.forceDeleteNode(w.initialized("e").Status.NodeName)
 	w.timeline("e",
 		at{10 * time.Second, Outcome{Action: ActionWaiting, RequeueAfter: 20 * time.Second}},
 		at{20 * time.Second, Outcome{Action: ActionNodeDeleted, Done: true}})

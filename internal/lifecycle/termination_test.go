@@ -149,11 +149,11 @@ type faultyCluster struct {
 	failDelete atomic.Bool
 }
 
-func (f *faultyCluster) DeleteNode(ctx context.Context, name string, uid types.UID) error {
+func (f *faultyCluster) ReleaseNode(ctx context.Context, name string, uid types.UID) error {
 	if f.failDelete.Load() {
-		return errors.New("injected crash before DeleteNode")
+		return errors.New("injected crash before ReleaseNode")
 	}
-	return f.Client.DeleteNode(ctx, name, uid)
+	return f.Client.ReleaseNode(ctx, name, uid)
 }
 
 // Killed before terminating the instance, then before deleting the Node:
@@ -189,7 +189,7 @@ func TestTerminationResumesAfterCrashes(t *testing.T) {
 	cluster.failDelete.Store(true)
 	// A fresh controller: nothing carried over in memory.
 	c2 := e.newController(d)
-	if _, err := c2.Reconcile(e.ctx, cl.Name); err == nil || !strings.Contains(err.Error(), "injected crash before DeleteNode") {
+	if _, err := c2.Reconcile(e.ctx, cl.Name); err == nil || !strings.Contains(err.Error(), "injected crash before ReleaseNode") {
 		t.Fatalf("expected the DeleteNode crash, got %v", err)
 	}
 	if e.terminateCalls(cl.Status.InstanceID) != 1 {

@@ -44,7 +44,7 @@ func (c *Controller) removeVanished(ctx context.Context, log *slog.Logger, cl *a
 		return out, fmt.Errorf("lifecycle: nodeclaim %s: %w", cl.Name, err)
 	}
 	if node != nil {
-		if err := c.d.Cluster.DeleteNode(ctx, node.Name, node.UID); err != nil {
+		if err := c.d.Cluster.ReleaseNode(ctx, node.Name, node.UID); err != nil {
 			return out, fmt.Errorf("lifecycle: delete node %s of vanished instance %s: %w", node.Name, cl.Status.InstanceID, err)
 		}
 	}

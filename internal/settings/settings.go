@@ -72,6 +72,8 @@ type Settings struct {
 	// lifecycle's defaults).
 	GCMaxShare     float64
 	GCMaxInstances int
+	// FeatureGates are the Karpenter-style gates (see EnvFeatureGates).
+	FeatureGates FeatureGates
 }
 
 // FromEnv reads Settings from getenv (os.Getenv in production).
@@ -122,6 +124,9 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 			return s, fmt.Errorf("%s=%q: want a positive integer", EnvGCMaxInstances, v)
 		}
 		s.GCMaxInstances = n
+	}
+	if s.FeatureGates, err = ParseFeatureGates(getenv(EnvFeatureGates)); err != nil {
+		return s, err
 	}
 	if v := getenv(EnvLogLevel); v != "" {
 		if err := s.LogLevel.UnmarshalText([]byte(v)); err != nil {

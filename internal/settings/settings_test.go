@@ -44,9 +44,26 @@ func TestFromEnvRejects(t *testing.T) {
 		{EnvGCMaxShare: "1.5"},
 		{EnvGCMaxShare: "0"},
 		{EnvGCMaxInstances: "-1"},
+		{EnvFeatureGates: "SpotToSpotConsolidation"},
+		{EnvFeatureGates: "SpotToSpotConsolidation=maybe"},
+		{EnvFeatureGates: "NodeRepair=true"},
 	} {
 		if _, err := FromEnv(env(m)); err == nil {
 			t.Errorf("%v accepted", m)
 		}
+	}
+}
+
+func TestFeatureGates(t *testing.T) {
+	s, err := FromEnv(env(nil))
+	if err != nil || s.FeatureGates.SpotToSpotConsolidation {
+		t.Fatalf("spot-to-spot consolidation must be off by default, as in Karpenter: %+v %v", s.FeatureGates, err)
+	}
+	s, err = FromEnv(env(map[string]string{EnvFeatureGates: " SpotToSpotConsolidation = true ,"}))
+	if err != nil || !s.FeatureGates.SpotToSpotConsolidation {
+		t.Fatalf("gate not read: %+v %v", s.FeatureGates, err)
+	}
+	if g, err := ParseFeatureGates(s.FeatureGates.String()); err != nil || g != s.FeatureGates {
+		t.Fatalf("String does not round-trip: %+v %v", g, err)
 	}
 }

@@ -191,12 +191,12 @@ func (t *Terminator) terminateInstance(ctx context.Context, s *stepState) (bool,
 	return false, nil
 }
 
-// deleteNode deletes the claim's Node object.
+// deleteNode releases the claim's Node: its finalizer off, the object deleted.
 func (t *Terminator) deleteNode(ctx context.Context, s *stepState) (bool, error) {
 	if s.node == nil {
 		return false, nil
 	}
-	if err := t.d.Cluster.DeleteNode(ctx, s.node.Name, s.node.UID); err != nil {
+	if err := t.d.Cluster.ReleaseNode(ctx, s.node.Name, s.node.UID); err != nil {
 		return false, fmt.Errorf("terminate nodeclaim %s: delete node %s: %w", s.cl.Name, s.node.Name, err)
 	}
 	s.log.InfoContext(ctx, "node deleted")

@@ -78,7 +78,9 @@ type Cluster interface {
 	PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error)
 	Evict(ctx context.Context, pod *corev1.Pod, o kube.EvictOptions) error
 	DeletePod(ctx context.Context, pod *corev1.Pod, gracePeriodSeconds *int64) error
-	DeleteNode(ctx context.Context, name string, uid types.UID) error
+	// ReleaseNode takes nodewright's termination finalizer off the Node and
+	// deletes it (kube.Client.ReleaseNode).
+	ReleaseNode(ctx context.Context, name string, uid types.UID) error
 	VolumeAttachmentsOnNode(ctx context.Context, node string) ([]*storagev1.VolumeAttachment, error)
 	NodeEvent(ctx context.Context, n *corev1.Node, eventType, reason, format string, args ...any) error
 	PodEvent(ctx context.Context, p *corev1.Pod, eventType, reason, format string, args ...any) error

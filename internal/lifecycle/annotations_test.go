@@ -1,0 +1,29 @@
+package lifecycle
+
+import (
+	"testing"
+
+	"github.com/nodewright/nodewright/internal/apis"
+)
+
+// Registration puts the claim's annotations on the Node as Karpenter does
+// (the NodePool template's and karpenter.sh/...), but not nodewright's own
+// bookkeeping.
+func TestRegistrationAnnotatesTheNode(t *testing.T) {
+	w := newWorld(t, smPool("10"))
+	cl := w.launched("c", func(cl *apis.NodeClaim) {
+		cl.Annotations = map[string]string{"example.com/cost-centre": "42", apis.NodePoolHashAnnotKey: "123",
+			apis.NodewrightPrefix + "provisioner-run": "7"}
+	})
+	node := w.kubelet(cl).Name
+	if out := w.reconcile("c"); out.Action != ActionRegistered {
+		t.Fatalf("reconcile: %+v", out)
+	}
+	n, _ := w.cluster.node(node)
+	if n.Annotations["example.com/cost-centre"] != "42" || n.Annotations[apis.NodePoolHashAnnotKey] != "123" {
+		t.Errorf("template or karpenter.sh annotation missing on the node: %v", n.Annotations)
+	}
+	if _, ok := n.Annotations[apis.NodewrightPrefix+"provisioner-run"]; ok {
+		t.Errorf("nodewright bookkeeping copied onto the node: %v", n.Annotations)
+	}
+}
