@@ -62,3 +62,13 @@ func TestClusterAdminIsOptIn(t *testing.T) {
 	_, j := synthTemplate(t, cfg)
 	checkAccess(t, j, true)
 }
+
+// The repository's cdk.json is what `cdk deploy` uses unless told
+// otherwise: its controller access must be least privilege (cluster-admin
+// only by an explicit -c eksAccess=cluster-admin).
+func TestRepositoryDefaultsAreLeastPrivilege(t *testing.T) {
+	ctx := *cdkJSONContext(t)
+	if v, ok := ctx[CtxEKSAccess]; ok && v != AccessRBAC {
+		t.Errorf("cdk.json sets %s=%v; the default must be %s", CtxEKSAccess, v, AccessRBAC)
+	}
+}
