@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/nodewright/nodewright/internal/settings"
 )
 
 // Rebalance policies for EC2 rebalance recommendations (issue 7).
@@ -74,6 +76,9 @@ type Config struct {
 
 	// Rebalance is what to do on EC2 rebalance recommendations.
 	Rebalance string
+	// FeatureGates are Karpenter-style gates ("SpotToSpotConsolidation=true"),
+	// passed to the controller functions as settings.EnvFeatureGates.
+	FeatureGates string
 	// LogRetentionDays must be a value CloudWatch Logs accepts.
 	LogRetentionDays int
 	// LogLevel is the functions' application log level (DEBUG, INFO, WARN, ERROR).
@@ -145,6 +150,7 @@ const (
 	CtxWebhookCABundleFile     = "webhookCABundleFile"
 	CtxWebhookSecretGeneration = "webhookSecretGeneration"
 	CtxRebalance               = "rebalance"
+	CtxFeatureGates            = "featureGates"
 	CtxLogRetentionDays        = "logRetentionDays"
 	CtxLogLevel                = "logLevel"
 	CtxAlarmEmail              = "alarmEmail"
@@ -183,6 +189,7 @@ func FromContext(get ContextGetter) (Config, error) {
 	r.boolean(CtxWebhook, &c.Webhook)
 	r.integer(CtxWebhookSecretGeneration, &c.WebhookSecretGeneration)
 	r.str(CtxRebalance, &c.Rebalance)
+	r.str(CtxFeatureGates, &c.FeatureGates)
 	r.integer(CtxLogRetentionDays, &c.LogRetentionDays)
 	r.str(CtxLogLevel, &c.LogLevel)
 	r.str(CtxAlarmEmail, &c.AlarmEmail)
@@ -431,6 +438,9 @@ func (c *Config) validateSchedulesAndLogs(p *problems) {
 	}
 	if c.Rebalance != RebalanceIgnore && c.Rebalance != RebalanceReplace {
 		p.bad("%s %q: want %q or %q", CtxRebalance, c.Rebalance, RebalanceIgnore, RebalanceReplace)
+	}
+	if _, err := settings.ParseFeatureGates(c.FeatureGates); err != nil {
+		p.bad("%s: %v", CtxFeatureGates, err)
 	}
 	if i := sort.SearchInts(retentionDays, c.LogRetentionDays); i == len(retentionDays) || retentionDays[i] != c.LogRetentionDays {
 		p.bad("%s %d: CloudWatch Logs accepts %v", CtxLogRetentionDays, c.LogRetentionDays, retentionDays)

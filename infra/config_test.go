@@ -19,6 +19,7 @@ func TestFromContext(t *testing.T) {
 		CtxLogRetentionDays:  float64(90),
 		CtxProvisionerRate:   "2",
 		CtxRebalance:         "replace",
+		CtxFeatureGates:      "SpotToSpotConsolidation=true",
 		CtxPlaceholderAssets: true,
 	}
 	c, err := FromContext(func(k string) interface{} { return ctx[k] })
@@ -30,7 +31,7 @@ func TestFromContext(t *testing.T) {
 	}
 	if c.ClusterName != "prod" || len(c.SubnetIDs) != 2 || c.SubnetIDs[1] != "subnet-0123456789abcdef1" || len(c.SecurityGroupIDs) != 1 ||
 		c.Webhook || c.LogRetentionDays != 90 || c.ProvisionerRateMinutes != 2 || c.LifecycleRateMinutes != 1 ||
-		c.Rebalance != RebalanceReplace || !c.PlaceholderAssets || c.NodeRoleName != "nodewright-node-prod" || c.EKSAccess != AccessRBAC {
+		c.Rebalance != RebalanceReplace || c.FeatureGates != "SpotToSpotConsolidation=true" || !c.PlaceholderAssets || c.NodeRoleName != "nodewright-node-prod" || c.EKSAccess != AccessRBAC {
 		t.Errorf("config = %+v", c)
 	}
 
@@ -50,12 +51,13 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	c.AlarmEmail = "not-an-address"
 	c.ProvisionerRateMinutes = 0
 	c.EKSAccess = "admin"
+	c.FeatureGates = "NodeRepair=true"
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("accepted a bad configuration")
 	}
 	for _, want := range []string{CtxClusterName + " is required", CtxConfigDir + " is required", CtxRebalance, CtxLogRetentionDays,
-		CtxVpcID, CtxAlarmEmail, CtxProvisionerRate, CtxEKSAccess} {
+		CtxVpcID, CtxAlarmEmail, CtxProvisionerRate, CtxEKSAccess, CtxFeatureGates} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q:\n%v", want, err)
 		}

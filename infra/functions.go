@@ -127,6 +127,7 @@ func (b *builder) functionEnv() functionEnvs {
 			settings.EnvInterruptionQueue: b.InterruptionQueue.QueueUrl(),
 			settings.EnvWorkQueueURL:      b.WorkQueue.QueueUrl(),
 			settings.EnvRebalance:         jsii.String(b.cfg.Rebalance),
+			settings.EnvFeatureGates:      jsii.String(b.cfg.FeatureGates),
 			settings.EnvNodeRoleName:      b.NodeRole.RoleName(),
 			settings.EnvNodeRoleARN:       b.NodeRole.RoleArn(),
 			settings.EnvInstanceProfile:   b.instanceProfile.InstanceProfileName(),
