@@ -51,7 +51,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	c.AlarmEmail = "not-an-address"
 	c.ProvisionerRateMinutes = 0
 	c.EKSAccess = "admin"
-	c.FeatureGates = "NodeRepair=true"
+	c.FeatureGates = "NodeOverlay=true"
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("accepted a bad configuration")

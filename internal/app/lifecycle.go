@@ -31,6 +31,7 @@ func (a *App) LifecycleDeps() (lifecycle.Deps, error) {
 		Holder:  holder("lifecycle"),
 		Settings: lifecycle.Settings{
 			GCMaxShare: a.Settings.GCMaxShare, GCMaxInstances: a.Settings.GCMaxInstances,
+			NodeRepair: a.Settings.FeatureGates.NodeRepair,
 		},
 	}, nil
 }

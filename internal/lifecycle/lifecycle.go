@@ -78,6 +78,8 @@ const (
 	ReasonLaunchTimeout       = "LaunchTimeout"
 	ReasonRegistrationTimeout = "RegistrationTimeout"
 	ReasonNodeDeleted         = "NodeDeleted"
+	// ReasonUnhealthy: node repair replaced a node unhealthy too long.
+	ReasonUnhealthy = "Unhealthy"
 	// ReasonGarbageCollected: an instance of this stack that no claim owns
 	// but whose Node runs pods, adopted so it leaves through the drain.
 	ReasonGarbageCollected = "GarbageCollected"
@@ -159,6 +161,9 @@ type Settings struct {
 	// foreign table looks exactly like a fleet of orphans.
 	GCMaxShare     float64
 	GCMaxInstances int
+	// NodeRepair turns node repair on (repair.go; Karpenter's feature gate
+	// of that name, off by default).
+	NodeRepair bool
 }
 
 func (s *Settings) defaults() {
@@ -224,6 +229,7 @@ const (
 	ActionLiveness     = "liveness"
 	ActionVanished     = "instance-vanished"
 	ActionNodeDeleted  = "node-deleted"
+	ActionRepaired     = "repaired"
 	ActionNone         = ""
 	ActionNotFound     = "not-found"
 	ActionBudgetBlocks = "budget-blocked"
@@ -278,6 +284,7 @@ var claimPhases = []claimPhase{
 	(*Controller).nodeDeleting,    // liveness.go: someone deletes the Node
 	(*Controller).registration,    // registration.go (and its TTL in liveness.go)
 	(*Controller).nodeLiveness,    // liveness.go: the Node was deleted
+	(*Controller).repair,          // repair.go: unhealthy too long
 	(*Controller).initialization,  // initialization.go
 	(*Controller).emptiness,       // emptynodes.go: always settles
 }

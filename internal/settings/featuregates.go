@@ -18,11 +18,14 @@ type FeatureGates struct {
 	// spot chases the lowest price and tends to land on the pools most
 	// likely to be interrupted.
 	SpotToSpotConsolidation bool
+	// NodeRepair replaces nodes unhealthy for longer than their condition's
+	// toleration (Karpenter's gate of that name, off by default).
+	NodeRepair bool
 }
 
 // gateNames are the gates nodewright implements. Karpenter gates that it
 // does not implement yet are refused by name rather than silently ignored.
-var gateNames = []string{"SpotToSpotConsolidation"}
+var gateNames = []string{"NodeRepair", "SpotToSpotConsolidation"}
 
 // ParseFeatureGates reads a NODEWRIGHT_FEATURE_GATES value.
 func ParseFeatureGates(v string) (FeatureGates, error) {
@@ -40,6 +43,8 @@ func ParseFeatureGates(v string) (FeatureGates, error) {
 		switch name = strings.TrimSpace(name); name {
 		case "SpotToSpotConsolidation":
 			g.SpotToSpotConsolidation = on
+		case "NodeRepair":
+			g.NodeRepair = on
 		default:
 			return g, fmt.Errorf("%s: unknown or unsupported feature gate %q (nodewright supports %s)",
 				EnvFeatureGates, name, strings.Join(gateNames, ", "))
@@ -50,5 +55,5 @@ func ParseFeatureGates(v string) (FeatureGates, error) {
 
 // String renders the gates as the environment variable's value.
 func (g FeatureGates) String() string {
-	return "SpotToSpotConsolidation=" + strconv.FormatBool(g.SpotToSpotConsolidation)
+	return "NodeRepair=" + strconv.FormatBool(g.NodeRepair) + ",SpotToSpotConsolidation=" + strconv.FormatBool(g.SpotToSpotConsolidation)
 }

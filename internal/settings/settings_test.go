@@ -46,7 +46,7 @@ func TestFromEnvRejects(t *testing.T) {
 		{EnvGCMaxInstances: "-1"},
 		{EnvFeatureGates: "SpotToSpotConsolidation"},
 		{EnvFeatureGates: "SpotToSpotConsolidation=maybe"},
-		{EnvFeatureGates: "NodeRepair=true"},
+		{EnvFeatureGates: "NodeOverlay=true"},
 	} {
 		if _, err := FromEnv(env(m)); err == nil {
 			t.Errorf("%v accepted", m)
@@ -59,8 +59,8 @@ func TestFeatureGates(t *testing.T) {
 	if err != nil || s.FeatureGates.SpotToSpotConsolidation {
 		t.Fatalf("spot-to-spot consolidation must be off by default, as in Karpenter: %+v %v", s.FeatureGates, err)
 	}
-	s, err = FromEnv(env(map[string]string{EnvFeatureGates: " SpotToSpotConsolidation = true ,"}))
-	if err != nil || !s.FeatureGates.SpotToSpotConsolidation {
+	s, err = FromEnv(env(map[string]string{EnvFeatureGates: " SpotToSpotConsolidation = true ,NodeRepair=true"}))
+	if err != nil || !s.FeatureGates.SpotToSpotConsolidation || !s.FeatureGates.NodeRepair {
 		t.Fatalf("gate not read: %+v %v", s.FeatureGates, err)
 	}
 	if g, err := ParseFeatureGates(s.FeatureGates.String()); err != nil || g != s.FeatureGates {

@@ -25,8 +25,23 @@ type Marker interface {
 // an error wrapping store.ErrNotFound. Callers then send a lifecycle work
 // message for the claim so its drain starts at once.
 func Mark(ctx context.Context, st Marker, name, reason, message string, now time.Time) (claim *apis.NodeClaim, newly bool, err error) {
+	return mark(ctx, st, name, reason, message, now, false)
+}
+
+// MarkForceful is Mark for a deletion that must not wait for the drain
+// (node repair, as Karpenter's: the node is unhealthy, its pods are not
+// serving): the claim's terminationGracePeriod becomes zero, so every pod
+// still on the node is deleted at once, PDBs notwithstanding.
+func MarkForceful(ctx context.Context, st Marker, name, reason, message string, now time.Time) (claim *apis.NodeClaim, newly bool, err error) {
+	return mark(ctx, st, name, reason, message, now, true)
+}
+
+func mark(ctx context.Context, st Marker, name, reason, message string, now time.Time, forceful bool) (claim *apis.NodeClaim, newly bool, err error) {
 	claim, err = st.MutateNodeClaim(ctx, name, func(c *apis.NodeClaim) error {
 		newly = c.MarkForDeletion(reason, message, metav1.NewTime(now))
+		if newly && forceful {
+			c.Spec.TerminationGracePeriod = &metav1.Duration{}
+		}
 		return nil
 	})
 	if err != nil {
