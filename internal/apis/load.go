@@ -61,9 +61,10 @@ func readError(err error) string {
 }
 
 type loader struct {
-	cfg     *Config
-	errs    ErrorList
-	objects []*loadedObject
+	cfg      *Config
+	errs     ErrorList
+	objects  []*loadedObject
+	exported exported
 }
 
 // loadedObject is one NodePool or EC2NodeClass with what is needed to tie
@@ -161,19 +162,14 @@ func (l *loader) fail(file string, line int, path, format string, args ...any) {
 
 // topScalar returns a top-level scalar field's value and line.
 func topScalar(root *yaml.Node, key string) (string, int, bool) {
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		k, v := root.Content[i], root.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Value == key {
-			if v.Kind == yaml.AliasNode && v.Alias != nil {
-				v = v.Alias
-			}
-			if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
-				return v.Value, v.Line, true
-			}
-			return "", v.Line, false
-		}
+	v, _ := mappingValue(root, key)
+	switch {
+	case v == nil:
+		return "", 0, false
+	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str":
+		return v.Value, v.Line, true
 	}
-	return "", 0, false
+	return "", v.Line, false
 }
 
 // objectName returns metadata.name for messages about skipped documents.
@@ -192,7 +188,11 @@ func (l *loader) loadDocument(file string, doc *yaml.Node) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return
 	}
-	root := doc.Content[0]
+	l.loadObject(file, doc.Content[0])
+}
+
+// loadObject loads one object: a document's root or an item of a List.
+func (l *loader) loadObject(file string, root *yaml.Node) {
 	if isNull(root) {
 		return
 	}
@@ -215,7 +215,12 @@ func (l *loader) loadDocument(file string, doc *yaml.Node) {
 		l.fail(file, avLine, "kind", "%s (NodePool or EC2NodeClass)", msgRequired)
 		return
 	}
-	l.loadKind(file, root, typeOf{apiVersion: apiVersion, group: group, version: version, kind: kind, avLine: avLine, kindLine: kindLine})
+	t := typeOf{apiVersion: apiVersion, group: group, version: version, kind: kind, avLine: avLine, kindLine: kindLine}
+	if isList(t) {
+		l.loadList(file, root, t)
+		return
+	}
+	l.loadKind(file, root, t)
 }
 
 // typeOf is a document's apiVersion (split into group and version) and kind,
@@ -277,18 +282,6 @@ var unsupportedFields = map[string]map[string]string{
 	},
 }
 
-// stripStatus removes a top-level status (objects exported with kubectl
-// carry one); it is the controller's output, never configuration.
-func (l *loader) stripStatus(file string, root *yaml.Node) {
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if k := root.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "status" {
-			l.warn(file, k.Line, "status", "ignored: status is written by the controller, not configured")
-			root.Content = append(root.Content[:i:i], root.Content[i+2:]...)
-			return
-		}
-	}
-}
-
 func (l *loader) decodeInto(file string, root *yaml.Node, target any) *loadedObject {
 	d := newDecoder(file)
 	kind := NodePoolKind
@@ -298,7 +291,7 @@ func (l *loader) decodeInto(file string, root *yaml.Node, target any) *loadedObj
 		kind = EC2NodeClassKind
 	}
 	d.hints = unsupportedFields[kind]
-	l.stripStatus(file, root)
+	l.stripExported(file, root)
 	d.decode(root, reflect.ValueOf(target).Elem(), "")
 	obj := &loadedObject{file: file, line: root.Line, lines: d.lines}
 	for _, e := range d.errs {
@@ -534,6 +527,7 @@ func (l *loader) finish() (*Config, error) {
 		}
 		l.cfg.Sources[ObjectKey{Kind: o.kind(), Name: o.name()}] = src
 	}
+	l.exportedWarning()
 	if len(l.errs) == 0 {
 		return l.cfg, nil
 	}
