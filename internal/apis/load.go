@@ -267,18 +267,13 @@ func (l *loader) loadKind(file string, root *yaml.Node, t typeOf) {
 // honour them), with a message that says so instead of "did you mean".
 var unsupportedFields = map[string]map[string]string{
 	NodePoolKind: {
-		"spec.replicas":                              "static NodePools (spec.replicas) are not supported by nodewright",
 		"spec.template.spec.kubelet":                 "karpenter.sh/v1 keeps kubelet settings on the EC2NodeClass: move them to its spec.kubelet",
 		"spec.template.spec.resources":               "resources are computed per NodeClaim and cannot be set on a NodePool",
 		"spec.disruption.expireAfter":                "moved to spec.template.spec.expireAfter in karpenter.sh/v1",
 		"spec.template.spec.nodeClassRef.apiVersion": "karpenter.sh/v1 uses group (karpenter.k8s.aws) instead of apiVersion",
 	},
 	EC2NodeClassKind: {
-		"spec.capacityReservationSelectorTerms":                   "capacity reservations are not supported by nodewright",
-		"spec.ipPrefixCount":                                      "IPv4 prefix delegation (ipPrefixCount) is not supported by nodewright",
-		"spec.amiSelectorTerms[].ssmParameter":                    "ssmParameter AMI selection is not supported by nodewright; use alias, id, name or tags",
-		"spec.subnetSelectorTerms[].cidr":                         "cidr subnet selection is not supported by nodewright; use id or tags",
-		"spec.blockDeviceMappings[].ebs.volumeInitializationRate": "volumeInitializationRate is not supported by nodewright",
+		"spec.subnetSelectorTerms[].cidr": "cidr subnet selection is not supported by nodewright; use id or tags",
 	},
 }
 

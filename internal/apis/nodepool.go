@@ -39,6 +39,10 @@ type NodePoolSpec struct {
 	Limits Limits `json:"limits,omitempty"`
 	// Weight orders pools (higher first); 1..100, nil means unweighted.
 	Weight *int32 `json:"weight,omitempty"`
+	// Replicas makes the pool static: it keeps exactly this many nodes,
+	// whatever the pods need (Karpenter alpha). Only limits.nodes and no
+	// weight may be set with it; consolidation settings do not apply.
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // Limits is the resource ceiling of a NodePool.

@@ -83,7 +83,27 @@ func validateNodePool(np *NodePool) []fieldErr {
 	}
 	validateClaimSpec(v, "spec.template.spec", &s.Template.Spec)
 	validateDisruption(v, "spec.disruption", &s.Disruption)
+	validateReplicas(v, &s)
 	return v.errs
+}
+
+// validateReplicas applies Karpenter's rules for spec.replicas.
+func validateReplicas(v *validator, s *NodePoolSpec) {
+	if s.Replicas == nil {
+		return
+	}
+	if *s.Replicas < 0 {
+		v.add("spec.replicas", "%d must not be negative", *s.Replicas)
+	}
+	for name := range s.Limits {
+		if name != "nodes" {
+			v.add("spec.limits", "only 'limits.nodes' is supported on static NodePools")
+			break
+		}
+	}
+	if s.Weight != nil {
+		v.add("spec.weight", "'weight' is not supported on static NodePools")
+	}
 }
 
 func validateName(v *validator, name string) {
