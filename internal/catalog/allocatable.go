@@ -56,7 +56,7 @@ type AllocatableOptions struct {
 	// ReservedENIs are ENIs kept from the VPC CNI (Karpenter's --reserved-enis).
 	ReservedENIs int
 	// AMIFamily of the EC2NodeClass: AL2, AL2023 (default), Bottlerocket,
-	// Windows2019, Windows2022, Custom. Windows is not ENI-limited and ignores podsPerCore.
+	// Windows2019, Windows2022, Windows2025, Custom. Windows is not ENI-limited and ignores podsPerCore.
 	AMIFamily string
 	Kubelet   KubeletOptions
 	// RootVolumeSize is the size of the volume backing ephemeral storage; nil

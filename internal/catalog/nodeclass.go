@@ -12,6 +12,7 @@ var ephemeralDevice = map[string]string{
 	apis.AMIFamilyBottlerocket: "/dev/xvdb",
 	apis.AMIFamilyWindows2019:  "/dev/sda1",
 	apis.AMIFamilyWindows2022:  "/dev/sda1",
+	apis.AMIFamilyWindows2025:  "/dev/sda1",
 }
 
 // OptionsForNodeClass derives the allocatable options an EC2NodeClass
