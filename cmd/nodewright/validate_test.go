@@ -152,3 +152,25 @@ func TestValidateUsage(t *testing.T) {
 		t.Errorf("missing file: %v %q", err, errOut)
 	}
 }
+
+// Fields nodewright accepts but does not act on yet load, with a warning
+// naming file, line and field, so nothing is silently ignored.
+func TestValidateWarnsAboutFieldsNotHonoured(t *testing.T) {
+	static := strings.Replace(validPool, `    cpu: "1000"`, `    nodes: "3"`, 1) + "  replicas: 2\n"
+	dir := writeFiles(t, map[string]string{
+		"pool.yaml":  static,
+		"class.yaml": validClass + "  placementGroupSelector:\n    name: training\n",
+	})
+	_, errOut, err := runCLI(t, "validate", dir)
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{
+		"warning: " + dir + "/class.yaml:13: spec.placementGroupSelector: accepted but not yet honoured by nodewright",
+		"warning: " + dir + "/pool.yaml:24: spec.replicas: accepted but not yet honoured by nodewright",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+}

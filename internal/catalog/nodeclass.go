@@ -77,7 +77,8 @@ func OptionsForNodeClass(nc *apis.EC2NodeClass) AllocatableOptions {
 }
 
 // SupportsNodeClass reports whether nodes of the node class can run as it:
-// nested virtualization needs a type that offers it, and the network
+// nested virtualization needs a type that offers it, connection tracking a
+// Nitro type, and the network
 // interfaces must fit the type's network cards and EFA interfaces, as
 // Karpenter's instance type compatibility checks require. A nil class fits.
 func (it *InstanceType) SupportsNodeClass(nc *apis.EC2NodeClass) bool {
@@ -86,6 +87,9 @@ func (it *InstanceType) SupportsNodeClass(nc *apis.EC2NodeClass) bool {
 	}
 	if nc.NestedVirtualization() && !it.NestedVirtualization {
 		return false
+	}
+	if nc.Spec.ConnectionTracking != nil && it.Hypervisor != "nitro" {
+		return false // connection tracking timeouts need the Nitro System
 	}
 	var efaOnly int64
 	for _, ni := range nc.Spec.NetworkInterfaces {

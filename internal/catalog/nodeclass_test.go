@@ -21,6 +21,10 @@ func TestSupportsNodeClass(t *testing.T) {
 	if !m5.SupportsNodeClass(nested) {
 		t.Error("disabled nested virtualization filters types")
 	}
+	tracking := &apis.EC2NodeClass{Spec: apis.EC2NodeClassSpec{ConnectionTracking: &apis.ConnectionTracking{UDPTimeout: ptr[int32](30)}}}
+	if xen := (&InstanceType{Name: "t2.micro", Hypervisor: "xen", MaxENIs: 2}); xen.SupportsNodeClass(tracking) || !m5.SupportsNodeClass(tracking) {
+		t.Error("connection tracking needs a Nitro type")
+	}
 	ni := func(card, dev int32, typ string) *apis.NetworkInterface {
 		return &apis.NetworkInterface{NetworkCardIndex: &card, DeviceIndex: &dev, InterfaceType: typ}
 	}
