@@ -92,7 +92,7 @@ func TestValidateOK(t *testing.T) {
 }
 
 func TestValidateErrors(t *testing.T) {
-	bad := strings.Replace(validPool, "operator: Gt", "operator: Gte", 1)
+	bad := strings.Replace(validPool, "operator: Gt", "operator: Ge", 1)
 	bad = strings.Replace(bad, "name: default\n  limits", "name: missing\n  limits", 1)
 	dir := writeFiles(t, map[string]string{
 		"nodepools/default.yaml": bad,
@@ -111,7 +111,7 @@ func TestValidateErrors(t *testing.T) {
 	if out != "" {
 		t.Errorf("stdout on failure: %q", out)
 	}
-	want := `nodepools/default.yaml:16: spec.template.spec.requirements[2].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt` + "\n" +
+	want := `nodepools/default.yaml:16: spec.template.spec.requirements[2].operator: "Ge" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte` + "\n" +
 		`nodepools/default.yaml:21: spec.template.spec.nodeClassRef.name: EC2NodeClass "missing" is not defined in the loaded files` + "\n" +
 		"2 errors\n"
 	if errOut != want {

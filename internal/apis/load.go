@@ -316,6 +316,7 @@ func (l *loader) loadNodePool(file string, root *yaml.Node) {
 	l.report(obj, append(pre, validateNodePool(np)...))
 	l.reportWarnings(obj, lintNodePool(np))
 	l.reportWarnings(obj, notHonouredNodePool(np))
+	np.exclusiveOperators()
 	l.add(obj)
 }
 

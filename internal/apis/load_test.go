@@ -108,8 +108,8 @@ func TestLoadErrors(t *testing.T) {
 		doc  string
 		want []string
 	}{
-		{"operator not in enum", withClass(edit(pool, "operator: Gt", "operator: Gte")),
-			[]string{`nodepools/default.yaml:19: spec.template.spec.requirements[2].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`}},
+		{"operator not in enum", withClass(edit(pool, "operator: Gt", "operator: Ge")),
+			[]string{`nodepools/default.yaml:19: spec.template.spec.requirements[2].operator: "Ge" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`}},
 		{"unknown field with suggestion", withClass(edit(pool, "      taints:", "      taint:")),
 			[]string{`nodepools/default.yaml:21: spec.template.spec.taint: unknown field (did you mean "taints"?)`}},
 		{"unknown top-level spec field", withClass(edit(pool, "  weight: 10", "  weight: 10\n  priority: 3")),
@@ -204,7 +204,7 @@ func TestLoadErrors(t *testing.T) {
 		{"v1beta1 policy in v1", withClass(edit(pool, "consolidationPolicy: WhenEmpty", "consolidationPolicy: WhenUnderutilized")),
 			[]string{`nodepools/default.yaml:32: spec.disruption.consolidationPolicy: "WhenUnderutilized" is karpenter.sh/v1beta1; use WhenEmptyOrUnderutilized`}},
 		{"unknown policy", withClass(edit(pool, "consolidationPolicy: WhenEmpty", "consolidationPolicy: Always")),
-			[]string{`nodepools/default.yaml:32: spec.disruption.consolidationPolicy: "Always" is not one of WhenEmpty, WhenEmptyOrUnderutilized`}},
+			[]string{`nodepools/default.yaml:32: spec.disruption.consolidationPolicy: "Always" is not one of WhenEmpty, WhenEmptyOrUnderutilized, Balanced`}},
 		{"negative limit", withClass(edit(pool, `cpu: "1000"`, `cpu: "-1"`)),
 			[]string{`nodepools/default.yaml:30: spec.limits[cpu]: -1 must not be negative`}},
 		{"limit not a quantity", withClass(edit(pool, `cpu: "1000"`, `cpu: lots`)),
@@ -229,12 +229,12 @@ func TestLoadErrors(t *testing.T) {
 		{"invalid YAML", "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: [unclosed\n",
 			[]string{`nodepools/default.yaml:4: invalid YAML: did not find expected ',' or ']'`}},
 		{"several errors at once in line order", withClass(edit(pool,
-			"operator: Gt", "operator: Gte",
+			"operator: Gt", "operator: Ge",
 			"team: platform", "karpenter.sh/team: platform",
 			"weight: 10", "weight: 1000")),
 			[]string{
 				`nodepools/default.yaml:9: spec.template.metadata.labels[karpenter.sh/team]: label domain "karpenter.sh" is restricted`,
-				`nodepools/default.yaml:19: spec.template.spec.requirements[2].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`,
+				`nodepools/default.yaml:19: spec.template.spec.requirements[2].operator: "Ge" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte`,
 				`nodepools/default.yaml:39: spec.weight: 1000 is outside 1..100`,
 			}},
 		{"duplicate NodePool", withClass(pool + "---\n" + pool),

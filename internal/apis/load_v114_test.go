@@ -2,6 +2,7 @@ package apis
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -183,5 +184,30 @@ func TestV114ValidationErrors(t *testing.T) {
 				t.Errorf("got %v\nwant %s", err, c.want)
 			}
 		})
+	}
+}
+
+func TestInclusiveOperatorsAndBalanced(t *testing.T) {
+	doc := edit(pool, "operator: Gt\n          values: [\"5\"]", "operator: Gte\n          values: [\"6\"]\n        - key: karpenter.k8s.aws/instance-cpu\n          operator: Lte\n          values: [\"16\"]",
+		"consolidationPolicy: WhenEmpty", "consolidationPolicy: Balanced")
+	cfg, err := LoadData("p.yaml", []byte(doc+"---\n"+class))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Gte 6 is Gt 5 and Lte 16 is Lt 17 on integers: downstream code sees
+	// only the Kubernetes operators.
+	reqs := cfg.NodePool("default").Spec.Template.Spec.Requirements
+	if r := reqs[2]; r.Operator != "Gt" || r.Values[0] != "5" {
+		t.Errorf("Gte became %+v", r)
+	}
+	if r := reqs[3]; r.Operator != "Lt" || r.Values[0] != "17" {
+		t.Errorf("Lte became %+v", r)
+	}
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].String() != "p.yaml:35: spec.disruption.consolidationPolicy: accepted but not yet honoured by nodewright (Balanced pools consolidate empty nodes only, as WhenEmpty does)" {
+		t.Errorf("warnings %v", cfg.Warnings)
+	}
+	_, err = LoadData("p.yaml", []byte(edit(doc, `values: ["6"]`, `values: ["-1"]`)+"---\n"+class))
+	if err == nil || !strings.Contains(err.Error(), `spec.template.spec.requirements[2].values: operator Gte takes exactly one non-negative integer value, got ["-1"]`) {
+		t.Errorf("negative Gte: %v", err)
 	}
 }
