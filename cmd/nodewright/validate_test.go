@@ -92,7 +92,7 @@ func TestValidateOK(t *testing.T) {
 }
 
 func TestValidateErrors(t *testing.T) {
-	bad := strings.Replace(validPool, "operator: Gt", "operator: Gte", 1)
+	bad := strings.Replace(validPool, "operator: Gt", "operator: Ge", 1)
 	bad = strings.Replace(bad, "name: default\n  limits", "name: missing\n  limits", 1)
 	dir := writeFiles(t, map[string]string{
 		"nodepools/default.yaml": bad,
@@ -111,7 +111,7 @@ func TestValidateErrors(t *testing.T) {
 	if out != "" {
 		t.Errorf("stdout on failure: %q", out)
 	}
-	want := `nodepools/default.yaml:16: spec.template.spec.requirements[2].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt` + "\n" +
+	want := `nodepools/default.yaml:16: spec.template.spec.requirements[2].operator: "Ge" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte` + "\n" +
 		`nodepools/default.yaml:21: spec.template.spec.nodeClassRef.name: EC2NodeClass "missing" is not defined in the loaded files` + "\n" +
 		"2 errors\n"
 	if errOut != want {
@@ -150,5 +150,27 @@ func TestValidateUsage(t *testing.T) {
 	_, errOut, err := runCLI(t, "validate", "does-not-exist.yaml")
 	if err == nil || errOut != "does-not-exist.yaml: no such file or directory\n1 error\n" {
 		t.Errorf("missing file: %v %q", err, errOut)
+	}
+}
+
+// Fields nodewright accepts but does not act on yet load, with a warning
+// naming file, line and field, so nothing is silently ignored.
+func TestValidateWarnsAboutFieldsNotHonoured(t *testing.T) {
+	static := strings.Replace(validPool, `    cpu: "1000"`, `    nodes: "3"`, 1) + "  replicas: 2\n"
+	dir := writeFiles(t, map[string]string{
+		"pool.yaml":  static,
+		"class.yaml": validClass + "  placementGroupSelector:\n    name: training\n",
+	})
+	_, errOut, err := runCLI(t, "validate", dir)
+	if err != nil {
+		t.Fatalf("validate: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{
+		"warning: " + dir + "/class.yaml:13: spec.placementGroupSelector: accepted but not yet honoured by nodewright",
+		"warning: " + dir + "/pool.yaml:24: spec.replicas: accepted but not yet honoured by nodewright",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
 	}
 }

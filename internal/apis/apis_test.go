@@ -225,9 +225,9 @@ func TestProgrammaticValidate(t *testing.T) {
 		t.Errorf("base class: %v", err)
 	}
 	np := basePool()
-	np.Spec.Template.Spec.Requirements[0].Operator = "Gte"
+	np.Spec.Template.Spec.Requirements[0].Operator = "Ge"
 	np.Spec.Template.Spec.ExpireAfter = DurationOf(1500 * time.Millisecond)
-	want := `spec.template.spec.requirements[0].operator: "Gte" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt` + "\n" +
+	want := `spec.template.spec.requirements[0].operator: "Ge" is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte` + "\n" +
 		`spec.template.spec.expireAfter: 1.5s must be whole seconds (e.g. 30s, 5m, 1h)`
 	if err := np.Validate(); err == nil || err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)

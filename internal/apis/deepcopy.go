@@ -38,8 +38,9 @@ func (np *NodePool) DeepCopy() *NodePool {
 			ConsolidateAfter:    s.Disruption.ConsolidateAfter.deepCopy(),
 			ConsolidationPolicy: s.Disruption.ConsolidationPolicy,
 		},
-		Limits: Limits(corev1.ResourceList(s.Limits).DeepCopy()),
-		Weight: clonePtr(s.Weight),
+		Limits:   Limits(corev1.ResourceList(s.Limits).DeepCopy()),
+		Weight:   clonePtr(s.Weight),
+		Replicas: clonePtr(s.Replicas),
 	}
 	if s.Disruption.Budgets != nil {
 		out.Spec.Disruption.Budgets = make([]Budget, len(s.Disruption.Budgets))
@@ -74,6 +75,18 @@ func (nc *EC2NodeClass) DeepCopy() *EC2NodeClass {
 		InstanceStorePolicy:      clonePtr(s.InstanceStorePolicy),
 		DetailedMonitoring:       clonePtr(s.DetailedMonitoring),
 		Context:                  clonePtr(s.Context),
+		IPPrefixCount:            clonePtr(s.IPPrefixCount),
+		ConnectionTracking:       copyConnectionTracking(s.ConnectionTracking),
+		CPUOptions:               copyCPUOptions(s.CPUOptions),
+		PlacementGroupSelector:   copyPlacementGroup(s.PlacementGroupSelector),
+		NetworkInterfaces:        copyNetworkInterfaces(s.NetworkInterfaces),
+	}
+	if s.CapacityReservationSelectorTerms != nil {
+		out.Spec.CapacityReservationSelectorTerms = make([]CapacityReservationSelectorTerm, len(s.CapacityReservationSelectorTerms))
+		for i, t := range s.CapacityReservationSelectorTerms {
+			t.Tags = maps.Clone(t.Tags)
+			out.Spec.CapacityReservationSelectorTerms[i] = t
+		}
 	}
 	if s.SubnetSelectorTerms != nil {
 		out.Spec.SubnetSelectorTerms = make([]SubnetSelectorTerm, len(s.SubnetSelectorTerms))
@@ -94,37 +107,82 @@ func (nc *EC2NodeClass) DeepCopy() *EC2NodeClass {
 			out.Spec.AMISelectorTerms[i] = t
 		}
 	}
-	if s.BlockDeviceMappings != nil {
-		out.Spec.BlockDeviceMappings = make([]*BlockDeviceMapping, len(s.BlockDeviceMappings))
-		for i, m := range s.BlockDeviceMappings {
-			if m == nil {
-				continue
-			}
-			cp := &BlockDeviceMapping{DeviceName: clonePtr(m.DeviceName), RootVolume: m.RootVolume}
-			if e := m.EBS; e != nil {
-				cp.EBS = &BlockDevice{
-					DeleteOnTermination: clonePtr(e.DeleteOnTermination),
-					Encrypted:           clonePtr(e.Encrypted),
-					IOPS:                clonePtr(e.IOPS),
-					KMSKeyID:            clonePtr(e.KMSKeyID),
-					SnapshotID:          clonePtr(e.SnapshotID),
-					Throughput:          clonePtr(e.Throughput),
-					VolumeType:          clonePtr(e.VolumeType),
-				}
-				if e.VolumeSize != nil {
-					q := e.VolumeSize.DeepCopy()
-					cp.EBS.VolumeSize = &q
-				}
-			}
-			out.Spec.BlockDeviceMappings[i] = cp
-		}
-	}
+	out.Spec.BlockDeviceMappings = copyBlockDevices(s.BlockDeviceMappings)
 	if m := s.MetadataOptions; m != nil {
 		out.Spec.MetadataOptions = &MetadataOptions{
 			HTTPEndpoint:            clonePtr(m.HTTPEndpoint),
 			HTTPProtocolIPv6:        clonePtr(m.HTTPProtocolIPv6),
 			HTTPPutResponseHopLimit: clonePtr(m.HTTPPutResponseHopLimit),
 			HTTPTokens:              clonePtr(m.HTTPTokens),
+		}
+	}
+	return out
+}
+
+func copyBlockDevices(bdms []*BlockDeviceMapping) []*BlockDeviceMapping {
+	if bdms == nil {
+		return nil
+	}
+	out := make([]*BlockDeviceMapping, len(bdms))
+	for i, m := range bdms {
+		if m == nil {
+			continue
+		}
+		cp := &BlockDeviceMapping{DeviceName: clonePtr(m.DeviceName), RootVolume: m.RootVolume}
+		if e := m.EBS; e != nil {
+			cp.EBS = &BlockDevice{
+				DeleteOnTermination:      clonePtr(e.DeleteOnTermination),
+				Encrypted:                clonePtr(e.Encrypted),
+				IOPS:                     clonePtr(e.IOPS),
+				KMSKeyID:                 clonePtr(e.KMSKeyID),
+				SnapshotID:               clonePtr(e.SnapshotID),
+				Throughput:               clonePtr(e.Throughput),
+				VolumeType:               clonePtr(e.VolumeType),
+				VolumeInitializationRate: clonePtr(e.VolumeInitializationRate),
+			}
+			if e.VolumeSize != nil {
+				q := e.VolumeSize.DeepCopy()
+				cp.EBS.VolumeSize = &q
+			}
+		}
+		out[i] = cp
+	}
+	return out
+}
+
+func copyConnectionTracking(c *ConnectionTracking) *ConnectionTracking {
+	if c == nil {
+		return nil
+	}
+	return &ConnectionTracking{
+		TCPEstablishedTimeout: clonePtr(c.TCPEstablishedTimeout),
+		UDPStreamTimeout:      clonePtr(c.UDPStreamTimeout),
+		UDPTimeout:            clonePtr(c.UDPTimeout),
+	}
+}
+
+func copyCPUOptions(c *CPUOptions) *CPUOptions {
+	if c == nil {
+		return nil
+	}
+	return &CPUOptions{NestedVirtualization: clonePtr(c.NestedVirtualization)}
+}
+
+func copyPlacementGroup(p *PlacementGroupSelector) *PlacementGroupSelector {
+	if p == nil {
+		return nil
+	}
+	return &PlacementGroupSelector{Name: clonePtr(p.Name), ID: clonePtr(p.ID)}
+}
+
+func copyNetworkInterfaces(nis []*NetworkInterface) []*NetworkInterface {
+	if nis == nil {
+		return nil
+	}
+	out := make([]*NetworkInterface, len(nis))
+	for i, ni := range nis {
+		if ni != nil {
+			out[i] = &NetworkInterface{NetworkCardIndex: clonePtr(ni.NetworkCardIndex), DeviceIndex: clonePtr(ni.DeviceIndex), InterfaceType: ni.InterfaceType}
 		}
 	}
 	return out

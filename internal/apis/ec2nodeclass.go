@@ -50,6 +50,22 @@ type EC2NodeClassSpec struct {
 	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
 	// Context is the reserved/ODCR context passed to CreateFleet.
 	Context *string `json:"context,omitempty"`
+	// CapacityReservationSelectorTerms select the on-demand capacity
+	// reservations (ODCRs) nodes may launch into (terms are ORed).
+	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	// PlacementGroupSelector names the placement group nodes launch into.
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	// IPPrefixCount is the number of IPv4 /28 prefixes assigned to the
+	// primary network interface (prefix delegation).
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
+	// NetworkInterfaces lay out the instance's interfaces (e.g. EFA-only
+	// interfaces on extra network cards); empty means one primary interface.
+	NetworkInterfaces []*NetworkInterface `json:"networkInterfaces,omitempty"`
+	// ConnectionTracking sets idle connection tracking timeouts on the
+	// interfaces of the launch template (EFA-only interfaces excluded).
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
+	// CPUOptions configure the instance's CPU features.
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets by tags (values may use "*") or by id.
@@ -65,13 +81,15 @@ type SecurityGroupSelectorTerm struct {
 	Name string            `json:"name,omitempty"`
 }
 
-// AMISelectorTerm selects AMIs by alias ("al2023@latest"), id, name, owner or tags.
+// AMISelectorTerm selects AMIs by alias ("al2023@latest"), id, name, owner,
+// tags, or the SSM parameter (name or ARN) that holds an AMI id.
 type AMISelectorTerm struct {
-	Alias string            `json:"alias,omitempty"`
-	Tags  map[string]string `json:"tags,omitempty"`
-	ID    string            `json:"id,omitempty"`
-	Name  string            `json:"name,omitempty"`
-	Owner string            `json:"owner,omitempty"`
+	Alias        string            `json:"alias,omitempty"`
+	Tags         map[string]string `json:"tags,omitempty"`
+	ID           string            `json:"id,omitempty"`
+	Name         string            `json:"name,omitempty"`
+	Owner        string            `json:"owner,omitempty"`
+	SSMParameter string            `json:"ssmParameter,omitempty"`
 }
 
 // AMI families of karpenter.k8s.aws (Ubuntu exists only in v1beta1).
@@ -81,6 +99,7 @@ const (
 	AMIFamilyBottlerocket = "Bottlerocket"
 	AMIFamilyWindows2019  = "Windows2019"
 	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
 	AMIFamilyCustom       = "Custom"
 	amiFamilyUbuntuBeta   = "Ubuntu"
 )
@@ -119,14 +138,17 @@ type BlockDeviceMapping struct {
 
 // BlockDevice is the EBS volume of a mapping.
 type BlockDevice struct {
-	DeleteOnTermination *bool              `json:"deleteOnTermination,omitempty"`
-	Encrypted           *bool              `json:"encrypted,omitempty"`
-	IOPS                *int64             `json:"iops,omitempty"`
-	KMSKeyID            *string            `json:"kmsKeyID,omitempty"`
-	SnapshotID          *string            `json:"snapshotID,omitempty"`
-	Throughput          *int64             `json:"throughput,omitempty"`
-	VolumeSize          *resource.Quantity `json:"volumeSize,omitempty"`
-	VolumeType          *string            `json:"volumeType,omitempty"`
+	DeleteOnTermination *bool   `json:"deleteOnTermination,omitempty"`
+	Encrypted           *bool   `json:"encrypted,omitempty"`
+	IOPS                *int64  `json:"iops,omitempty"`
+	KMSKeyID            *string `json:"kmsKeyID,omitempty"`
+	SnapshotID          *string `json:"snapshotID,omitempty"`
+	Throughput          *int64  `json:"throughput,omitempty"`
+	// VolumeInitializationRate (MiB/s, 100..300) is the rate at which a
+	// volume created from a snapshot is initialized.
+	VolumeInitializationRate *int32             `json:"volumeInitializationRate,omitempty"`
+	VolumeSize               *resource.Quantity `json:"volumeSize,omitempty"`
+	VolumeType               *string            `json:"volumeType,omitempty"`
 }
 
 // InstanceStorePolicy says how instance store volumes are used.
@@ -166,6 +188,7 @@ var aliasFamilies = map[string]string{
 	"bottlerocket": AMIFamilyBottlerocket,
 	"windows2019":  AMIFamilyWindows2019,
 	"windows2022":  AMIFamilyWindows2022,
+	"windows2025":  AMIFamilyWindows2025,
 }
 
 // DeepCopy returns an independent copy.

@@ -52,17 +52,21 @@ func (np *NodePool) Hash() string {
 
 // Hash returns a stable hash of the EC2NodeClass fields whose change makes
 // existing nodes drift. It leaves out subnetSelectorTerms,
-// securityGroupSelectorTerms and amiSelectorTerms: those drift by what they
-// resolve to (a node's subnet, security groups and AMI), not by how they are
-// written. Everything else in spec (amiFamily, userData, role,
+// securityGroupSelectorTerms, amiSelectorTerms and
+// capacityReservationSelectorTerms: those drift by what they resolve to (a
+// node's subnet, security groups, AMI, reservation), not by how they are
+// written; Karpenter leaves ipPrefixCount out of its hash too. Everything else in spec (amiFamily, userData, role,
 // instanceProfile, tags, kubelet, blockDeviceMappings, metadataOptions,
-// detailedMonitoring, associatePublicIPAddress, instanceStorePolicy, context)
+// detailedMonitoring, associatePublicIPAddress, instanceStorePolicy, context,
+// placementGroupSelector, networkInterfaces, connectionTracking, cpuOptions)
 // is hashed.
 func (nc *EC2NodeClass) Hash() string {
 	s := nc.Spec
 	s.SubnetSelectorTerms = nil
 	s.SecurityGroupSelectorTerms = nil
 	s.AMISelectorTerms = nil
+	s.CapacityReservationSelectorTerms = nil
+	s.IPPrefixCount = nil
 	// The family is hashed as resolved, so spelling it via amiFamily or via
 	// an alias of the same family does not count as drift.
 	if fam := nc.AMIFamily(); fam != "" {

@@ -61,9 +61,10 @@ func readError(err error) string {
 }
 
 type loader struct {
-	cfg     *Config
-	errs    ErrorList
-	objects []*loadedObject
+	cfg      *Config
+	errs     ErrorList
+	objects  []*loadedObject
+	exported exported
 }
 
 // loadedObject is one NodePool or EC2NodeClass with what is needed to tie
@@ -161,19 +162,14 @@ func (l *loader) fail(file string, line int, path, format string, args ...any) {
 
 // topScalar returns a top-level scalar field's value and line.
 func topScalar(root *yaml.Node, key string) (string, int, bool) {
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		k, v := root.Content[i], root.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.Value == key {
-			if v.Kind == yaml.AliasNode && v.Alias != nil {
-				v = v.Alias
-			}
-			if v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str" {
-				return v.Value, v.Line, true
-			}
-			return "", v.Line, false
-		}
+	v, _ := mappingValue(root, key)
+	switch {
+	case v == nil:
+		return "", 0, false
+	case v.Kind == yaml.ScalarNode && v.ShortTag() == "!!str":
+		return v.Value, v.Line, true
 	}
-	return "", 0, false
+	return "", v.Line, false
 }
 
 // objectName returns metadata.name for messages about skipped documents.
@@ -192,7 +188,11 @@ func (l *loader) loadDocument(file string, doc *yaml.Node) {
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return
 	}
-	root := doc.Content[0]
+	l.loadObject(file, doc.Content[0])
+}
+
+// loadObject loads one object: a document's root or an item of a List.
+func (l *loader) loadObject(file string, root *yaml.Node) {
 	if isNull(root) {
 		return
 	}
@@ -215,7 +215,12 @@ func (l *loader) loadDocument(file string, doc *yaml.Node) {
 		l.fail(file, avLine, "kind", "%s (NodePool or EC2NodeClass)", msgRequired)
 		return
 	}
-	l.loadKind(file, root, typeOf{apiVersion: apiVersion, group: group, version: version, kind: kind, avLine: avLine, kindLine: kindLine})
+	t := typeOf{apiVersion: apiVersion, group: group, version: version, kind: kind, avLine: avLine, kindLine: kindLine}
+	if isList(t) {
+		l.loadList(file, root, t)
+		return
+	}
+	l.loadKind(file, root, t)
 }
 
 // typeOf is a document's apiVersion (split into group and version) and kind,
@@ -262,31 +267,14 @@ func (l *loader) loadKind(file string, root *yaml.Node, t typeOf) {
 // honour them), with a message that says so instead of "did you mean".
 var unsupportedFields = map[string]map[string]string{
 	NodePoolKind: {
-		"spec.replicas":                              "static NodePools (spec.replicas) are not supported by nodewright",
 		"spec.template.spec.kubelet":                 "karpenter.sh/v1 keeps kubelet settings on the EC2NodeClass: move them to its spec.kubelet",
 		"spec.template.spec.resources":               "resources are computed per NodeClaim and cannot be set on a NodePool",
 		"spec.disruption.expireAfter":                "moved to spec.template.spec.expireAfter in karpenter.sh/v1",
 		"spec.template.spec.nodeClassRef.apiVersion": "karpenter.sh/v1 uses group (karpenter.k8s.aws) instead of apiVersion",
 	},
 	EC2NodeClassKind: {
-		"spec.capacityReservationSelectorTerms":                   "capacity reservations are not supported by nodewright",
-		"spec.ipPrefixCount":                                      "IPv4 prefix delegation (ipPrefixCount) is not supported by nodewright",
-		"spec.amiSelectorTerms[].ssmParameter":                    "ssmParameter AMI selection is not supported by nodewright; use alias, id, name or tags",
-		"spec.subnetSelectorTerms[].cidr":                         "cidr subnet selection is not supported by nodewright; use id or tags",
-		"spec.blockDeviceMappings[].ebs.volumeInitializationRate": "volumeInitializationRate is not supported by nodewright",
+		"spec.subnetSelectorTerms[].cidr": "cidr subnet selection is not supported by nodewright; use id or tags",
 	},
-}
-
-// stripStatus removes a top-level status (objects exported with kubectl
-// carry one); it is the controller's output, never configuration.
-func (l *loader) stripStatus(file string, root *yaml.Node) {
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if k := root.Content[i]; k.Kind == yaml.ScalarNode && k.Value == "status" {
-			l.warn(file, k.Line, "status", "ignored: status is written by the controller, not configured")
-			root.Content = append(root.Content[:i:i], root.Content[i+2:]...)
-			return
-		}
-	}
 }
 
 func (l *loader) decodeInto(file string, root *yaml.Node, target any) *loadedObject {
@@ -298,7 +286,7 @@ func (l *loader) decodeInto(file string, root *yaml.Node, target any) *loadedObj
 		kind = EC2NodeClassKind
 	}
 	d.hints = unsupportedFields[kind]
-	l.stripStatus(file, root)
+	l.stripExported(file, root)
 	d.decode(root, reflect.ValueOf(target).Elem(), "")
 	obj := &loadedObject{file: file, line: root.Line, lines: d.lines}
 	for _, e := range d.errs {
@@ -327,6 +315,8 @@ func (l *loader) loadNodePool(file string, root *yaml.Node) {
 	np.SetDefaults()
 	l.report(obj, append(pre, validateNodePool(np)...))
 	l.reportWarnings(obj, lintNodePool(np))
+	l.reportWarnings(obj, notHonouredNodePool(np))
+	np.exclusiveOperators()
 	l.add(obj)
 }
 
@@ -351,6 +341,7 @@ func (l *loader) loadBetaNodePool(file string, root *yaml.Node) {
 	}
 	l.reportWarnings(obj, obj.conv.warnings)
 	l.reportWarnings(obj, lintNodePool(np))
+	l.reportWarnings(obj, notHonouredNodePool(np))
 	l.report(obj, errs)
 	l.add(obj)
 }
@@ -361,6 +352,7 @@ func (l *loader) loadNodeClass(file string, root *yaml.Node) {
 	obj.nc = nc
 	nc.SetDefaults()
 	l.report(obj, validateEC2NodeClass(nc))
+	l.reportWarnings(obj, notHonouredNodeClass(nc))
 	l.add(obj)
 }
 
@@ -534,6 +526,7 @@ func (l *loader) finish() (*Config, error) {
 		}
 		l.cfg.Sources[ObjectKey{Kind: o.kind(), Name: o.name()}] = src
 	}
+	l.exportedWarning()
 	if len(l.errs) == 0 {
 		return l.cfg, nil
 	}

@@ -64,7 +64,7 @@ func TestStatusIsIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Warnings) != 1 || cfg.Warnings[0].String() != "exported.yaml:40: status: ignored: status is written by the controller, not configured" {
+	if len(cfg.Warnings) != 1 || cfg.Warnings[0].String() != "exported.yaml:40: status: ignored in 1 object: status (written by the API server and controllers, not configuration)" {
 		t.Errorf("warnings %v", cfg.Warnings)
 	}
 }

@@ -1,6 +1,8 @@
 package apis
 
 import (
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -39,6 +41,10 @@ type NodePoolSpec struct {
 	Limits Limits `json:"limits,omitempty"`
 	// Weight orders pools (higher first); 1..100, nil means unweighted.
 	Weight *int32 `json:"weight,omitempty"`
+	// Replicas makes the pool static: it keeps exactly this many nodes,
+	// whatever the pods need (Karpenter alpha). Only limits.nodes and no
+	// weight may be set with it; consolidation settings do not apply.
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // Limits is the resource ceiling of a NodePool.
@@ -77,6 +83,35 @@ type NodeSelectorRequirementWithMinValues struct {
 	MinValues *int                        `json:"minValues,omitempty"`
 }
 
+// Inclusive numeric operators of karpenter.sh/v1 (v1.14); Kubernetes node
+// selectors have only Gt and Lt.
+const (
+	NodeSelectorOpGte corev1.NodeSelectorOperator = "Gte"
+	NodeSelectorOpLte corev1.NodeSelectorOperator = "Lte"
+)
+
+// exclusiveOperators rewrites validated Gte/Lte requirements as the Gt/Lt
+// they equal on integers (Gte n is Gt n-1, Lte n is Lt n+1), so everything
+// downstream (solver, launch, drift) needs only the Kubernetes operators.
+func (np *NodePool) exclusiveOperators() {
+	for i, r := range np.Spec.Template.Spec.Requirements {
+		if (r.Operator != NodeSelectorOpGte && r.Operator != NodeSelectorOpLte) || len(r.Values) != 1 {
+			continue
+		}
+		n, err := strconv.ParseInt(r.Values[0], 10, 64)
+		if err != nil {
+			continue // reported by validation
+		}
+		if r.Operator == NodeSelectorOpGte {
+			r.Operator, n = corev1.NodeSelectorOpGt, n-1
+		} else {
+			r.Operator, n = corev1.NodeSelectorOpLt, n+1
+		}
+		r.Values = []string{strconv.FormatInt(n, 10)}
+		np.Spec.Template.Spec.Requirements[i] = r
+	}
+}
+
 // NodeSelectorRequirement returns the plain Kubernetes requirement.
 func (r NodeSelectorRequirementWithMinValues) NodeSelectorRequirement() corev1.NodeSelectorRequirement {
 	return corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: append([]string(nil), r.Values...)}
@@ -96,7 +131,10 @@ type ConsolidationPolicy string
 const (
 	ConsolidationPolicyWhenEmpty                ConsolidationPolicy = "WhenEmpty"
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
-	consolidationPolicyWhenUnderutilizedBeta    ConsolidationPolicy = "WhenUnderutilized"
+	// ConsolidationPolicyBalanced (Karpenter v1.14) consolidates
+	// underutilized nodes only when the savings outweigh the disruption.
+	ConsolidationPolicyBalanced              ConsolidationPolicy = "Balanced"
+	consolidationPolicyWhenUnderutilizedBeta ConsolidationPolicy = "WhenUnderutilized"
 )
 
 // DisruptionReason names why a node is disrupted; budgets may be scoped to reasons.

@@ -57,6 +57,7 @@ var operators = []string{
 	string(corev1.NodeSelectorOpIn), string(corev1.NodeSelectorOpNotIn),
 	string(corev1.NodeSelectorOpExists), string(corev1.NodeSelectorOpDoesNotExist),
 	string(corev1.NodeSelectorOpGt), string(corev1.NodeSelectorOpLt),
+	string(NodeSelectorOpGte), string(NodeSelectorOpLte),
 }
 
 func validateNodePool(np *NodePool) []fieldErr {
@@ -83,7 +84,27 @@ func validateNodePool(np *NodePool) []fieldErr {
 	}
 	validateClaimSpec(v, "spec.template.spec", &s.Template.Spec)
 	validateDisruption(v, "spec.disruption", &s.Disruption)
+	validateReplicas(v, &s)
 	return v.errs
+}
+
+// validateReplicas applies Karpenter's rules for spec.replicas.
+func validateReplicas(v *validator, s *NodePoolSpec) {
+	if s.Replicas == nil {
+		return
+	}
+	if *s.Replicas < 0 {
+		v.add("spec.replicas", "%d must not be negative", *s.Replicas)
+	}
+	for name := range s.Limits {
+		if name != "nodes" {
+			v.add("spec.limits", "only 'limits.nodes' is supported on static NodePools")
+			break
+		}
+	}
+	if s.Weight != nil {
+		v.add("spec.weight", "'weight' is not supported on static NodePools")
+	}
 }
 
 func validateName(v *validator, name string) {
@@ -172,7 +193,7 @@ func validateRequirement(v *validator, path string, r NodeSelectorRequirementWit
 		if len(r.Values) == 0 {
 			v.add(joinField(path, "values"), "requirements with operator 'In' must have a value defined")
 		}
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, NodeSelectorOpGte, NodeSelectorOpLte:
 		ok := len(r.Values) == 1
 		if ok {
 			n, err := strconv.ParseInt(r.Values[0], 10, 64)
@@ -317,7 +338,8 @@ func validateDisruption(v *validator, path string, d *Disruption) {
 	if d.ConsolidationPolicy == consolidationPolicyWhenUnderutilizedBeta {
 		v.add(joinField(path, "consolidationPolicy"), "%q is karpenter.sh/v1beta1; use %s", d.ConsolidationPolicy, ConsolidationPolicyWhenEmptyOrUnderutilized)
 	} else if d.ConsolidationPolicy != "" {
-		v.oneOf(joinField(path, "consolidationPolicy"), string(d.ConsolidationPolicy), string(ConsolidationPolicyWhenEmpty), string(ConsolidationPolicyWhenEmptyOrUnderutilized))
+		v.oneOf(joinField(path, "consolidationPolicy"), string(d.ConsolidationPolicy), string(ConsolidationPolicyWhenEmpty),
+			string(ConsolidationPolicyWhenEmptyOrUnderutilized), string(ConsolidationPolicyBalanced))
 	}
 	bp := joinField(path, "budgets")
 	if len(d.Budgets) > 50 {

@@ -21,7 +21,7 @@ var (
 	datedVersion    = regexp.MustCompile(`^v[0-9]{8}$`)
 	semverVersion   = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+$`)
 	volumeSizeRe    = regexp.MustCompile(`^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$`)
-	amiFamilies     = []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyCustom, AMIFamilyWindows2019, AMIFamilyWindows2022}
+	amiFamilies     = []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyCustom, AMIFamilyWindows2019, AMIFamilyWindows2022, AMIFamilyWindows2025}
 	volumeTypes     = []string{"standard", "io1", "io2", "gp2", "sc1", "st1", "gp3"}
 	evictionSignals = []string{"memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"}
 	reservedKeys    = []string{"cpu", "memory", "ephemeral-storage", "pid"}
@@ -70,6 +70,7 @@ func validateEC2NodeClass(nc *EC2NodeClass) []fieldErr {
 		validateKubelet(v, "spec.kubelet", s.Kubelet)
 	}
 	validateBlockDevices(v, s.BlockDeviceMappings)
+	validateNetworking(v, s)
 	if m := s.MetadataOptions; m != nil {
 		if m.HTTPEndpoint != nil {
 			v.oneOf("spec.metadataOptions.httpEndpoint", *m.HTTPEndpoint, "enabled", "disabled")
@@ -174,8 +175,8 @@ func validateAMI(v *validator, s *EC2NodeClassSpec) {
 		p := joinIndex(path, i)
 		others := t.Tags != nil || t.Name != "" || t.Owner != ""
 		switch {
-		case t.Alias == "" && t.ID == "" && t.Tags == nil && t.Name == "":
-			v.add(p, "expected at least one, got none, ['tags', 'id', 'name', 'alias']")
+		case t.Alias == "" && t.ID == "" && t.Tags == nil && t.Name == "" && t.SSMParameter == "":
+			v.add(p, "expected at least one, got none, ['tags', 'id', 'name', 'alias', 'ssmParameter']")
 		case t.ID != "" && (t.Alias != "" || others):
 			v.add(p, "'id' is mutually exclusive, cannot be set with a combination of other fields in amiSelectorTerms")
 		case t.Alias != "" && (t.ID != "" || others):
@@ -226,14 +227,14 @@ func validateAlias(v *validator, path, alias string) (string, bool) {
 	famName, version, _ := strings.Cut(alias, "@")
 	fam, ok := aliasFamilies[famName]
 	if !ok {
-		v.add(path, "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'")
+		v.add(path, "family is not supported, must be one of the following: 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'")
 		return "", false
 	}
 	if version == "latest" {
 		return fam, true
 	}
 	switch famName {
-	case "windows2019", "windows2022":
+	case "windows2019", "windows2022", "windows2025":
 		v.add(path, "windows families may only specify version 'latest'")
 	case "bottlerocket":
 		if !semverVersion.MatchString(version) {
@@ -364,6 +365,12 @@ func validateBlockDevices(v *validator, bdms []*BlockDeviceMapping) {
 		}
 		if e.IOPS != nil && *e.IOPS < 0 {
 			v.add(joinField(ep, "iops"), "%d must not be negative", *e.IOPS)
+		}
+		if r := e.VolumeInitializationRate; r != nil {
+			inRange(v, joinField(ep, "volumeInitializationRate"), r, 100, 300)
+			if e.SnapshotID == nil || *e.SnapshotID == "" {
+				v.add(ep, "snapshotID must be set when volumeInitializationRate is set")
+			}
 		}
 		if e.Throughput != nil && *e.Throughput < 0 {
 			v.add(joinField(ep, "throughput"), "%d must not be negative", *e.Throughput)

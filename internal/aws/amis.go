@@ -144,7 +144,7 @@ func AliasParameters(alias, k8sVersion string) ([]AliasParameter, error) {
 				Arch: kubeArch(a.ec2Arch), Variants: a.variants,
 			})
 		}
-	case "windows2019", "windows2022":
+	case "windows2019", "windows2022", "windows2025":
 		if !latest {
 			return nil, fmt.Errorf("AMI alias %q: Windows aliases support only @latest", alias)
 		}
@@ -154,7 +154,7 @@ func AliasParameters(alias, k8sVersion string) ([]AliasParameter, error) {
 			Variants: []string{VariantStandard},
 		})
 	default:
-		return nil, fmt.Errorf("AMI alias %q: unknown family %q (want al2023, al2, bottlerocket, windows2019 or windows2022)", alias, family)
+		return nil, fmt.Errorf("AMI alias %q: unknown family %q (want al2023, al2, bottlerocket, windows2019, windows2022 or windows2025)", alias, family)
 	}
 	return out, nil
 }
@@ -178,9 +178,12 @@ func (p *Provider) AMIs(ctx context.Context, nc *apis.EC2NodeClass) ([]AMI, erro
 		for i, term := range terms {
 			var amis []AMI
 			var err error
-			if term.Alias != "" {
+			switch {
+			case term.Alias != "":
 				amis, err = p.aliasAMIs(ctx, term.Alias, cluster.Version)
-			} else {
+			case term.SSMParameter != "":
+				amis, err = p.ssmParameterAMIs(ctx, term.SSMParameter)
+			default:
 				amis, err = p.selectorAMIs(ctx, term)
 			}
 			if err != nil {
@@ -310,6 +313,28 @@ func (p *Provider) aliasAMIs(ctx context.Context, alias, k8sVersion string) ([]A
 		return nil, fmt.Errorf("alias %s: SSM names images %v but DescribeImages returns none of them", alias, ids)
 	}
 	return out, nil
+}
+
+// ssmParameterAMIs resolves an amiSelectorTerms ssmParameter: the
+// parameter (name or ARN) holds one image id. Its architecture comes from
+// the image; it serves every variant, as an id term does.
+func (p *Provider) ssmParameterAMIs(ctx context.Context, name string) ([]AMI, error) {
+	if p.clients.SSM == nil {
+		return nil, fmt.Errorf("ssmParameter %s: no SSM client", name)
+	}
+	out, err := p.clients.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: sdkaws.String(name)})
+	if err != nil {
+		return nil, fmt.Errorf("ssmParameter %s: %w", name, err)
+	}
+	id := sdkaws.ToString(out.Parameter.Value)
+	if !strings.HasPrefix(id, "ami-") {
+		return nil, fmt.Errorf("ssmParameter %s: value %q is not an AMI id", name, id)
+	}
+	images, err := p.describeImages(ctx, &ec2.DescribeImagesInput{ImageIds: []string{id}})
+	if err != nil {
+		return nil, fmt.Errorf("ssmParameter %s: %w", name, err)
+	}
+	return images, nil
 }
 
 func (p *Provider) selectorAMIs(ctx context.Context, term apis.AMISelectorTerm) ([]AMI, error) {

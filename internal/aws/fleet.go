@@ -133,6 +133,7 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 		ImageID: imageID, UserData: base64UserData(text), SecurityGroupIDs: securityGroupIDs(l.groups),
 		InstanceProfile: l.profile, BlockDeviceMappings: bdm, MetadataOptions: metadataOptions(nc),
 		DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
+		IPPrefixCount: nc.Spec.IPPrefixCount, NetworkInterfaces: nc.Spec.NetworkInterfaces, ConnectionTracking: nc.Spec.ConnectionTracking,
 	}
 	return p.ensureLaunchTemplate(ctx, spec)
 }

@@ -80,6 +80,17 @@ func TestAMIAliasResolution(t *testing.T) {
 		t.Errorf("unknown version: %v", err)
 	}
 
+	// An ssmParameter term reads one image id from the named parameter.
+	bySSM := nodeClass("")
+	bySSM.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{SSMParameter: "/aws/service/eks/optimized-ami/1.33/amazon-linux-2023/arm64/standard/recommended/image_id"}}
+	if got, err := e.p.AMIs(e.ctx, bySSM); err != nil || len(got) != 1 || got[0].ID != ssm(bySSM.Spec.AMISelectorTerms[0].SSMParameter) || got[0].Architecture != "arm64" {
+		t.Errorf("ssmParameter: %v %+v", err, got)
+	}
+	bySSM.Spec.AMISelectorTerms[0].SSMParameter = "/no/such/parameter"
+	if _, err := e.p.AMIs(e.ctx, bySSM); err == nil || !strings.Contains(err.Error(), "ssmParameter /no/such/parameter") {
+		t.Errorf("missing parameter: %v", err)
+	}
+
 	// Selector terms: by name with wildcard, newest first, deprecated skipped.
 	custom := func(name string, created time.Time) ec2types.Image {
 		return ec2c.AddImage(ec2types.Image{Name: sdkaws.String(name), Architecture: ec2types.ArchitectureValuesX8664,

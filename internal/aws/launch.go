@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,7 +93,12 @@ type launch struct {
 // prepareLaunch discovers what does not change between attempts: the
 // cluster, the security groups, the AMIs and the instance profile.
 func (p *Provider) prepareLaunch(ctx context.Context, req LaunchRequest) (*launch, error) {
-	l := &launch{claim: req.NodeClaim, nc: req.NodeClass, types: req.InstanceTypes}
+	// Types the class cannot run on never reach CreateFleet, whatever the
+	// caller passed (the solver already leaves them out).
+	types := slices.DeleteFunc(slices.Clone(req.InstanceTypes), func(it *catalog.InstanceType) bool {
+		return it != nil && !it.SupportsNodeClass(req.NodeClass)
+	})
+	l := &launch{claim: req.NodeClaim, nc: req.NodeClass, types: types}
 	var err error
 	if l.cluster, err = p.Cluster(ctx); err != nil {
 		return nil, err

@@ -39,6 +39,11 @@ type templateSpec struct {
 	DetailedMonitoring  bool                                               `json:"detailedMonitoring"`
 	AssociatePublicIP   *bool                                              `json:"associatePublicIP,omitempty"`
 	CapacityReservation string                                             `json:"capacityReservation,omitempty"`
+	// The interface layout; all omitted when unset so that templates made
+	// before these fields existed keep their names.
+	IPPrefixCount      *int32                   `json:"ipPrefixCount,omitempty"`
+	NetworkInterfaces  []*apis.NetworkInterface `json:"networkInterfaces,omitempty"`
+	ConnectionTracking *apis.ConnectionTracking `json:"connectionTracking,omitempty"`
 }
 
 // Name is the deterministic launch template name: nodewright/<cluster>/<hash>.
@@ -79,7 +84,7 @@ func defaultBlockDevices(family string) []*apis.BlockDeviceMapping {
 			{DeviceName: sdkaws.String("/dev/xvda"), EBS: ebs("4Gi")},
 			{DeviceName: sdkaws.String("/dev/xvdb"), EBS: ebs("20Gi")},
 		}
-	case apis.AMIFamilyWindows2019, apis.AMIFamilyWindows2022:
+	case apis.AMIFamilyWindows2019, apis.AMIFamilyWindows2022, apis.AMIFamilyWindows2025:
 		return []*apis.BlockDeviceMapping{{DeviceName: sdkaws.String("/dev/sda1"), EBS: ebs("50Gi")}}
 	case apis.AMIFamilyCustom:
 		return nil
@@ -105,6 +110,8 @@ func blockDeviceRequests(nc *apis.EC2NodeClass) ([]ec2types.LaunchTemplateBlockD
 				Encrypted:           e.Encrypted,
 				KmsKeyId:            e.KMSKeyID,
 				SnapshotId:          e.SnapshotID,
+				// Only valid with a snapshot; validation enforces that.
+				VolumeInitializationRate: e.VolumeInitializationRate,
 			}
 			if e.IOPS != nil {
 				r.Ebs.Iops = sdkaws.Int32(int32(*e.IOPS))
@@ -163,7 +170,7 @@ func userDataOptions(nc *apis.EC2NodeClass, cluster ClusterInfo, labels map[stri
 		Labels:          labels,
 		Taints:          taints,
 	}
-	if o.Family == userdata.Family(apis.AMIFamilyWindows2019) {
+	if o.Family == userdata.Family(apis.AMIFamilyWindows2019) || o.Family == userdata.Family(apis.AMIFamilyWindows2025) {
 		o.Family = userdata.Windows2022 // same bootstrap script
 	}
 	if nc.Spec.UserData != nil {
@@ -262,15 +269,7 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 			HttpTokens:              ec2types.LaunchTemplateHttpTokensState(sdkaws.ToString(m.HTTPTokens)),
 		},
 	}
-	if spec.AssociatePublicIP != nil {
-		// A public-IP choice needs an explicit primary interface, and then the
-		// security groups must sit on it rather than on the instance.
-		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
-			DeviceIndex:              sdkaws.Int32(0),
-			AssociatePublicIpAddress: spec.AssociatePublicIP,
-			Groups:                   spec.SecurityGroupIDs,
-		}}
-	} else {
+	if data.NetworkInterfaces = networkInterfaceRequests(spec); data.NetworkInterfaces == nil {
 		data.SecurityGroupIds = spec.SecurityGroupIDs
 	}
 	if spec.CapacityReservation != "" {
@@ -291,6 +290,49 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 	}
 	p.log.InfoContext(ctx, "created launch template", "launch-template", name, "image", spec.ImageID, "nodeclass", spec.NodeClass)
 	return sdkaws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
+}
+
+// networkInterfaceRequests lays out the instance's interfaces as Karpenter
+// does. It returns nil when nothing needs an explicit interface: then the
+// security groups sit on the instance. Otherwise they sit on each interface.
+func networkInterfaceRequests(spec templateSpec) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	var tracking *ec2types.ConnectionTrackingSpecificationRequest
+	if ct := spec.ConnectionTracking; ct != nil {
+		tracking = &ec2types.ConnectionTrackingSpecificationRequest{
+			TcpEstablishedTimeout: ct.TCPEstablishedTimeout,
+			UdpStreamTimeout:      ct.UDPStreamTimeout,
+			UdpTimeout:            ct.UDPTimeout,
+		}
+	}
+	if len(spec.NetworkInterfaces) == 0 {
+		if spec.AssociatePublicIP == nil && spec.IPPrefixCount == nil && tracking == nil {
+			return nil
+		}
+		return []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
+			DeviceIndex:                     sdkaws.Int32(0),
+			AssociatePublicIpAddress:        spec.AssociatePublicIP,
+			Groups:                          spec.SecurityGroupIDs,
+			Ipv4PrefixCount:                 spec.IPPrefixCount,
+			ConnectionTrackingSpecification: tracking,
+		}}
+	}
+	out := make([]ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, 0, len(spec.NetworkInterfaces))
+	for _, ni := range spec.NetworkInterfaces {
+		r := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: ni.NetworkCardIndex,
+			DeviceIndex:      ni.DeviceIndex,
+			InterfaceType:    sdkaws.String(ni.InterfaceType),
+			Groups:           spec.SecurityGroupIDs,
+		}
+		if ni.InterfaceType != apis.InterfaceTypeEFAOnly {
+			// EC2 rejects prefixes, public IPs and tracking on EFA-only interfaces.
+			r.Ipv4PrefixCount = spec.IPPrefixCount
+			r.AssociatePublicIpAddress = spec.AssociatePublicIP
+			r.ConnectionTrackingSpecification = tracking
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 func ec2Tags(m map[string]string) []ec2types.Tag {

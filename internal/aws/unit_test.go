@@ -243,7 +243,11 @@ func TestAliasParameters(t *testing.T) {
 	if ps[0].Path != "/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.31/image_id" {
 		t.Errorf("windows: %s", ps[0].Path)
 	}
-	for _, bad := range []string{"al2023", "ubuntu@latest", "al2023@20240807", "windows2022@v20240101"} {
+	ps, _ = AliasParameters("windows2025@latest", "1.33")
+	if len(ps) != 1 || ps[0].Path != "/aws/service/ami-windows-latest/Windows_Server-2025-English-Core-EKS_Optimized-1.33/image_id" {
+		t.Errorf("windows2025: %+v", ps)
+	}
+	for _, bad := range []string{"al2023", "ubuntu@latest", "al2023@20240807", "windows2022@v20240101", "windows2025@v20250101"} {
 		if _, err := AliasParameters(bad, "1.31"); err == nil {
 			t.Errorf("alias %q accepted", bad)
 		}

@@ -55,8 +55,11 @@ type AllocatableOptions struct {
 	VMMemoryOverheadPercent *float64
 	// ReservedENIs are ENIs kept from the VPC CNI (Karpenter's --reserved-enis).
 	ReservedENIs int
+	// EFAOnlyENIs are the EC2NodeClass's EFA-only interfaces on the default
+	// network card: they take ENIs without carrying pod IPs.
+	EFAOnlyENIs int
 	// AMIFamily of the EC2NodeClass: AL2, AL2023 (default), Bottlerocket,
-	// Windows2019, Windows2022, Custom. Windows is not ENI-limited and ignores podsPerCore.
+	// Windows2019, Windows2022, Windows2025, Custom. Windows is not ENI-limited and ignores podsPerCore.
 	AMIFamily string
 	Kubelet   KubeletOptions
 	// RootVolumeSize is the size of the volume backing ephemeral storage; nil
@@ -139,7 +142,7 @@ func (it *InstanceType) MaxPods(o AllocatableOptions) int64 {
 	case o.Kubelet.MaxPods != nil:
 		n = int64(*o.Kubelet.MaxPods)
 	case !o.windows():
-		n = it.ENILimitedPods(o.ReservedENIs)
+		n = it.ENILimitedPods(o.ReservedENIs + o.EFAOnlyENIs)
 	default:
 		n = DefaultMaxPods
 	}

@@ -69,8 +69,14 @@ type InstanceType struct {
 	InferenceAcceleratorName         string `json:"inferenceAcceleratorName,omitempty"`
 	InferenceAcceleratorManufacturer string `json:"inferenceAcceleratorManufacturer,omitempty"`
 
-	EFA          int64 `json:"efa,omitempty"`
-	LocalNVMeGiB int64 `json:"localNVMeGiB,omitempty"` // total instance-store size (GB as EC2 reports it)
+	EFA int64 `json:"efa,omitempty"`
+	// NetworkCards is how many network cards the type has (EFA-only
+	// interfaces of an EC2NodeClass may sit on cards other than 0).
+	NetworkCards int64 `json:"networkCards,omitempty"`
+	// NestedVirtualization says the type can run nested virtual machines
+	// (ProcessorInfo.SupportedFeatures).
+	NestedVirtualization bool  `json:"nestedVirtualization,omitempty"`
+	LocalNVMeGiB         int64 `json:"localNVMeGiB,omitempty"` // total instance-store size (GB as EC2 reports it)
 
 	// ENI limits of the default network card (the only one the VPC CNI uses).
 	MaxENIs    int64 `json:"maxENIs"`

@@ -3,6 +3,7 @@ package catalog
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -197,6 +198,7 @@ func FromInstanceTypeInfo(info *ec2types.InstanceTypeInfo) (*InstanceType, error
 		Burstable:         deref(info.BurstablePerformanceSupported),
 		CPUManufacturer:   deref(info.ProcessorInfo.Manufacturer),
 	}
+	it.NestedVirtualization = slices.Contains(info.ProcessorInfo.SupportedFeatures, featureNestedVirtualization)
 	if ghz := deref(info.ProcessorInfo.SustainedClockSpeedInGhz); ghz > 0 {
 		it.CPUClockMHz = int64(math.Round(ghz * 1000))
 	}
@@ -291,6 +293,10 @@ func addNetwork(it *InstanceType, n *ec2types.NetworkInfo) {
 		it.EFA = int64(deref(n.EfaInfo.MaximumEfaInterfaces))
 	}
 	it.IPv4PerENI = int64(deref(n.Ipv4AddressesPerInterface))
+	it.NetworkCards = int64(deref(n.MaximumNetworkCards))
+	if c := int64(len(n.NetworkCards)); c > it.NetworkCards {
+		it.NetworkCards = c
+	}
 	it.MaxENIs = int64(deref(n.MaximumNetworkInterfaces))
 	def := deref(n.DefaultNetworkCardIndex)
 	var bw float64
@@ -303,6 +309,10 @@ func addNetwork(it *InstanceType, n *ec2types.NetworkInfo) {
 	}
 	it.NetworkBandwidthMbps = int64(math.Round(bw * 1000))
 }
+
+// featureNestedVirtualization is the SupportedFeatures value EC2 reports;
+// the SDK version in use has no constant for it yet.
+const featureNestedVirtualization ec2types.SupportedAdditionalProcessorFeature = "nested-virtualization"
 
 var kubeArch = map[string]string{"x86_64": "amd64", "arm64": "arm64"}
 

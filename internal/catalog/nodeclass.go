@@ -12,6 +12,7 @@ var ephemeralDevice = map[string]string{
 	apis.AMIFamilyBottlerocket: "/dev/xvdb",
 	apis.AMIFamilyWindows2019:  "/dev/sda1",
 	apis.AMIFamilyWindows2022:  "/dev/sda1",
+	apis.AMIFamilyWindows2025:  "/dev/sda1",
 }
 
 // OptionsForNodeClass derives the allocatable options an EC2NodeClass
@@ -24,6 +25,13 @@ func OptionsForNodeClass(nc *apis.EC2NodeClass) AllocatableOptions {
 		return o
 	}
 	o.AMIFamily = nc.AMIFamily()
+	for _, ni := range nc.Spec.NetworkInterfaces {
+		// An EFA-only interface on the default card takes an ENI the VPC CNI
+		// could have used for pods.
+		if ni != nil && ni.InterfaceType == apis.InterfaceTypeEFAOnly && ni.NetworkCardIndex != nil && *ni.NetworkCardIndex == 0 {
+			o.EFAOnlyENIs++
+		}
+	}
 	if k := nc.Spec.Kubelet; k != nil {
 		o.Kubelet = KubeletOptions{
 			MaxPods:        k.MaxPods,
@@ -66,4 +74,37 @@ func OptionsForNodeClass(nc *apis.EC2NodeClass) AllocatableOptions {
 		}
 	}
 	return o
+}
+
+// SupportsNodeClass reports whether nodes of the node class can run as it:
+// nested virtualization needs a type that offers it, connection tracking a
+// Nitro type, and the network
+// interfaces must fit the type's network cards and EFA interfaces, as
+// Karpenter's instance type compatibility checks require. A nil class fits.
+func (it *InstanceType) SupportsNodeClass(nc *apis.EC2NodeClass) bool {
+	if nc == nil {
+		return true
+	}
+	if nc.NestedVirtualization() && !it.NestedVirtualization {
+		return false
+	}
+	if nc.Spec.ConnectionTracking != nil && it.Hypervisor != "nitro" {
+		return false // connection tracking timeouts need the Nitro System
+	}
+	var efaOnly int64
+	for _, ni := range nc.Spec.NetworkInterfaces {
+		if ni == nil {
+			continue
+		}
+		if ni.NetworkCardIndex != nil && int64(*ni.NetworkCardIndex) >= max(it.NetworkCards, 1) {
+			return false
+		}
+		if ni.NetworkCardIndex != nil && *ni.NetworkCardIndex == 0 && ni.DeviceIndex != nil && int64(*ni.DeviceIndex) >= it.MaxENIs {
+			return false
+		}
+		if ni.InterfaceType == apis.InterfaceTypeEFAOnly {
+			efaOnly++
+		}
+	}
+	return efaOnly <= it.EFA
 }

@@ -45,7 +45,8 @@ func NodePoolFromAPI(np *apis.NodePool) (*NodePool, error) {
 
 // InstanceTypesFromCatalog prepares a catalog's types for pools using the
 // node class (nil = defaults): allocatable is computed per node class
-// because kubelet settings, AMI family and volumes change it.
+// because kubelet settings, AMI family and volumes change it, and types the
+// class cannot run on (catalog SupportsNodeClass) are left out.
 func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts *catalog.AllocatableOptions) ([]*InstanceType, error) {
 	o := catalog.OptionsForNodeClass(nc)
 	if opts != nil {
@@ -53,6 +54,9 @@ func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts 
 	}
 	out := make([]*InstanceType, 0, len(cat.Types))
 	for _, it := range cat.Types {
+		if !it.SupportsNodeClass(nc) {
+			continue // e.g. no nested virtualization, too few EFA interfaces
+		}
 		alloc, err := it.Allocatable(o)
 		if err != nil {
 			return nil, fmt.Errorf("instance types: %w", err)

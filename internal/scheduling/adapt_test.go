@@ -59,6 +59,13 @@ func TestAdaptersFromAPIsAndCatalog(t *testing.T) {
 	if len(its) != len(cat.Types) {
 		t.Fatalf("%d types, catalog has %d", len(its), len(cat.Types))
 	}
+	// A class that needs nested virtualization keeps only the types with it.
+	enabled := "enabled"
+	nested := &apis.EC2NodeClass{Spec: apis.EC2NodeClassSpec{CPUOptions: &apis.CPUOptions{NestedVirtualization: &enabled}}}
+	nv, err := scheduling.InstanceTypesFromCatalog(cat, nested, nil)
+	if err != nil || len(nv) == 0 || len(nv) >= len(its) {
+		t.Fatalf("nested virtualization: %d of %d types (%v)", len(nv), len(its), err)
+	}
 	for _, it := range its {
 		a, c := it.Allocatable[corev1.ResourceMemory], it.Capacity[corev1.ResourceMemory]
 		if a.Cmp(c) >= 0 || it.Labels[scheduling.LabelInstanceType] != it.Name || len(it.Offerings) == 0 {
