@@ -23,6 +23,11 @@ func LoadWithAPIs(files ...string) (*NodeConfig, error) {
 		// Windows families (windows2019, windows2022, ...) need an
 		// EC2_WINDOWS access entry for their role.
 		info := NodeClassInfo{Name: c.Name, Role: c.Spec.Role, Windows: strings.HasPrefix(strings.ToLower(c.AMIFamily()), "windows")}
+		for _, t := range c.Spec.AMISelectorTerms {
+			if t.SSMParameter != "" {
+				info.SSMParameters = append(info.SSMParameters, t.SSMParameter)
+			}
+		}
 		if c.Spec.InstanceProfile != nil {
 			info.InstanceProfile = *c.Spec.InstanceProfile
 		}

@@ -1,6 +1,8 @@
 package infra
 
 import (
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
@@ -239,11 +241,12 @@ func (p *controllerPolicy) readStatements() {
 		},
 	})
 	// Public AMI aliases (al2023@latest ...) resolve through AWS's public
-	// parameters, which live in every region.
+	// parameters, which live in every region; amiSelectorTerms' own
+	// ssmParameter values are added by name, and no other parameter.
 	p.add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("PublicAMIParameters"),
+		Sid:       jsii.String("AMIParameters"),
 		Actions:   jsii.Strings("ssm:GetParameter"),
-		Resources: &[]*string{b.sub("arn:${AWS::Partition}:ssm:*::parameter/aws/service/*")},
+		Resources: b.amiParameterARNs(),
 	})
 	p.add(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String("Pricing"),
@@ -291,4 +294,27 @@ func (b *builder) dataGrants() {
 	// The webhook's only AWS action besides reading its secret: send a
 	// nudge.
 	b.ProvisionQueue.GrantSendMessages(b.webhookRole)
+}
+
+// amiParameterARNs are the SSM parameters AMI selection may read: AWS's
+// public ones, and each ssmParameter an EC2NodeClass names (a name in the
+// stack's account and region, or a full ARN, e.g. a parameter shared from
+// another account).
+func (b *builder) amiParameterARNs() *[]*string {
+	out := []*string{b.sub("arn:${AWS::Partition}:ssm:*::parameter/aws/service/*")}
+	seen := map[string]bool{}
+	for _, c := range b.NodeConfig.NodeClasses {
+		for _, name := range c.SSMParameters {
+			if seen[name] || strings.HasPrefix(name, "/aws/service/") {
+				continue
+			}
+			seen[name] = true
+			if strings.HasPrefix(name, "arn:") {
+				out = append(out, jsii.String(name))
+				continue
+			}
+			out = append(out, b.sub("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/"+strings.TrimPrefix(name, "/")))
+		}
+	}
+	return &out
 }

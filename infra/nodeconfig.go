@@ -12,6 +12,9 @@ type NodeClassInfo struct {
 	InstanceProfile string
 	// Windows: the class launches a Windows AMI family.
 	Windows bool
+	// SSMParameters are the amiSelectorTerms' ssmParameter values (names
+	// or ARNs): the controller reads them with ssm:GetParameter.
+	SSMParameters []string
 	// Source is "file:line" for error messages.
 	Source string
 }

@@ -195,6 +195,22 @@ func TestSeveralNodeRolesSynthesize(t *testing.T) {
 	sameSet(t, "roles passed", passed, []string{
 		ownArn, byName("KarpenterNodeRole-example"), gpu, byName("LegacyNodeRole"), byName("WindowsNodeRole"),
 	})
+
+	// AMI selection reads AWS's public parameters and exactly the
+	// ssmParameter a class names, no other parameter.
+	var params []string
+	for _, st := range statements(j) {
+		if st.has("ssm:GetParameter") {
+			for _, r := range st.Resources {
+				params = append(params, js(r))
+			}
+		}
+	}
+	sub := func(arn string) string { return js(map[string]interface{}{"Fn::Sub": arn}) }
+	sameSet(t, "SSM parameters read", params, []string{
+		sub("arn:${AWS::Partition}:ssm:*::parameter/aws/service/*"),
+		sub("arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter/teams/gpu/ami-id"),
+	})
 }
 
 func sameSet(t *testing.T, what string, got, want []string) {
