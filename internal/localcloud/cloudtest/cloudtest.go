@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
@@ -93,6 +93,14 @@ func CreateQueue(ctx context.Context, t testing.TB, c *sqs.Client, name string, 
 // functions load their configuration directory.
 func LoadConfig(t testing.TB, doc string) *apis.Config {
 	t.Helper()
+	_, cfg := loadConfig(t, doc)
+	return cfg
+}
+
+// loadConfig writes doc to a configuration directory of its own and loads
+// it; it returns the directory too, for functions given only its path.
+func loadConfig(t testing.TB, doc string) (string, *apis.Config) {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
@@ -101,7 +109,7 @@ func LoadConfig(t testing.TB, doc string) *apis.Config {
 	if err != nil {
 		t.Fatalf("load config: %v\n%s", err, doc)
 	}
-	return cfg
+	return dir, cfg
 }
 
 // DNSName turns a test name into a DNS label of at most max characters
@@ -140,6 +148,20 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Len is how many bytes were logged so far.
+func (s *SyncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// Bytes is a copy of what was logged so far.
+func (s *SyncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
 }
 
 // Eventually polls f every 100 ms until it reports done, and fails t with
@@ -215,22 +237,11 @@ func (c *Clock) Advance(d time.Duration) {
 // security groups the simulator tags for discovery. Tests append it to their
 // NodePools ("---" included).
 func NodeClassYAML(name, cluster string) string {
-	return fmt.Sprintf(`---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: %[1]s
-spec:
-  role: KarpenterNodeRole-%[2]s
-  amiSelectorTerms:
-  - alias: al2023@latest
-  subnetSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[2]s
-  securityGroupSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[2]s
-`, name, cluster)
+	return "---\n" + nodeClass(name, cluster).YAML()
+}
+
+func nodeClass(name, cluster string) apistest.NodeClass {
+	return apistest.NodeClass{Name: name, Role: "KarpenterNodeRole-" + cluster, Discovery: cluster}
 }
 
 // RouteInterruptionEvents puts the CDK stack's four EventBridge rules on the
