@@ -26,45 +26,28 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/app"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/localcloud"
-	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-var shared = localcloud.NewShared(localcloud.Options{
-	ClusterName: "safety",
-	Sim: awssim.Options{Delays: awssim.Delays{
-		Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
-		ShuttingDown: 300 * time.Millisecond, SpotInterruption: 3 * time.Second,
-	}},
-})
+var shared = cloudtest.NewShared("safety", cloudtest.SpotInterruption(3*time.Second))
 
 func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 
-const poolYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: %[1]s
-spec:
-  template:
-    metadata:
-      labels:
-        nodewright.io/safety: %[1]s
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: %[1]s}
-      requirements:
-      - {key: node.kubernetes.io/instance-type, operator: In, values: ["m5.large", "m5.xlarge"]}
-      - {key: karpenter.sh/capacity-type, operator: In, values: ["spot", "on-demand"]}
-  disruption:
-    consolidationPolicy: WhenEmptyOrUnderutilized
-    consolidateAfter: 2s
-    budgets:
-    - nodes: "30%%"
-`
+// pool is the world's NodePool: both sizes, spot and on-demand, quick
+// consolidation under a 30% budget.
+var pool = []cloudtest.Option{
+	cloudtest.PoolName("safety"), cloudtest.PoolLabel("nodewright.io/safety"),
+	cloudtest.InstanceTypes("m5.large", "m5.xlarge"), cloudtest.CapacityTypes("spot", "on-demand"),
+	cloudtest.PoolSpec(func(p *apistest.Pool) {
+		p.ConsolidationPolicy, p.ConsolidateAfter, p.Budgets = "WhenEmptyOrUnderutilized", "2s", []apistest.Budget{{Nodes: "30%"}}
+	}),
+}
 
 // budgetShare is the pool's disruption budget above.
 const budgetShare = 0.30
@@ -168,31 +151,16 @@ func (w *world) check1(r *rule, ok bool, format string, args ...any) {
 }
 
 func newWorld(t *testing.T, seed uint64) *world {
-	cloud := shared.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	t.Cleanup(cancel)
-	cloudtest.SetEnv(t, cloud)
-	w := &world{t: t, ctx: ctx, cloud: cloud, rng: rand.New(rand.NewPCG(seed, 0x5afe)), pool: "safety",
+	e := cloudtest.NewEnv(t, shared, append(pool, cloudtest.Timeout(40*time.Minute), cloudtest.WorkQueue(), cloudtest.InterruptionQueue())...)
+	ctx, cloud, stack, cfg := e.Ctx, e.Cloud, e.Stack, e.Config
+	w := &world{t: t, ctx: ctx, cloud: cloud, rng: rand.New(rand.NewPCG(seed, 0x5afe)), pool: e.Pool, ns: e.Namespace,
+		table: e.Table, st: e.Store, owner: e.Owner(), work: e.WorkQueue, intr: e.InterruptionQueue,
 		reclaimedNodes: map[string]bool{}, podNode: map[string]string{}, launchedByClaim: map[string]map[string]bool{},
 		foreign: map[string]map[string]string{}, orphanSince: map[string]time.Time{}, disrupted: map[string]bool{}, fns: map[string]func(context.Context, json.RawMessage) (any, error){}}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.table = fmt.Sprintf("safety-%d", time.Now().UnixNano()%1e9)
-	w.st = cloudtest.NewTable(ctx, t, store.NewDynamoDBClient(awsCfg), w.table)
-	w.owner = cloudtest.Owner(cloud, w.table)
-	w.sqs, w.ec2 = sqs.NewFromConfig(awsCfg), ec2.NewFromConfig(awsCfg)
-	w.work = cloudtest.CreateQueue(ctx, t, w.sqs, w.table+"-work", nil)
-	w.intr = cloudtest.CreateQueue(ctx, t, w.sqs, w.table+"-intr", nil)
-	cloudtest.RouteInterruptionEvents(t, cloud.AWS, w.table, w.table+"-intr")
 	// The functions, and the SQS event sources that feed them, run as the
-	// stack's controller role; w.ec2 stays the administrator's (foreign
-	// instances).
-	stack := cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: w.table, WorkQueue: w.work, InterruptionQueue: w.intr})
-	w.sqs = sqs.NewFromConfig(cloudtest.RoleConfig(ctx, t, stack.Controller))
-	w.ns = cloud.NewNamespace(t)
-	cfg := cloudtest.LoadConfig(t, fmt.Sprintf(poolYAML, w.pool)+cloudtest.NodeClassYAML(w.pool, cloud.ClusterName))
+	// stack's controller role; w.ec2 and w.st stay the administrator's
+	// (foreign instances).
+	w.sqs, w.ec2 = sqs.NewFromConfig(e.Controller()), ec2.NewFromConfig(e.AWS)
 	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: w.table, Owner: w.owner, WorkQueueURL: w.work,
 		BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, Rebalance: "ignore"}
 	for _, fn := range []string{"provisioner", "lifecycle", "interruption", "disruption"} {

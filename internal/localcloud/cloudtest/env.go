@@ -81,6 +81,9 @@ type Env struct {
 	// Table is the test's NodeClaim table; the stack's owner value is
 	// Owner(Cloud, Table).
 	Table string
+	// Store is the table's store as the administrator; controllers
+	// reach it as Stack's controller role (see Controller).
+	Store *store.Store
 	Stack *localcloud.Stack
 	// WorkQueue and InterruptionQueue are the URLs of the queues the
 	// options WorkQueue and InterruptionQueue ask for.
@@ -205,7 +208,7 @@ func NewEnv(t testing.TB, shared *localcloud.Shared, opts ...Option) *Env {
 		t.Fatal(err)
 	}
 	e.Table = TableName(e.Pool)
-	NewTable(ctx, t, store.NewDynamoDBClient(e.AWS, o.dynamo...), e.Table)
+	e.Store = NewTable(ctx, t, store.NewDynamoDBClient(e.AWS, o.dynamo...), e.Table)
 	e.Stack = Deploy(t, cloud, e.resources(o))
 	e.Namespace = cloud.NewNamespace(t)
 	e.ConfigDir, e.Config = o.loadPool(t, e.Pool, cloud.ClusterName)
