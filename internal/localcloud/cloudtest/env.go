@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/apis/apistest"
@@ -273,6 +274,10 @@ func (e *Env) Controller(optFns ...func(*config.LoadOptions) error) sdkaws.Confi
 	return RoleConfig(e.Ctx, e.T, e.Stack.Controller, optFns...)
 }
 
+// KubeConfig is the API server configuration the controllers use
+// (ControllerREST), copied so one client's settings never reach another's.
+func (e *Env) KubeConfig() *rest.Config { return rest.CopyConfig(e.Cloud.ControllerREST) }
+
 var tables atomic.Int64
 
 // TableName is a table name no other test of the process uses, for the
@@ -286,4 +291,67 @@ func or(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// NewTable creates table with the store's schema through db, waits until
+// it is active and returns a Store on it.
+func NewTable(ctx context.Context, t testing.TB, db *dynamodb.Client, table string, opts ...store.Option) *store.Store {
+	t.Helper()
+	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
+		t.Fatalf("create table: %v", err)
+	}
+	// The waiter's default first delay is 20 s; dynalite is ready in milliseconds.
+	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
+	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
+		t.Fatalf("wait for table: %v", err)
+	}
+	s, err := store.New(db, table, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Owner is the owner value (settings.Owner, aws.Options.Owner) of a
+// stack whose NodeClaim table is table: the table's ARN, as the CDK app sets
+// it. Each test's own table makes each test its own stack, so one test's
+// garbage collection never sees another's instances.
+func Owner(cloud *localcloud.Cloud, table string) string {
+	return cloud.TableARN(table)
+}
+
+// CreateQueue creates the SQS queue name with attrs (nil for the
+// defaults) and returns its URL.
+func CreateQueue(ctx context.Context, t testing.TB, c *sqs.Client, name string, attrs map[string]string) string {
+	t.Helper()
+	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(name), Attributes: attrs})
+	if err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	return sdkaws.ToString(out.QueueUrl)
+}
+
+// Deploy registers the test's stack (its table, queues, secret) with the
+// local cloud and returns its function roles: controllers built with
+// stack.Controller make every AWS call under the synthesized controller
+// policy, as in AWS.
+func Deploy(t testing.TB, cloud *localcloud.Cloud, r localcloud.StackResources) *localcloud.Stack {
+	t.Helper()
+	st, err := cloud.Deploy(r)
+	if err != nil {
+		t.Fatalf("deploy the test's stack: %v", err)
+	}
+	return st
+}
+
+// RoleConfig is the AWS SDK configuration of a function signing as a role
+// of a deployed stack (e.g. stack.Controller).
+func RoleConfig(ctx context.Context, t testing.TB, creds sdkaws.CredentialsProvider, optFns ...func(*config.LoadOptions) error) sdkaws.Config {
+	t.Helper()
+	cfg, err := config.LoadDefaultConfig(ctx, append([]func(*config.LoadOptions) error{config.WithCredentialsProvider(creds)}, optFns...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

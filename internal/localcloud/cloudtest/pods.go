@@ -3,6 +3,7 @@ package cloudtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,12 +27,9 @@ func Claims(ctx context.Context, t testing.TB, st *store.Store) []*apis.NodeClai
 
 // Unschedulable reports whether the scheduler found no node for p.
 func Unschedulable(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+	})
 }
 
 // WaitUnschedulable waits until namespace ns holds n pods matching selector
@@ -57,4 +55,36 @@ func WaitUnschedulable(ctx context.Context, t testing.TB, cs kubernetes.Interfac
 		}
 		return live == n, fmt.Sprintf("%d/%d pods", live, n)
 	})
+}
+
+// WatchTaint starts watching node now; wait reports when the API server
+// first showed the node with a taint of key, or zero if it did not within
+// the given time after wait was called.
+func WatchTaint(ctx context.Context, t testing.TB, cs kubernetes.Interface, node, key string, within time.Duration) (wait func() time.Time) {
+	t.Helper()
+	w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan time.Time, 1)
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*corev1.Node)
+			if ok && slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == key }) {
+				done <- time.Now()
+				return
+			}
+		}
+		done <- time.Time{}
+	}()
+	return func() time.Time {
+		select {
+		case at := <-done:
+			return at
+		case <-time.After(within):
+			w.Stop()
+			return time.Time{}
+		}
+	}
 }
