@@ -34,12 +34,6 @@ import (
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-// One local cloud for the package, started by the first integration test;
-// short simulated delays so instances become Nodes within a second.
-var shared = cloudtest.NewShared("prov", cloudtest.ShuttingDown(500*time.Millisecond))
-
-func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
-
 // harness is one test's slice of the shared cloud (cloudtest.Env): its own
 // table, namespace, NodePool (named after the test, with a label only its
 // pods select). t and ctx are the current (sub)test's.
@@ -339,3 +333,9 @@ func (h *harness) spotShort() {
 		h.t.Cleanup(func() { h.sim.EC2().SetCapacity(pool, -1) })
 	}
 }
+
+// One local cloud for the package, started by the first integration test;
+// short simulated delays so instances become Nodes within a second.
+var shared = cloudtest.NewShared("prov", cloudtest.ShuttingDown(500*time.Millisecond))
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

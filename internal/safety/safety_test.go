@@ -17,13 +17,8 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/apis/apistest"
@@ -34,10 +29,6 @@ import (
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
-
-var shared = cloudtest.NewShared("safety", cloudtest.SpotInterruption(3*time.Second))
-
-func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 
 // pool is the world's NodePool: both sizes, spot and on-demand, quick
 // consolidation under a 30% budget.
@@ -239,26 +230,8 @@ func (w *world) foreignInstances() {
 }
 
 func (w *world) deployment() {
-	replicas := int32(4)
-	labels := map[string]string{"app": "web"}
-	grace := int64(0)
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				NodeSelector:                  map[string]string{"nodewright.io/safety": w.pool},
-				TerminationGracePeriodSeconds: &grace,
-				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("700m"), corev1.ResourceMemory: resource.MustParse("512Mi")}}}},
-			}}}}
-	if _, err := w.cloud.KubeClient.AppsV1().Deployments(w.ns).Create(w.ctx, dep, metav1.CreateOptions{}); err != nil {
-		w.t.Fatal(err)
-	}
-	one := intstr.FromInt32(1)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}}}
-	if _, err := w.cloud.KubeClient.PolicyV1().PodDisruptionBudgets(w.ns).Create(w.ctx, pdb, metav1.CreateOptions{}); err != nil {
-		w.t.Fatal(err)
-	}
+	cloudtest.Workload{Name: "web", Replicas: 4, CPU: "700m", Memory: "512Mi", NodeSelector: map[string]string{"nodewright.io/safety": w.pool},
+		GraceSeconds: new(int64(0)), MaxUnavailable: new(int32(1))}.Deploy(w.ctx, w.t, w.cloud.KubeClient, w.ns)
 }
 
 // step applies random events, then runs the functions as their triggers
@@ -526,3 +499,7 @@ func (w *world) terminateAll() {
 		}
 	}
 }
+
+var shared = cloudtest.NewShared("safety", cloudtest.SpotInterruption(3*time.Second))
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
