@@ -18,10 +18,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/app"
@@ -267,58 +263,6 @@ func (e *env) invoke(fn, trigger string, event json.RawMessage) invocation {
 		logBytes: e.logs.Len() - log0, d: d, err: err, res: res}
 	e.calls = append(e.calls, inv)
 	return inv
-}
-
-// createPods creates n pods of cpu each that only this run's pool can take.
-func (e *env) createPods(n int, cpu string) {
-	e.t.Helper()
-	for i := range n {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%d", i), Namespace: e.ns, Labels: map[string]string{"app": "load"}},
-			Spec: corev1.PodSpec{
-				NodeSelector: map[string]string{"nodewright.io/cost": e.pool},
-				// What the DefaultTolerationSeconds admission plugin adds in
-				// EKS: a node briefly NotReady must not evict the pod (the
-				// local control plane's taint-eviction controller did).
-				Tolerations: []corev1.Toleration{
-					{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
-					{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
-				},
-				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
-				}}},
-			},
-		}
-		if _, err := e.cloud.KubeClient.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-	e.waitFor("pods unschedulable", time.Minute, func() bool {
-		list, err := e.cloud.KubeClient.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		un := 0
-		for _, p := range list.Items {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
-					un++
-				}
-			}
-		}
-		return un == n
-	})
-}
-
-func (e *env) waitFor(what string, d time.Duration, f func() bool) {
-	e.t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // claims returns the live claims.

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodewright/nodewright/internal/apis/apistest"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/kube"
@@ -31,7 +30,7 @@ func TestEmptinessSurvivesACrashAtEveryCall(t *testing.T) {
 	if os.Getenv("NODEWRIGHT_SLOW_SWEEPS") == "" {
 		t.Skip("the emptiness crash sweep takes 15-30 min: NODEWRIGHT_SLOW_SWEEPS=1 runs it")
 	}
-	e := newEnv(t, scenarioPool([]string{"m5.large"}, "WhenEmpty", "1s", apistest.Budget{Nodes: "1"}))
+	e := newEnv(t, scenarioPool([]string{"m5.large"}, "WhenEmpty", "1s", budget("1")))
 	// About 80 crash points of several seconds each: more than newEnv's
 	// deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)

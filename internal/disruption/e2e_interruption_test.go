@@ -34,7 +34,7 @@ import (
 // that a budget of 0 nodes is active all the time (a schedule every minute
 // lasting an hour always covers now).
 var zeroBudget = scenarioPool([]string{"m5.large", "m5.xlarge", "m5.2xlarge"}, "WhenEmptyOrUnderutilized", "5s",
-	apistest.Budget{Nodes: "100%"}, apistest.Budget{Nodes: "0", Schedule: "* * * * *", Duration: "1h"})
+	budget("100%"), noneEver)
 
 // Scenario 5, second half: budgets only limit voluntary disruption. Under a
 // zero budget, a spot interruption of one of the pool's nodes still goes

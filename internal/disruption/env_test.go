@@ -31,6 +31,13 @@ import (
 	"github.com/nodewright/nodewright/internal/store"
 )
 
+// budget is a disruption budget of nodes ("1", "50%") at all times.
+func budget(nodes string) apistest.Budget { return apistest.Budget{Nodes: nodes} }
+
+// noneEver is a budget of 0 nodes that is always active: a schedule every
+// minute lasting an hour always covers now.
+var noneEver = apistest.Budget{Nodes: "0", Schedule: "* * * * *", Duration: "1h"}
+
 // scenarioPool is a scenario's NodePool (on the EC2NodeClass "default"):
 // on-demand nodes of types, disrupted by policy after consolidateAfter
 // within budgets.

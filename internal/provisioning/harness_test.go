@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
@@ -135,15 +133,7 @@ func (h *harness) controllerStore() *store.Store {
 // pod is the i-th pod of app prefix, which only this test's NodePool can
 // take (its node selector names the pool's label).
 func (h *harness) pod(prefix string, i int, cpu string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Namespace: h.ns, Labels: map[string]string{"app": prefix}},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"nodewright.io/test": h.pool},
-			Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
-			}}},
-		},
-	}
+	return cloudtest.PausePod(h.ns, fmt.Sprintf("%s-%d", prefix, i), prefix, map[string]string{"nodewright.io/test": h.pool}, cpu, "256Mi")
 }
 
 // createPods creates pods only this test's NodePool can take and waits for
@@ -239,13 +229,7 @@ func (h *harness) instances() map[string][]ec2types.Instance {
 func (h *harness) fleetCalls(ok bool) []awssim.Call {
 	var out []awssim.Call
 	for _, c := range h.sim.Calls("ec2", "CreateFleet") {
-		mine := false
-		for k, v := range c.Params {
-			if strings.HasPrefix(k, "TagSpecification.") && v == h.pool {
-				mine = true
-			}
-		}
-		if mine && (!ok || c.ErrorCode == "") {
+		if cloudtest.Tags(c, h.pool) && (!ok || c.ErrorCode == "") {
 			out = append(out, c)
 		}
 	}

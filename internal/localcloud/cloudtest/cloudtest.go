@@ -160,3 +160,15 @@ func RouteInterruptionEvents(t testing.TB, sim *awssim.Server, prefix, queue str
 		t.Fatal(err)
 	}
 }
+
+// Tags reports whether the simulator's call c tags what it creates with
+// value (a TagSpecification parameter), e.g. CreateFleet calls for a
+// NodePool.
+func Tags(c awssim.Call, value string) bool {
+	for k, v := range c.Params {
+		if strings.HasPrefix(k, "TagSpecification.") && v == value {
+			return true
+		}
+	}
+	return false
+}

@@ -34,13 +34,8 @@ type Workload struct {
 func (w Workload) Deploy(ctx context.Context, t testing.TB, cs kubernetes.Interface, ns string) {
 	t.Helper()
 	labels := map[string]string{"app": w.Name}
-	spec := corev1.PodSpec{
-		NodeSelector:                  w.NodeSelector,
-		TerminationGracePeriodSeconds: w.GraceSeconds,
-		Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(w.CPU), corev1.ResourceMemory: resource.MustParse(w.Memory)},
-		}}},
-	}
+	spec := pauseSpec(w.NodeSelector, w.CPU, w.Memory)
+	spec.TerminationGracePeriodSeconds = w.GraceSeconds
 	if w.NoServiceAccountToken {
 		spec.AutomountServiceAccountToken = new(bool)
 	}
@@ -70,5 +65,23 @@ func (w Workload) Deploy(ctx context.Context, t testing.TB, cs kubernetes.Interf
 	}
 	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// PausePod is a pause pod named name in namespace ns, labelled app=app,
+// requesting cpu and memory on a node nodeSelector matches.
+func PausePod(ns, name, app string, nodeSelector map[string]string, cpu, memory string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"app": app}},
+		Spec:       pauseSpec(nodeSelector, cpu, memory),
+	}
+}
+
+func pauseSpec(nodeSelector map[string]string, cpu, memory string) corev1.PodSpec {
+	return corev1.PodSpec{
+		NodeSelector: nodeSelector,
+		Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)},
+		}}},
 	}
 }
