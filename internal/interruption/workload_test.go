@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -143,14 +142,8 @@ func (h *harness) watchPDB() (stop func() int) {
 func (h *harness) fleetCallsSince(since time.Time) []awssim.Call {
 	var out []awssim.Call
 	for _, c := range h.sim.Calls("ec2", "CreateFleet") {
-		if c.ErrorCode != "" || c.Time.Before(since) {
-			continue
-		}
-		for k, v := range c.Params {
-			if strings.HasPrefix(k, "TagSpecification.") && v == h.pool {
-				out = append(out, c)
-				break
-			}
+		if c.ErrorCode == "" && !c.Time.Before(since) && cloudtest.Tags(c, h.pool) {
+			out = append(out, c)
 		}
 	}
 	return out
