@@ -12,39 +12,20 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/app"
 	"github.com/nodewright/nodewright/internal/localcloud"
-	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
-
-// One local cloud per package; short simulated delays so instances become
-// Nodes within a second.
-var shared = localcloud.NewShared(localcloud.Options{
-	ClusterName: "cost",
-	Sim: awssim.Options{Delays: awssim.Delays{
-		Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
-		ShuttingDown: 300 * time.Millisecond, SpotInterruption: 2 * time.Minute,
-	}},
-})
-
-func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 
 // counter is a reverse proxy in front of dynalite or the AWS simulator that
 // counts what the functions ask of them: DynamoDB request units (estimated
@@ -160,30 +141,6 @@ func (s *sizeWriter) Flush() {
 	}
 }
 
-// syncBuffer collects the functions' log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Len()
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.b.Bytes()...)
-}
-
 // handler is one function's Lambda handler as functions/<name>/main.go
 // hands it to the runtime.
 type handler func(ctx context.Context, raw json.RawMessage) (any, error)
@@ -218,7 +175,7 @@ type env struct {
 	ctx      context.Context
 	cloud    *localcloud.Cloud
 	db, sim  *counter
-	logs     *syncBuffer
+	logs     *cloudtest.SyncBuffer
 	table    string
 	st       *store.Store
 	ns, pool string
@@ -228,98 +185,37 @@ type env struct {
 	cfgDir   string
 }
 
-const poolYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: %[1]s
-spec:
-  template:
-    metadata:
-      labels:
-        nodewright.io/cost: %[1]s
-    spec:
-      requirements:
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: ["m5.large", "m5a.large", "m6i.large", "m6a.large", "m7i.large"]
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: ["on-demand"]
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: %[1]s
-  disruption:
-    consolidationPolicy: WhenEmpty
-    consolidateAfter: 15s
-    budgets:
-      - nodes: "100%%"
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: %[1]s
-spec:
-  amiSelectorTerms:
-    - alias: al2023@latest
-  role: KarpenterNodeRole-%[2]s
-  subnetSelectorTerms:
-    - tags: {karpenter.sh/discovery: %[2]s}
-  securityGroupSelectorTerms:
-    - tags: {karpenter.sh/discovery: %[2]s}
-`
+// pool is the run's NodePool: five 2-vCPU types on-demand, emptied nodes
+// removed after 15 s with no budget in the way.
+func pool(name string) []cloudtest.Option {
+	return []cloudtest.Option{
+		cloudtest.PoolName(name), cloudtest.PoolLabel("nodewright.io/cost"),
+		cloudtest.InstanceTypes("m5.large", "m5a.large", "m6i.large", "m6a.large", "m7i.large"), cloudtest.CapacityTypes("on-demand"),
+		cloudtest.PoolSpec(func(p *apistest.Pool) {
+			p.ConsolidationPolicy, p.ConsolidateAfter, p.Budgets = "WhenEmpty", "15s", []apistest.Budget{{Nodes: "100%"}}
+		}),
+	}
+}
 
 func newEnv(t testing.TB, name string, level slog.Level) *env {
 	t.Helper()
-	cloud := shared.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, cloud: cloud, db: newCounter(), sim: newCounter(), logs: &syncBuffer{}, pool: name, fns: map[string]handler{}}
-	for _, kv := range cloud.ControllerEnv() {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	// The functions reach the cluster through EKS DescribeCluster and an STS
-	// token, never a kubeconfig (as in Lambda).
-	t.Setenv("KUBECONFIG", "")
-	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
-	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", e.db.proxy(t, cloud.DynamoDBEndpoint))
-	t.Setenv("AWS_ENDPOINT_URL", e.sim.proxy(t, cloud.AWSEndpoint))
-
-	cfg, err := settings.AWSConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := store.NewDynamoDBClient(cfg)
-	e.table = fmt.Sprintf("cost-%s-%d", name, time.Now().UnixNano()%1e9)
-	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(e.table)); err != nil {
-		t.Fatal(err)
-	}
-	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 50*time.Millisecond, 500*time.Millisecond
-	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(e.table)}, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if e.st, err = store.New(db, e.table); err != nil {
-		t.Fatal(err)
-	}
-	q, err := sqs.NewFromConfig(cfg).CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(e.table + "-work")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.workURL = sdkaws.ToString(q.QueueUrl)
-	// The functions run as the stack's controller role, under its policy.
-	stack, err := cloud.Deploy(localcloud.StackResources{Table: e.table, WorkQueue: e.workURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	e.cfgDir = t.TempDir()
-	if err := os.WriteFile(filepath.Join(e.cfgDir, "pool.yaml"), []byte(fmt.Sprintf(poolYAML, name, cloud.ClusterName)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	e.ns = cloud.NewNamespace(t)
+	e := &env{t: t, db: newCounter(), sim: newCounter(), pool: name, fns: map[string]handler{}}
+	// The functions run as the stack's controller role, under its policy,
+	// and reach the cluster through EKS DescribeCluster and an STS token,
+	// never a kubeconfig (as in Lambda); DynamoDB and the simulator are
+	// behind the counting proxies.
+	ce := cloudtest.NewEnv(t, shared, append(pool(name), cloudtest.Timeout(15*time.Minute), cloudtest.WorkQueue(),
+		cloudtest.Setenv(func(ce *cloudtest.Env) {
+			for _, kv := range ce.Cloud.ControllerEnv() {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
+			t.Setenv("KUBECONFIG", "")
+			t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", e.db.proxy(t, ce.Cloud.DynamoDBEndpoint))
+			t.Setenv("AWS_ENDPOINT_URL", e.sim.proxy(t, ce.Cloud.AWSEndpoint))
+		}))...)
+	cloud, ctx, stack := ce.Cloud, ce.Ctx, ce.Stack
+	e.ctx, e.cloud, e.logs, e.table, e.st, e.workURL, e.cfgDir, e.ns = ctx, cloud, ce.Logs, ce.Table, ce.Store, ce.WorkQueue, ce.ConfigDir, ce.Namespace
 	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: e.table, Owner: cloud.TableARN(e.table), WorkQueueURL: e.workURL, ConfigDir: e.cfgDir,
 		BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, LogLevel: slog.LevelDebug, Rebalance: "ignore"}
 	for _, fn := range []string{"provisioner", "lifecycle", "disruption", "interruption"} {
@@ -369,58 +265,6 @@ func (e *env) invoke(fn, trigger string, event json.RawMessage) invocation {
 	return inv
 }
 
-// createPods creates n pods of cpu each that only this run's pool can take.
-func (e *env) createPods(n int, cpu string) {
-	e.t.Helper()
-	for i := range n {
-		p := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%d", i), Namespace: e.ns, Labels: map[string]string{"app": "load"}},
-			Spec: corev1.PodSpec{
-				NodeSelector: map[string]string{"nodewright.io/cost": e.pool},
-				// What the DefaultTolerationSeconds admission plugin adds in
-				// EKS: a node briefly NotReady must not evict the pod (the
-				// local control plane's taint-eviction controller did).
-				Tolerations: []corev1.Toleration{
-					{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
-					{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
-				},
-				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
-				}}},
-			},
-		}
-		if _, err := e.cloud.KubeClient.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-	e.waitFor("pods unschedulable", time.Minute, func() bool {
-		list, err := e.cloud.KubeClient.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
-		if err != nil {
-			return false
-		}
-		un := 0
-		for _, p := range list.Items {
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
-					un++
-				}
-			}
-		}
-		return un == n
-	})
-}
-
-func (e *env) waitFor(what string, d time.Duration, f func() bool) {
-	e.t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // claims returns the live claims.
 func (e *env) claims() []*apis.NodeClaim {
 	e.t.Helper()
@@ -450,3 +294,9 @@ func stateChanges(region string, instances []string, state string) json.RawMessa
 	b, _ := json.Marshal(map[string]any{"Records": recs})
 	return b
 }
+
+// One local cloud per package; short simulated delays so instances become
+// Nodes within a second.
+var shared = cloudtest.NewShared("cost")
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

@@ -12,10 +12,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/admission"
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 )
 
 // phaseStats sums the invocations of one function in one phase.
@@ -433,5 +435,49 @@ func BenchmarkRunningCost(b *testing.B) {
 		if err := os.WriteFile(out, []byte(report.String()), 0o644); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// createPods creates n pods of cpu each that only this run's pool can take.
+func (e *env) createPods(n int, cpu string) {
+	e.t.Helper()
+	for i := range n {
+		p := cloudtest.PausePod(e.ns, fmt.Sprintf("load-%d", i), "load", map[string]string{"nodewright.io/cost": e.pool}, cpu, "256Mi")
+		// What the DefaultTolerationSeconds admission plugin adds in EKS: a
+		// node briefly NotReady must not evict the pod (the local control
+		// plane's taint-eviction controller did).
+		p.Spec.Tolerations = []corev1.Toleration{
+			{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
+			{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(300))},
+		}
+		if _, err := e.cloud.KubeClient.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	e.waitFor("pods unschedulable", time.Minute, func() bool {
+		list, err := e.cloud.KubeClient.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		un := 0
+		for _, p := range list.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled && c.Reason == corev1.PodReasonUnschedulable {
+					un++
+				}
+			}
+		}
+		return un == n
+	})
+}
+
+func (e *env) waitFor(what string, d time.Duration, f func() bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for !f() {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

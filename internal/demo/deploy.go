@@ -82,7 +82,7 @@ func (d *run) deployStack(ctx context.Context) (*deployed, error) {
 	if st.qs, err = createQueues(ctx, sqs.NewFromConfig(awsCfg), "nodewright-demo-"+suffix); err != nil {
 		return nil, err
 	}
-	if err := createRules(d.cloud, st.qs.InterruptionARN); err != nil {
+	if err := localcloud.RouteInterruptionEvents(d.cloud.AWS, "", st.qs.InterruptionARN); err != nil {
 		return nil, err
 	}
 	// Each function signs its AWS calls as its role of the stack, under the

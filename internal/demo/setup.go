@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/internal/localcloud"
-	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -88,28 +87,6 @@ func createQueues(ctx context.Context, client *sqs.Client, prefix string) (queue
 		return qs, err
 	}
 	return qs, nil
-}
-
-// createRules routes the cloud's own events to the interruption queue with
-// the stack's four rules (spot interruption, rebalance, state change, AWS
-// Health), on the simulator's event bus.
-func createRules(cloud *localcloud.Cloud, interruptionARN string) error {
-	bus := cloud.AWS.Events()
-	for _, r := range []struct{ name, source, detailType string }{
-		{"SpotInterruptionRule", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
-		{"RebalanceRule", "aws.ec2", "EC2 Instance Rebalance Recommendation"},
-		{"InstanceStateChangeRule", "aws.ec2", "EC2 Instance State-change Notification"},
-		{"ScheduledChangeRule", "aws.health", "AWS Health Event"},
-	} {
-		pattern, _ := json.Marshal(map[string]any{"source": []string{r.source}, "detail-type": []string{r.detailType}})
-		if _, err := bus.PutRule(r.name, string(pattern)); err != nil {
-			return fmt.Errorf("EventBridge rule %s: %w", r.name, err)
-		}
-		if err := bus.PutTargets(r.name, eventsim.Target{Id: "interruption-queue", Arn: interruptionARN}); err != nil {
-			return fmt.Errorf("EventBridge rule %s target: %w", r.name, err)
-		}
-	}
-	return nil
 }
 
 // writeConfig writes the demo NodePool/EC2NodeClass for cluster into dir

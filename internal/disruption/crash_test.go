@@ -30,7 +30,7 @@ func TestEmptinessSurvivesACrashAtEveryCall(t *testing.T) {
 	if os.Getenv("NODEWRIGHT_SLOW_SWEEPS") == "" {
 		t.Skip("the emptiness crash sweep takes 15-30 min: NODEWRIGHT_SLOW_SWEEPS=1 runs it")
 	}
-	e := newEnv(t, `"m5.large"`, "    consolidationPolicy: WhenEmpty\n    consolidateAfter: 1s\n    budgets:\n    - nodes: \"1\"")
+	e := newEnv(t, scenarioPool([]string{"m5.large"}, "WhenEmpty", "1s", budget("1")))
 	// About 80 crash points of several seconds each: more than newEnv's
 	// deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/app"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/disruption"
@@ -29,13 +30,11 @@ import (
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-// zeroBudgetTypes and zeroBudgetBlock are scenario 5's NodePool: everything
-// may be disrupted, except that a budget of 0 nodes is active all the time
-// (a schedule every minute lasting an hour always covers now).
-const (
-	zeroBudgetTypes = `"m5.large", "m5.xlarge", "m5.2xlarge"`
-	zeroBudgetBlock = "    consolidationPolicy: WhenEmptyOrUnderutilized\n    consolidateAfter: 5s\n    budgets:\n    - nodes: \"100%\"\n    - nodes: \"0\"\n      schedule: \"* * * * *\"\n      duration: 1h"
-)
+// zeroBudget is scenario 5's NodePool: everything may be disrupted, except
+// that a budget of 0 nodes is active all the time (a schedule every minute
+// lasting an hour always covers now).
+var zeroBudget = scenarioPool([]string{"m5.large", "m5.xlarge", "m5.2xlarge"}, "WhenEmptyOrUnderutilized", "5s",
+	budget("100%"), noneEver)
 
 // Scenario 5, second half: budgets only limit voluntary disruption. Under a
 // zero budget, a spot interruption of one of the pool's nodes still goes
@@ -45,8 +44,8 @@ const (
 // why in DisruptionBlocked events.
 func TestScenario5ZeroBudgetInterruptionStillActs(t *testing.T) {
 	start := time.Now()
-	e := newEnv(t, zeroBudgetTypes, zeroBudgetBlock)
-	useSpot(e, zeroBudgetTypes, zeroBudgetBlock)
+	e := newEnv(t, zeroBudget)
+	useSpot(e)
 	fn := startInterruptionFunction(e)
 
 	e.deployment("web", 8, "1", int32p(1))
@@ -218,17 +217,15 @@ func TestScenario5ZeroBudgetInterruptionStillActs(t *testing.T) {
 // package's pool is on-demand only, and only spot instances are reclaimed.
 // Every controller reads the one *apis.Config at each pass, so replacing its
 // contents before the first launch is the same as having loaded it.
-func useSpot(e *env, types, block string) {
+func useSpot(e *env) {
 	e.t.Helper()
-	const onDemand, spot = `values: ["on-demand"]`, `values: ["spot"]`
-	if strings.Count(poolYAML, onDemand) != 1 {
-		e.t.Fatalf("the package's pool no longer pins %s once; adapt useSpot", onDemand)
+	spot := e.spec
+	spot.Requirements = slices.Clone(spot.Requirements)
+	if spot.Requirements[0].Key != apis.CapacityTypeLabelKey {
+		e.t.Fatalf("the package's pool no longer pins its capacity type first; adapt useSpot")
 	}
-	doc := fmt.Sprintf(strings.Replace(poolYAML, onDemand, spot, 1), e.pool, types, block) + cloudtest.NodeClassYAML("default", e.cloud.ClusterName)
-	cfg, err := apis.LoadData("spot-pool.yaml", []byte(doc))
-	if err != nil {
-		e.t.Fatalf("load the spot pool: %v", err)
-	}
+	spot.Requirements[0] = apistest.In(apis.CapacityTypeLabelKey, "spot")
+	cfg := apistest.Load(e.t, spot.YAML()+cloudtest.NodeClassYAML("default", e.cloud.ClusterName))
 	*e.cfg = *cfg
 }
 

@@ -18,7 +18,7 @@ import (
 // drops, and the deployment never has more pods unavailable than its PDB
 // allows.
 func TestScenario1ScaleDownConsolidates(t *testing.T) {
-	e := newEnv(t, `"m5.large", "m5.xlarge"`, "    consolidationPolicy: WhenEmptyOrUnderutilized\n    consolidateAfter: 5s\n    budgets:\n    - nodes: \"50%\"")
+	e := newEnv(t, scenarioPool([]string{"m5.large", "m5.xlarge"}, "WhenEmptyOrUnderutilized", "5s", budget("50%")))
 	e.deployment("inflate", 30, "450m", int32p(1))
 	start := time.Now()
 	e.launchAll("inflate")
@@ -85,7 +85,7 @@ func TestScenario1ScaleDownConsolidates(t *testing.T) {
 // Scenario 2: a new AMI release -> every node is replaced, never more than
 // the budget (1 node) at a time, pods Running throughout.
 func TestScenario2AMIDriftReplacesEveryNode(t *testing.T) {
-	e := newEnv(t, `"m5.large"`, "    consolidationPolicy: WhenEmptyOrUnderutilized\n    consolidateAfter: Never\n    budgets:\n    - nodes: \"1\"")
+	e := newEnv(t, scenarioPool([]string{"m5.large"}, "WhenEmptyOrUnderutilized", "Never", budget("1")))
 	e.deployment("web", 3, "1200m", int32p(1))
 	e.launchAll("web")
 	before := e.claims()
@@ -141,7 +141,7 @@ func TestScenario2AMIDriftReplacesEveryNode(t *testing.T) {
 // node and says why in an event; without the PDB the same node is replaced
 // (so the protection, not a lack of savings, is what held it).
 func TestScenario4PDBBlocksConsolidation(t *testing.T) {
-	e := newEnv(t, `"m5.large", "m5.xlarge", "m5.2xlarge"`, "    consolidationPolicy: WhenEmptyOrUnderutilized\n    consolidateAfter: 5s\n    budgets:\n    - nodes: \"100%\"")
+	e := newEnv(t, scenarioPool([]string{"m5.large", "m5.xlarge", "m5.2xlarge"}, "WhenEmptyOrUnderutilized", "5s", budget("100%")))
 	e.deployment("guarded", 1, "500m", int32p(0))
 	e.deployment("filler", 6, "1", nil)
 	e.launchAll("guarded", "filler")
@@ -196,7 +196,8 @@ func TestScenario4PDBBlocksConsolidation(t *testing.T) {
 // Scenario 5: a budget of 0 nodes with a schedule covering now -> no
 // voluntary disruption at all, and the budget is named in events.
 func TestScenario5ZeroBudgetBlocksEverything(t *testing.T) {
-	e := newEnv(t, `"m5.large", "m5.xlarge", "m5.2xlarge"`, "    consolidationPolicy: WhenEmptyOrUnderutilized\n    consolidateAfter: 5s\n    budgets:\n    - nodes: \"100%\"\n    - nodes: \"0\"\n      schedule: \"* * * * *\"\n      duration: 1h")
+	e := newEnv(t, scenarioPool([]string{"m5.large", "m5.xlarge", "m5.2xlarge"}, "WhenEmptyOrUnderutilized", "5s",
+		budget("100%"), noneEver))
 	e.deployment("filler", 8, "1", nil)
 	e.launchAll("filler")
 	before := e.claims()

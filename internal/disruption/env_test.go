@@ -11,66 +11,45 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/localcloud"
-	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-// One local cloud for the package, with a fast simulated cloud.
-var shared = localcloud.NewShared(localcloud.Options{
-	Sim: awssim.Options{
-		Delays: awssim.Delays{
-			Pending: 200 * time.Millisecond, NodeRegistration: 300 * time.Millisecond,
-			ShuttingDown: 300 * time.Millisecond, SpotInterruption: 2 * time.Minute,
+// budget is a disruption budget of nodes ("1", "50%") at all times.
+func budget(nodes string) apistest.Budget { return apistest.Budget{Nodes: nodes} }
+
+// noneEver is a budget of 0 nodes that is always active: a schedule every
+// minute lasting an hour always covers now.
+var noneEver = apistest.Budget{Nodes: "0", Schedule: "* * * * *", Duration: "1h"}
+
+// scenarioPool is a scenario's NodePool (on the EC2NodeClass "default"):
+// on-demand nodes of types, disrupted by policy after consolidateAfter
+// within budgets.
+func scenarioPool(types []string, policy, after string, budgets ...apistest.Budget) apistest.Pool {
+	return apistest.Pool{
+		Requirements: []apistest.Req{
+			apistest.In(apis.CapacityTypeLabelKey, "on-demand"),
+			apistest.In(catalog.LabelInstanceType, types...),
 		},
-	},
-})
-
-func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
-
-// poolYAML: %[1]s pool name, %[2]s instance types, %[3]s disruption
-// block; the EC2NodeClass "default" is cloudtest.NodeClassYAML.
-const poolYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: %[1]s
-spec:
-  template:
-    spec:
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: default
-      requirements:
-      - key: karpenter.sh/capacity-type
-        operator: In
-        values: ["on-demand"]
-      - key: node.kubernetes.io/instance-type
-        operator: In
-        values: [%[2]s]
-  disruption:
-%[3]s
-`
+		ConsolidationPolicy: policy, ConsolidateAfter: after, Budgets: budgets,
+	}
+}
 
 var seq atomic.Int64
 
@@ -92,6 +71,8 @@ type env struct {
 	cat   *catalog.Catalog
 	ns    string
 	pool  string
+	// spec is the NodePool the env loaded (named pool).
+	spec apistest.Pool
 
 	prov *provisioning.Provisioner
 	life *lifecycle.Handler
@@ -103,45 +84,33 @@ type env struct {
 	results []*disruption.Result
 }
 
-func newEnv(t *testing.T, types, disruptionBlock string) *env {
+func newEnv(t *testing.T, spec apistest.Pool) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end disruption scenarios need the local cloud (skipped in -short)")
 	}
-	cloud := shared.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	t.Cleanup(cancel)
-	cloudtest.SetEnv(t, cloud)
-	n := seq.Add(1)
-	e := &env{t: t, ctx: ctx, cloud: cloud, cs: cloud.KubeClient, pool: fmt.Sprintf("dis%d-%d", time.Now().UnixNano()%1e5, n)}
-	e.deploy(n)
-	e.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolYAML, e.pool, types, disruptionBlock)+cloudtest.NodeClassYAML("default", cloud.ClusterName))
+	spec.Name = fmt.Sprintf("dis%d-%d", time.Now().UnixNano()%1e5, seq.Add(1))
+	ce := cloudtest.NewEnv(t, shared, cloudtest.Timeout(8*time.Minute), cloudtest.PoolName(spec.Name), cloudtest.NodeClass("default"),
+		cloudtest.PoolYAML(spec.YAML()), cloudtest.WorkQueue())
+	e := &env{t: t, ctx: ce.Ctx, cloud: ce.Cloud, cs: ce.Cloud.KubeClient, pool: ce.Pool, spec: spec, cfg: ce.Config, ns: ce.Namespace,
+		work: ce.WorkQueue, stack: ce.Stack, admin: sqs.NewFromConfig(ce.AWS)}
+	e.connect(ce)
 	var err error
-	if e.cat, err = e.p.Catalog(ctx, nil); err != nil {
+	if e.cat, err = e.p.Catalog(e.ctx, nil); err != nil {
 		t.Fatalf("catalog: %v", err)
 	}
-	e.ns = cloud.NewNamespace(t)
 	e.controllers()
 	t.Cleanup(e.terminatePool)
 	return e
 }
 
-// deploy gives the env its own stack: a table and a work queue, the
-// controller role every controller runs as, and the adapters over them.
-func (e *env) deploy(n int64) {
-	t, ctx, cloud := e.t, e.ctx, e.cloud
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := fmt.Sprintf("disruption-%d-%d", time.Now().UnixNano()%1e6, n)
-	db := store.NewDynamoDBClient(awsCfg)
-	cloudtest.NewTable(ctx, t, db, table)
-	e.admin = sqs.NewFromConfig(awsCfg)
-	e.work = cloudtest.CreateQueue(ctx, t, e.admin, fmt.Sprintf("dwork-%d-%d", time.Now().UnixNano()%1e6, n), nil)
-	// Every controller runs as the stack's controller role.
-	e.stack = cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: table, WorkQueue: e.work})
+// connect builds the env's adapters over its stack's table, EC2 and work
+// queue and the API server, as the stack's controller role (every
+// controller runs as it).
+func (e *env) connect(ce *cloudtest.Env) {
+	t, ctx, cloud, table := e.t, e.ctx, e.cloud, ce.Table
 	ctrl := cloudtest.RoleConfig(ctx, t, e.stack.Controller)
+	var err error
 	if e.st, err = store.New(store.NewDynamoDBClient(ctrl), table); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +122,7 @@ func (e *env) deploy(n int64) {
 		t.Fatal(err)
 	}
 	e.sqs = sqs.NewFromConfig(ctrl)
-	if e.kc, err = kube.NewClient(rest.CopyConfig(cloud.ControllerREST), nil); err != nil {
+	if e.kc, err = kube.NewClient(ce.KubeConfig(), nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -207,39 +176,8 @@ func (e *env) terminatePool() {
 
 func (e *env) deployment(name string, replicas int32, cpu string, pdbMaxUnavailable *int32) {
 	e.t.Helper()
-	no := false
-	grace := int64(0)
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
-				Spec: corev1.PodSpec{
-					NodeSelector:                  map[string]string{apis.NodePoolLabelKey: e.pool},
-					AutomountServiceAccountToken:  &no,
-					TerminationGracePeriodSeconds: &grace,
-					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")}}}},
-				},
-			},
-		},
-	}
-	if _, err := e.cs.AppsV1().Deployments(e.ns).Create(e.ctx, dep, metav1.CreateOptions{}); err != nil {
-		e.t.Fatal(err)
-	}
-	if pdbMaxUnavailable != nil {
-		mu := intstr.FromInt32(*pdbMaxUnavailable)
-		pdb := &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
-			Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &mu, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}},
-		}
-		if _, err := e.cs.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, pdb, metav1.CreateOptions{}); err != nil {
-			e.t.Fatal(err)
-		}
-	}
+	cloudtest.Workload{Name: name, Replicas: replicas, CPU: cpu, Memory: "256Mi", NodeSelector: map[string]string{apis.NodePoolLabelKey: e.pool},
+		GraceSeconds: new(int64(0)), NoServiceAccountToken: true, MaxUnavailable: pdbMaxUnavailable}.Deploy(e.ctx, e.t, e.cs, e.ns)
 }
 
 func (e *env) scale(name string, replicas int) {
@@ -332,3 +270,8 @@ func (e *env) watchRunning(app string) (fewest func() int, stop func()) {
 }
 
 func int32p(v int32) *int32 { return &v }
+
+// One local cloud for the package, with a fast simulated cloud.
+var shared = cloudtest.NewShared("", cloudtest.NodeRegistration(300*time.Millisecond))
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

@@ -13,6 +13,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/disruption"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -100,11 +101,7 @@ func (e *env) until(what string, timeout time.Duration, disrupt bool, apps []str
 
 func (e *env) claims() []*apis.NodeClaim {
 	e.t.Helper()
-	cls, err := e.st.ListNodeClaims(e.ctx)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return cls
+	return cloudtest.Claims(e.ctx, e.t, e.st)
 }
 
 // cost is what the live claims cost per hour.

@@ -30,42 +30,6 @@ import (
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-// One local cloud for the package. Spot instances get Karpenter's two
-// minutes between the warning and the reclaim, in real time.
-var shared = localcloud.NewShared(localcloud.Options{
-	ClusterName: "intr",
-	Sim: awssim.Options{Delays: awssim.Delays{
-		Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
-		ShuttingDown: 300 * time.Millisecond, SpotInterruption: 2 * time.Minute,
-	}},
-})
-
-func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
-
-// poolTemplate is the test's NodePool (%[1]s, also its EC2NodeClass).
-const poolTemplate = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: %[1]s
-spec:
-  template:
-    metadata:
-      labels:
-        nodewright.io/test: %[1]s
-    spec:
-      requirements:
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: ["m5.large", "m5.xlarge"]
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: ["spot", "on-demand"]
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: %[1]s
-`
-
 // batch is one invocation of the handler by the test's event source mapping.
 type batch struct {
 	received time.Time // ReceiveMessage returned
@@ -83,12 +47,12 @@ type batch struct {
 type harness struct {
 	t       testing.TB
 	ctx     context.Context
+	pool    string
+	ns      string
 	cloud   *localcloud.Cloud
 	sim     *awssim.Server
 	table   string
 	store   *store.Store
-	ns      string
-	pool    string
 	cfg     *apis.Config
 	logs    *cloudtest.SyncBuffer
 	sqs     *sqs.Client
@@ -113,34 +77,20 @@ var harnesses atomic.Int64
 
 func newHarness(t testing.TB) *harness {
 	t.Helper()
-	cloud := shared.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	t.Cleanup(cancel)
-	cloudtest.SetEnv(t, cloud)
-	h := &harness{t: t, ctx: ctx, cloud: cloud, sim: cloud.AWS, logs: &cloudtest.SyncBuffer{}}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("logs:\n%s", h.logs.String())
-		}
-	})
 	// Unique per harness: a benchmark builds one per run under one name.
-	h.pool = fmt.Sprintf("%s-%d", cloudtest.DNSName(t.Name(), 30), harnesses.Add(1))
-	awsCfg, err := settings.AWSConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := store.NewDynamoDBClient(awsCfg)
-	h.table = fmt.Sprintf("intr-%s-%d", h.pool, time.Now().UnixNano()%1e9)
-	h.store = cloudtest.NewTable(ctx, t, db, h.table)
+	h := &harness{t: t, pool: fmt.Sprintf("%s-%d", cloudtest.DNSName(t.Name(), 30), harnesses.Add(1))}
+	e := cloudtest.NewEnv(t, shared, cloudtest.PoolName(h.pool), cloudtest.PoolLabel("nodewright.io/test"),
+		cloudtest.InstanceTypes("m5.large", "m5.xlarge"), cloudtest.CapacityTypes("spot", "on-demand"),
+		cloudtest.Resources(func(e *cloudtest.Env) localcloud.StackResources {
+			h.ctx, h.cloud, h.sim, h.sqs = e.Ctx, e.Cloud, e.Cloud.AWS, sqs.NewFromConfig(e.AWS)
+			h.createQueues()
+			return localcloud.StackResources{InterruptionQueue: h.qName}
+		}))
+	h.table, h.store, h.ns, h.cfg, h.logs, h.stack = e.Table, e.Store, e.Namespace, e.Config, e.Logs, e.Stack
 	t.Cleanup(h.terminateAll)
-	h.ns = cloud.NewNamespace(t)
-	h.cfg = cloudtest.LoadConfig(t, fmt.Sprintf(poolTemplate, h.pool)+cloudtest.NodeClassYAML(h.pool, cloud.ClusterName))
-	h.sqs = sqs.NewFromConfig(awsCfg)
-	h.createQueues(awsCfg.Region)
 	// The function and its SQS event source run as the stack's controller
 	// role, as Lambda's event source mapping uses the execution role.
-	h.stack = cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: h.table, InterruptionQueue: h.qName})
-	h.sqs = sqs.NewFromConfig(cloudtest.RoleConfig(ctx, t, h.stack.Controller))
+	h.sqs = sqs.NewFromConfig(e.Controller())
 	h.app = h.newApp(interruption.RebalanceIgnore)
 	h.setHandler(h.app)
 	h.startLoops()
@@ -150,7 +100,7 @@ func newHarness(t testing.TB) *harness {
 // createQueues creates the interruption queue with its DLQ (as the CDK stack
 // does, with a short visibility timeout and maxReceiveCount so redrive
 // happens within the test) and the stack's four EventBridge rules.
-func (h *harness) createQueues(region string) {
+func (h *harness) createQueues() {
 	h.t.Helper()
 	suffix := strconv.FormatInt(time.Now().UnixNano()%1e9, 10)
 	h.qName, h.dlqName = "intr-"+h.pool+"-"+suffix, "intr-"+h.pool+"-"+suffix+"-dlq"
@@ -160,7 +110,6 @@ func (h *harness) createQueues(region string) {
 		"VisibilityTimeout": "1", "RedrivePolicy": string(redrive),
 	})
 	cloudtest.RouteInterruptionEvents(h.t, h.sim, h.qName, h.qName)
-	_ = region
 }
 
 // newApp builds the function's App as app.Run would, with the test's
@@ -307,3 +256,9 @@ func (h *harness) terminateAll() {
 		}
 	}
 }
+
+// One local cloud for the package. Spot instances get Karpenter's two
+// minutes between the warning and the reclaim, in real time.
+var shared = cloudtest.NewShared("intr")
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
@@ -27,50 +22,9 @@ import (
 // every pod runs on one node and that node's claim.
 func (h *harness) deploy(n int, minAvailable int) (*apis.NodeClaim, *corev1.Node) {
 	h.t.Helper()
-	labels := map[string]string{"app": "web"}
-	replicas := int32(n)
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: h.ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"nodewright.io/test": h.pool},
-					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-						Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-					}}},
-				},
-			},
-		},
-	}
-	if _, err := h.cloud.KubeClient.AppsV1().Deployments(h.ns).Create(h.ctx, d, metav1.CreateOptions{}); err != nil {
-		h.t.Fatal(err)
-	}
-	ma := intstr.FromInt32(int32(minAvailable))
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: h.ns},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &ma, Selector: &metav1.LabelSelector{MatchLabels: labels}},
-	}
-	if _, err := h.cloud.KubeClient.PolicyV1().PodDisruptionBudgets(h.ns).Create(h.ctx, pdb, metav1.CreateOptions{}); err != nil {
-		h.t.Fatal(err)
-	}
-	h.eventually("pods unschedulable", 30*time.Second, func() (bool, string) {
-		pods := h.pods()
-		for _, p := range pods {
-			unschedulable := false
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-					unschedulable = true
-				}
-			}
-			if !unschedulable {
-				return false, p.Name + " not yet unschedulable"
-			}
-		}
-		return len(pods) == n, fmt.Sprintf("%d/%d pods", len(pods), n)
-	})
+	cloudtest.Workload{Name: "web", Replicas: int32(n), CPU: "200m", Memory: "256Mi", NodeSelector: map[string]string{"nodewright.io/test": h.pool},
+		MinAvailable: new(int32(minAvailable))}.Deploy(h.ctx, h.t, h.cloud.KubeClient, h.ns)
+	cloudtest.WaitUnschedulable(h.ctx, h.t, h.cloud.KubeClient, h.ns, "app=web", n, 30*time.Second)
 	pd, err := h.app.ProvisionerDeps()
 	if err != nil {
 		h.t.Fatal(err)
@@ -188,14 +142,8 @@ func (h *harness) watchPDB() (stop func() int) {
 func (h *harness) fleetCallsSince(since time.Time) []awssim.Call {
 	var out []awssim.Call
 	for _, c := range h.sim.Calls("ec2", "CreateFleet") {
-		if c.ErrorCode != "" || c.Time.Before(since) {
-			continue
-		}
-		for k, v := range c.Params {
-			if strings.HasPrefix(k, "TagSpecification.") && v == h.pool {
-				out = append(out, c)
-				break
-			}
+		if c.ErrorCode == "" && !c.Time.Before(since) && cloudtest.Tags(c, h.pool) {
+			out = append(out, c)
 		}
 	}
 	return out

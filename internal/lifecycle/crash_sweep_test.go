@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
@@ -77,7 +78,7 @@ func (e *env) drive(c *lifecycle.Controller, cr *cloudtest.Crasher, name string,
 func TestRegistrationSurvivesACrashAtEveryCall(t *testing.T) {
 	// consolidateAfter Never: an empty node that waits for a re-run must
 	// not be taken away by the WhenEmpty pool meanwhile.
-	e := newEnv(t, withConfig(fmt.Sprintf(strings.Replace(poolYAML, "consolidateAfter: 5s", "consolidateAfter: Never", 1), "default", "10")))
+	e := newEnv(t, withPool(func(p *apistest.Pool) { p.ConsolidateAfter = "Never" }))
 	cloudtest.CrashSweep(t, 5, func(t *testing.T, cr *cloudtest.Crasher) {
 		id := fmt.Sprintf("k%d", cr.At)
 		e.t = t

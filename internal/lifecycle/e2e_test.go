@@ -4,39 +4,28 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	nwpods "github.com/nodewright/nodewright/internal/pods"
 	"github.com/nodewright/nodewright/internal/provisioning"
 )
 
-const e2eYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: e2e
-spec:
-  template:
-    spec:
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: default
-      requirements:
-      - key: karpenter.sh/capacity-type
-        operator: In
-        values: ["on-demand"]
-      - key: node.kubernetes.io/instance-type
-        operator: In
-        values: ["m5.large", "m5.xlarge", "m5.2xlarge"]
-  disruption:
-    consolidationPolicy: WhenEmpty
-    consolidateAfter: 5s
-`
+// e2ePool is the end-to-end test's NodePool "e2e": three sizes on-demand,
+// WhenEmpty after 5 s.
+var e2ePool = apistest.Pool{
+	Name: "e2e",
+	Requirements: []apistest.Req{
+		apistest.In(apis.CapacityTypeLabelKey, "on-demand"),
+		apistest.In("node.kubernetes.io/instance-type", "m5.large", "m5.xlarge", "m5.2xlarge"),
+	},
+	ConsolidationPolicy: "WhenEmpty",
+	ConsolidateAfter:    "5s",
+}
 
 // The whole loop through the real handlers: pending pods -> provisioner
 // run -> lifecycle work items register and initialize the nodes -> the
@@ -44,7 +33,7 @@ spec:
 // empty nodes -> after consolidateAfter they are drained, terminated,
 // their Nodes deleted and their claims tombstoned.
 func TestEndToEndScaleUpAndDown(t *testing.T) {
-	e := newEnv(t, withConfig(e2eYAML))
+	e := newEnv(t, withConfig(e2ePool.YAML()))
 	d := e.deps()
 	h := e.handler(d)
 	prov, err := provisioning.New(provisioning.Deps{
@@ -59,30 +48,8 @@ func TestEndToEndScaleUpAndDown(t *testing.T) {
 	}
 
 	const replicas = 4
-	n := int32(replicas)
-	no := false
-	grace := int64(0)
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "inflate", Namespace: e.ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &n,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "inflate"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "inflate"}},
-				Spec: corev1.PodSpec{
-					NodeSelector:                  map[string]string{apis.NodePoolLabelKey: "e2e"},
-					AutomountServiceAccountToken:  &no,
-					TerminationGracePeriodSeconds: &grace,
-					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
-						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
-				},
-			},
-		},
-	}
-	if _, err := e.cs.AppsV1().Deployments(e.ns).Create(e.ctx, dep, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cloudtest.Workload{Name: "inflate", Replicas: replicas, CPU: "1", Memory: "1Gi", NodeSelector: map[string]string{apis.NodePoolLabelKey: "e2e"},
+		GraceSeconds: new(int64(0)), NoServiceAccountToken: true}.Deploy(e.ctx, e.t, e.cs, e.ns)
 	pods := func() (total, pending, running int) {
 		list, err := e.cs.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "app=inflate"})
 		if err != nil {

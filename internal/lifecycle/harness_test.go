@@ -2,7 +2,6 @@ package lifecycle_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync/atomic"
 	"testing"
@@ -16,65 +15,33 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/localcloud"
-	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-// One local cloud for the package. Nodes of terminated instances are kept
-// (no cloud-controller deletion) so the lifecycle's own node GC is what
-// removes them.
-var shared = localcloud.NewShared(localcloud.Options{
-	Sim: awssim.Options{
-		KeepTerminatedNodes: true,
-		Delays: awssim.Delays{
-			Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
-			ShuttingDown: 300 * time.Millisecond, SpotInterruption: 2 * time.Minute,
-		},
-	},
-})
-
-func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
-
-const poolYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: %[1]s
-spec:
-  template:
-    metadata:
-      labels:
-        team: payments
-    spec:
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: default
-      requirements:
-      - key: karpenter.sh/capacity-type
-        operator: In
-        values: ["on-demand"]
-      taints:
-      - key: dedicated
-        value: payments
-        effect: NoSchedule
-      startupTaints:
-      - key: example.com/agent
-        effect: NoSchedule
-      expireAfter: 720h
-      terminationGracePeriod: 1h
-  disruption:
-    consolidationPolicy: WhenEmpty
-    consolidateAfter: 5s
-    budgets:
-    - nodes: "%[2]s"
-`
+// defaultPool is the env's NodePool "default" (on the EC2NodeClass
+// "default"): tainted and labelled for a team, a startup taint, expiry and
+// a drain bound, WhenEmpty after 5 s, a budget of 10 nodes.
+func defaultPool() apistest.Pool {
+	return apistest.Pool{
+		Labels:                 map[string]string{"team": "payments"},
+		Requirements:           []apistest.Req{apistest.In(apis.CapacityTypeLabelKey, "on-demand")},
+		Taints:                 []apistest.Taint{{Key: "dedicated", Value: "payments", Effect: "NoSchedule"}},
+		StartupTaints:          []apistest.Taint{{Key: "example.com/agent", Effect: "NoSchedule"}},
+		ExpireAfter:            "720h",
+		TerminationGracePeriod: "1h",
+		ConsolidationPolicy:    "WhenEmpty",
+		ConsolidateAfter:       "5s",
+		Budgets:                []apistest.Budget{{Nodes: "10"}},
+	}
+}
 
 type env struct {
 	t     testing.TB
@@ -83,19 +50,20 @@ type env struct {
 	cs    kubernetes.Interface
 	// The lifecycle's clients, as the stack's controller role.
 	controllerClients
-	ec2    *ec2.Client
-	work   string // work queue URL
-	cfg    *apis.Config
-	clock  *cloudtest.Clock
-	cat    *catalog.Catalog
-	ns     string
-	budget string
+	ec2   *ec2.Client
+	work  string // work queue URL
+	cfg   *apis.Config
+	clock *cloudtest.Clock
+	cat   *catalog.Catalog
+	ns    string
 	// owner is the env's stack owner value (its table's ARN).
 	owner string
 	// stack holds the env's function roles (the controller's policy is
 	// the synthesized template's).
 	stack *localcloud.Stack
 
+	// pool is the NodePool the env loads, unless configYAML replaces it.
+	pool       apistest.Pool
 	configYAML string
 	// id makes claim names unique across tests and -count runs: a claim
 	// name determines its CreateFleet ClientToken, and a reused token
@@ -107,7 +75,12 @@ var seq atomic.Int64
 
 type envOpt func(*env)
 
-func withBudget(nodes string) envOpt { return func(e *env) { e.budget = nodes } }
+func withBudget(nodes string) envOpt {
+	return func(e *env) { e.pool.Budgets = []apistest.Budget{{Nodes: nodes}} }
+}
+
+// withPool edits the default pool.
+func withPool(edit func(*apistest.Pool)) envOpt { return func(e *env) { edit(&e.pool) } }
 
 // withConfig replaces the NodePool YAML (the EC2NodeClass "default" is
 // added).
@@ -115,38 +88,23 @@ func withConfig(yaml string) envOpt { return func(e *env) { e.configYAML = yaml 
 
 func newEnv(t testing.TB, opts ...envOpt) *env {
 	t.Helper()
-	cloud := shared.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	t.Cleanup(cancel)
-	cloudtest.SetEnv(t, cloud)
-	e := &env{t: t, ctx: ctx, cloud: cloud, cs: cloud.KubeClient, clock: &cloudtest.Clock{}, budget: "10", id: seq.Add(1)}
+	e := &env{t: t, clock: &cloudtest.Clock{}, pool: defaultPool(), id: seq.Add(1)}
 	for _, o := range opts {
 		o(e)
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
+	doc := e.configYAML
+	if doc == "" {
+		doc = e.pool.YAML()
 	}
-	n := seq.Add(1)
-	table := fmt.Sprintf("lifecycle-%d-%d", time.Now().UnixNano()%1e6, n)
-	db := store.NewDynamoDBClient(awsCfg)
-	cloudtest.NewTable(ctx, t, db, table)
-	e.owner = cloudtest.Owner(cloud, table)
-	workName := fmt.Sprintf("work-%d-%d", time.Now().UnixNano()%1e6, n)
-	e.work = cloudtest.CreateQueue(ctx, t, sqs.NewFromConfig(awsCfg), workName, nil)
+	ce := cloudtest.NewEnv(t, shared, cloudtest.PoolName("default"), cloudtest.NodeClass("default"), cloudtest.PoolYAML(doc), cloudtest.WorkQueue())
+	e.ctx, e.cloud, e.cs, e.work, e.cfg, e.ns = ce.Ctx, ce.Cloud, ce.Cloud.KubeClient, ce.WorkQueue, ce.Config, ce.Namespace
+	e.owner, e.stack, e.ec2 = ce.Owner(), ce.Stack, ec2.NewFromConfig(ce.AWS)
 	// Everything the lifecycle does runs as the stack's controller role.
-	e.stack = cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: table, WorkQueue: workName})
-	e.controllerClients = e.connect(table, rest.CopyConfig(cloud.ControllerREST))
-	e.ec2 = ec2.NewFromConfig(awsCfg)
-	doc := fmt.Sprintf(poolYAML, "default", e.budget)
-	if e.configYAML != "" {
-		doc = e.configYAML
-	}
-	e.cfg = cloudtest.LoadConfig(t, doc+cloudtest.NodeClassYAML("default", cloud.ClusterName))
-	if e.cat, err = e.p.Catalog(ctx, nil); err != nil {
+	e.controllerClients = e.connect(ce.Table, rest.CopyConfig(ce.Cloud.ControllerREST))
+	var err error
+	if e.cat, err = e.p.Catalog(e.ctx, nil); err != nil {
 		t.Fatalf("catalog: %v", err)
 	}
-	e.ns = cloud.NewNamespace(t)
 	return e
 }
 
@@ -233,3 +191,10 @@ func (e *env) k8sMinor() string {
 	}
 	return info.Version
 }
+
+// One local cloud for the package. Nodes of terminated instances are kept
+// (no cloud-controller deletion) so the lifecycle's own node GC is what
+// removes them.
+var shared = cloudtest.NewShared("", cloudtest.KeepTerminatedNodes())
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

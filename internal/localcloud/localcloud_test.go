@@ -31,20 +31,9 @@ import (
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/userdata/userdatatest"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 )
-
-// One full local cloud for the package, started by the first test that
-// needs it; short simulated delays so instances turn into nodes quickly.
-var shared = localcloud.NewShared(localcloud.Options{
-	ClusterName: "harness",
-	Sim: awssim.Options{Delays: awssim.Delays{
-		Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
-		ShuttingDown: 500 * time.Millisecond, SpotInterruption: 2 * time.Minute,
-	}},
-})
-
-func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
 
 // awsConfig loads the SDK configuration the way every nodewright binary
 // does, from the environment the local cloud publishes.
@@ -341,3 +330,9 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// One full local cloud for the package, started by the first test that
+// needs it; short simulated delays so instances turn into nodes quickly.
+var shared = cloudtest.NewShared("harness", cloudtest.ShuttingDown(500*time.Millisecond))
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

@@ -2,11 +2,11 @@ package provisioning_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/aws/awsstore"
 	"github.com/nodewright/nodewright/internal/kube"
@@ -32,20 +32,9 @@ import (
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-// One local cloud for the package, started by the first integration test;
-// short simulated delays so instances become Nodes within a second.
-var shared = localcloud.NewShared(localcloud.Options{
-	ClusterName: "prov",
-	Sim: awssim.Options{Delays: awssim.Delays{
-		Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
-		ShuttingDown: 500 * time.Millisecond, SpotInterruption: 2 * time.Minute,
-	}},
-})
-
-func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
-
-// harness is one test's slice of the shared cloud: its own table, namespace,
-// NodePool (named after the test, with a label only its pods select).
+// harness is one test's slice of the shared cloud (cloudtest.Env): its own
+// table, namespace, NodePool (named after the test, with a label only its
+// pods select). t and ctx are the current (sub)test's.
 type harness struct {
 	t      testing.TB
 	ctx    context.Context
@@ -70,110 +59,81 @@ func (n noAbort) RoundTrip(r *http.Request) (*http.Response, error) {
 	return n.rt.RoundTrip(r.WithContext(context.WithoutCancel(r.Context())))
 }
 
+// dynaliteSafe: dynalite dies when a client aborts a request mid-flight (its
+// request error handler throws), and the crash test aborts requests on
+// purpose; so requests to it finish even when their context ends.
+func dynaliteSafe(o *dynamodb.Options) {
+	o.HTTPClient = &http.Client{Transport: noAbort{http.DefaultTransport}}
+}
+
 type poolSpec struct {
-	types  string // YAML flow list of instance types
-	ct     string // YAML flow list of capacity types
-	limits string // YAML block under spec, e.g. "limits:\n    cpu: \"4\""
+	types  string            // JSON list of instance types
+	ct     string            // JSON list of capacity types
+	limits map[string]string // spec.limits, e.g. {"cpu": "4"}
+}
+
+// options are the cloudtest pool options of ps: m5.large and m5.xlarge
+// on-demand unless ps says otherwise.
+func (ps poolSpec) options(t testing.TB) []cloudtest.Option {
+	t.Helper()
+	types, cts := []string{"m5.large", "m5.xlarge"}, []string{"on-demand"}
+	for _, l := range []struct {
+		in  string
+		out *[]string
+	}{{ps.types, &types}, {ps.ct, &cts}} {
+		if l.in != "" {
+			if err := json.Unmarshal([]byte(l.in), l.out); err != nil {
+				t.Fatalf("pool spec list %s: %v", l.in, err)
+			}
+		}
+	}
+	return []cloudtest.Option{
+		cloudtest.PoolLabel("nodewright.io/test"), cloudtest.InstanceTypes(types...), cloudtest.CapacityTypes(cts...),
+		cloudtest.PoolSpec(func(p *apistest.Pool) { p.Limits = ps.limits }),
+	}
 }
 
 func newHarness(t testing.TB, ps poolSpec) *harness {
 	t.Helper()
-	cloud := shared.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	cloudtest.SetEnv(t, cloud)
-	h := &harness{t: t, ctx: ctx, cloud: cloud, sim: cloud.AWS, region: cloud.Region, logs: &cloudtest.SyncBuffer{}}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("provisioner logs:\n%s", h.logs.String())
-		}
-	})
-	h.pool = cloudtest.DNSName(t.Name(), 40)
-	h.newTable()
+	e := cloudtest.NewEnv(t, shared, append(ps.options(t), cloudtest.Timeout(3*time.Minute), cloudtest.DynamoDBOptions(dynaliteSafe))...)
+	h := &harness{t: t, ctx: e.Ctx, cloud: e.Cloud, sim: e.Cloud.AWS, region: e.Cloud.Region, logs: e.Logs,
+		pool: e.Pool, table: e.Table, stack: e.Stack, ns: e.Namespace, cfg: e.Config}
+	h.store = h.controllerStore()
 	t.Cleanup(h.terminateAll)
 	var err error
-	h.kube, err = kube.NewClient(cloud.ControllerREST, slog.New(slog.NewJSONHandler(h.logs, nil)))
+	h.kube, err = kube.NewClient(e.Cloud.ControllerREST, slog.New(slog.NewJSONHandler(h.logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.ns = cloud.NewNamespace(t)
-	h.cfg = h.config(ps)
 	return h
 }
 
-// newTable gives the harness a fresh table (fresh claims, lease, ICE set).
+// newTable gives the harness a fresh table (fresh claims, lease, ICE set)
+// and stack.
 func (h *harness) newTable() {
 	h.t.Helper()
-	cfg, err := settings.AWSConfig(h.ctx)
+	h.table = cloudtest.TableName(h.pool)
+	cloudtest.NewTable(h.ctx, h.t, store.NewDynamoDBClient(h.awsConfig(), dynaliteSafe), h.table)
+	h.stack = cloudtest.Deploy(h.t, h.cloud, localcloud.StackResources{Table: h.table})
+	h.store = h.controllerStore()
+}
+
+// controllerStore is the table's store as the provisioner has it: as the
+// stack's controller role.
+func (h *harness) controllerStore() *store.Store {
+	h.t.Helper()
+	ctrl := cloudtest.RoleConfig(h.ctx, h.t, h.stack.Controller)
+	st, err := store.New(store.NewDynamoDBClient(ctrl, dynaliteSafe), h.table)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	// dynalite dies when a client aborts a request mid-flight (its request
-	// error handler throws), and the crash test aborts requests on purpose;
-	// so requests to it finish even when their context ends.
-	db := store.NewDynamoDBClient(cfg, func(o *dynamodb.Options) {
-		o.HTTPClient = &http.Client{Transport: noAbort{http.DefaultTransport}}
-	})
-	h.table = fmt.Sprintf("nw-%s-%d", h.pool, time.Now().UnixNano()%1e9)
-	cloudtest.NewTable(h.ctx, h.t, db, h.table)
-	// The provisioner runs as the stack's controller role.
-	h.stack = cloudtest.Deploy(h.t, h.cloud, localcloud.StackResources{Table: h.table})
-	ctrl := cloudtest.RoleConfig(h.ctx, h.t, h.stack.Controller)
-	ctrlDB := store.NewDynamoDBClient(ctrl, func(o *dynamodb.Options) {
-		o.HTTPClient = &http.Client{Transport: noAbort{http.DefaultTransport}}
-	})
-	if h.store, err = store.New(ctrlDB, h.table); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-const poolTemplate = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: %[1]s
-spec:
-  template:
-    metadata:
-      labels:
-        nodewright.io/test: %[1]s
-    spec:
-      requirements:
-        - key: node.kubernetes.io/instance-type
-          operator: In
-          values: %[2]s
-        - key: karpenter.sh/capacity-type
-          operator: In
-          values: %[3]s
-      nodeClassRef:
-        group: karpenter.k8s.aws
-        kind: EC2NodeClass
-        name: %[1]s
-  %[4]s
-`
-
-func (h *harness) config(ps poolSpec) *apis.Config {
-	h.t.Helper()
-	if ps.types == "" {
-		ps.types = `["m5.large", "m5.xlarge"]`
-	}
-	if ps.ct == "" {
-		ps.ct = `["on-demand"]`
-	}
-	return cloudtest.LoadConfig(h.t, fmt.Sprintf(poolTemplate, h.pool, ps.types, ps.ct, ps.limits)+cloudtest.NodeClassYAML(h.pool, h.cloud.ClusterName))
+	return st
 }
 
 // pod is the i-th pod of app prefix, which only this test's NodePool can
 // take (its node selector names the pool's label).
 func (h *harness) pod(prefix string, i int, cpu string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", prefix, i), Namespace: h.ns, Labels: map[string]string{"app": prefix}},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"nodewright.io/test": h.pool},
-			Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")},
-			}}},
-		},
-	}
+	return cloudtest.PausePod(h.ns, fmt.Sprintf("%s-%d", prefix, i), prefix, map[string]string{"nodewright.io/test": h.pool}, cpu, "256Mi")
 }
 
 // createPods creates pods only this test's NodePool can take and waits for
@@ -188,24 +148,7 @@ func (h *harness) createPods(prefix string, n int, cpu string) []*corev1.Pod {
 		}
 		out = append(out, created)
 	}
-	h.eventually("pods unschedulable", 30*time.Second, func() (bool, string) {
-		list, err := h.cloud.KubeClient.CoreV1().Pods(h.ns).List(h.ctx, metav1.ListOptions{LabelSelector: "app=" + prefix})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, p := range list.Items {
-			ok := false
-			for _, c := range p.Status.Conditions {
-				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-					ok = true
-				}
-			}
-			if !ok {
-				return false, p.Name + " not yet unschedulable"
-			}
-		}
-		return len(list.Items) == n, fmt.Sprintf("%d/%d pods", len(list.Items), n)
-	})
+	cloudtest.WaitUnschedulable(h.ctx, h.t, h.cloud.KubeClient, h.ns, "app="+prefix, n, 30*time.Second)
 	return out
 }
 
@@ -258,11 +201,7 @@ func (h *harness) run(d provisioning.Deps) *provisioning.Result {
 // claims are the live claims of this test's table.
 func (h *harness) claims() []*apis.NodeClaim {
 	h.t.Helper()
-	cls, err := h.store.ListNodeClaims(h.ctx)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return cls
+	return cloudtest.Claims(h.ctx, h.t, h.store)
 }
 
 // instances are the simulator's instances launched for this test's pool,
@@ -290,13 +229,7 @@ func (h *harness) instances() map[string][]ec2types.Instance {
 func (h *harness) fleetCalls(ok bool) []awssim.Call {
 	var out []awssim.Call
 	for _, c := range h.sim.Calls("ec2", "CreateFleet") {
-		mine := false
-		for k, v := range c.Params {
-			if strings.HasPrefix(k, "TagSpecification.") && v == h.pool {
-				mine = true
-			}
-		}
-		if mine && (!ok || c.ErrorCode == "") {
+		if cloudtest.Tags(c, h.pool) && (!ok || c.ErrorCode == "") {
 			out = append(out, c)
 		}
 	}
@@ -370,7 +303,7 @@ func (h *harness) deletePods(app string) {
 func (h *harness) freshPool(pool string, ps poolSpec) {
 	h.t.Helper()
 	h.pool = pool
-	h.cfg = h.config(ps)
+	h.cfg = cloudtest.LoadPool(h.t, h.cloud, pool, ps.options(h.t)...)
 	h.newTable()
 	h.sim.ResetCalls()
 }
@@ -384,3 +317,9 @@ func (h *harness) spotShort() {
 		h.t.Cleanup(func() { h.sim.EC2().SetCapacity(pool, -1) })
 	}
 }
+
+// One local cloud for the package, started by the first integration test;
+// short simulated delays so instances become Nodes within a second.
+var shared = cloudtest.NewShared("prov", cloudtest.ShuttingDown(500*time.Millisecond))
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

@@ -129,7 +129,7 @@ func TestProvisionerHandlerEndToEnd(t *testing.T) {
 // NodePool limits count claims in flight: three 1-CPU pods, m5.large only
 // (2 vCPU each, one such pod per node) and a 4-CPU limit make two claims.
 func TestLimitsRespected(t *testing.T) {
-	h := newHarness(t, poolSpec{types: `["m5.large"]`, limits: "limits:\n    cpu: \"4\""})
+	h := newHarness(t, poolSpec{types: `["m5.large"]`, limits: map[string]string{"cpu": "4"}})
 	h.createPods("web", 3, "1")
 	res := h.run(h.deps(nil))
 	// (Result counts are cluster-wide; other tests' pods may linger while

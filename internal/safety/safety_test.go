@@ -17,54 +17,28 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/app"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/localcloud"
-	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-var shared = localcloud.NewShared(localcloud.Options{
-	ClusterName: "safety",
-	Sim: awssim.Options{Delays: awssim.Delays{
-		Pending: 200 * time.Millisecond, NodeRegistration: 200 * time.Millisecond,
-		ShuttingDown: 300 * time.Millisecond, SpotInterruption: 3 * time.Second,
-	}},
-})
-
-func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
-
-const poolYAML = `apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata:
-  name: %[1]s
-spec:
-  template:
-    metadata:
-      labels:
-        nodewright.io/safety: %[1]s
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: %[1]s}
-      requirements:
-      - {key: node.kubernetes.io/instance-type, operator: In, values: ["m5.large", "m5.xlarge"]}
-      - {key: karpenter.sh/capacity-type, operator: In, values: ["spot", "on-demand"]}
-  disruption:
-    consolidationPolicy: WhenEmptyOrUnderutilized
-    consolidateAfter: 2s
-    budgets:
-    - nodes: "30%%"
-`
+// pool is the world's NodePool: both sizes, spot and on-demand, quick
+// consolidation under a 30% budget.
+var pool = []cloudtest.Option{
+	cloudtest.PoolName("safety"), cloudtest.PoolLabel("nodewright.io/safety"),
+	cloudtest.InstanceTypes("m5.large", "m5.xlarge"), cloudtest.CapacityTypes("spot", "on-demand"),
+	cloudtest.PoolSpec(func(p *apistest.Pool) {
+		p.ConsolidationPolicy, p.ConsolidateAfter, p.Budgets = "WhenEmptyOrUnderutilized", "2s", []apistest.Budget{{Nodes: "30%"}}
+	}),
+}
 
 // budgetShare is the pool's disruption budget above.
 const budgetShare = 0.30
@@ -168,31 +142,16 @@ func (w *world) check1(r *rule, ok bool, format string, args ...any) {
 }
 
 func newWorld(t *testing.T, seed uint64) *world {
-	cloud := shared.Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
-	t.Cleanup(cancel)
-	cloudtest.SetEnv(t, cloud)
-	w := &world{t: t, ctx: ctx, cloud: cloud, rng: rand.New(rand.NewPCG(seed, 0x5afe)), pool: "safety",
+	e := cloudtest.NewEnv(t, shared, append(pool, cloudtest.Timeout(40*time.Minute), cloudtest.WorkQueue(), cloudtest.InterruptionQueue())...)
+	ctx, cloud, stack, cfg := e.Ctx, e.Cloud, e.Stack, e.Config
+	w := &world{t: t, ctx: ctx, cloud: cloud, rng: rand.New(rand.NewPCG(seed, 0x5afe)), pool: e.Pool, ns: e.Namespace,
+		table: e.Table, st: e.Store, owner: e.Owner(), work: e.WorkQueue, intr: e.InterruptionQueue,
 		reclaimedNodes: map[string]bool{}, podNode: map[string]string{}, launchedByClaim: map[string]map[string]bool{},
 		foreign: map[string]map[string]string{}, orphanSince: map[string]time.Time{}, disrupted: map[string]bool{}, fns: map[string]func(context.Context, json.RawMessage) (any, error){}}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.table = fmt.Sprintf("safety-%d", time.Now().UnixNano()%1e9)
-	w.st = cloudtest.NewTable(ctx, t, store.NewDynamoDBClient(awsCfg), w.table)
-	w.owner = cloudtest.Owner(cloud, w.table)
-	w.sqs, w.ec2 = sqs.NewFromConfig(awsCfg), ec2.NewFromConfig(awsCfg)
-	w.work = cloudtest.CreateQueue(ctx, t, w.sqs, w.table+"-work", nil)
-	w.intr = cloudtest.CreateQueue(ctx, t, w.sqs, w.table+"-intr", nil)
-	cloudtest.RouteInterruptionEvents(t, cloud.AWS, w.table, w.table+"-intr")
 	// The functions, and the SQS event sources that feed them, run as the
-	// stack's controller role; w.ec2 stays the administrator's (foreign
-	// instances).
-	stack := cloudtest.Deploy(t, cloud, localcloud.StackResources{Table: w.table, WorkQueue: w.work, InterruptionQueue: w.intr})
-	w.sqs = sqs.NewFromConfig(cloudtest.RoleConfig(ctx, t, stack.Controller))
-	w.ns = cloud.NewNamespace(t)
-	cfg := cloudtest.LoadConfig(t, fmt.Sprintf(poolYAML, w.pool)+cloudtest.NodeClassYAML(w.pool, cloud.ClusterName))
+	// stack's controller role; w.ec2 and w.st stay the administrator's
+	// (foreign instances).
+	w.sqs, w.ec2 = sqs.NewFromConfig(e.Controller()), ec2.NewFromConfig(e.AWS)
 	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: w.table, Owner: w.owner, WorkQueueURL: w.work,
 		BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, Rebalance: "ignore"}
 	for _, fn := range []string{"provisioner", "lifecycle", "interruption", "disruption"} {
@@ -271,26 +230,8 @@ func (w *world) foreignInstances() {
 }
 
 func (w *world) deployment() {
-	replicas := int32(4)
-	labels := map[string]string{"app": "web"}
-	grace := int64(0)
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
-				NodeSelector:                  map[string]string{"nodewright.io/safety": w.pool},
-				TerminationGracePeriodSeconds: &grace,
-				Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10", Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("700m"), corev1.ResourceMemory: resource.MustParse("512Mi")}}}},
-			}}}}
-	if _, err := w.cloud.KubeClient.AppsV1().Deployments(w.ns).Create(w.ctx, dep, metav1.CreateOptions{}); err != nil {
-		w.t.Fatal(err)
-	}
-	one := intstr.FromInt32(1)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: w.ns},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}}}
-	if _, err := w.cloud.KubeClient.PolicyV1().PodDisruptionBudgets(w.ns).Create(w.ctx, pdb, metav1.CreateOptions{}); err != nil {
-		w.t.Fatal(err)
-	}
+	cloudtest.Workload{Name: "web", Replicas: 4, CPU: "700m", Memory: "512Mi", NodeSelector: map[string]string{"nodewright.io/safety": w.pool},
+		GraceSeconds: new(int64(0)), MaxUnavailable: new(int32(1))}.Deploy(w.ctx, w.t, w.cloud.KubeClient, w.ns)
 }
 
 // step applies random events, then runs the functions as their triggers
@@ -558,3 +499,7 @@ func (w *world) terminateAll() {
 		}
 	}
 }
+
+var shared = cloudtest.NewShared("safety", cloudtest.SpotInterruption(3*time.Second))
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

@@ -47,7 +47,11 @@ type Pool struct {
 	Labels       map[string]string
 	Requirements []Req
 	Taints       []Taint
-	ExpireAfter  string // "720h", "Never"
+	// StartupTaints are the taints a node's agent removes once it is ready.
+	StartupTaints []Taint
+	ExpireAfter   string // "720h", "Never"
+	// TerminationGracePeriod bounds a node's drain ("1h").
+	TerminationGracePeriod string
 	// ConsolidationPolicy, ConsolidateAfter and Budgets are spec.disruption.
 	ConsolidationPolicy string
 	ConsolidateAfter    string
@@ -88,22 +92,17 @@ func (p Pool) YAML() string {
 			line(10, "values: "+list(r.Values))
 		}
 	}
-	if len(p.Taints) > 0 {
-		line(6, "taints:")
-	}
-	for _, t := range p.Taints {
-		line(8, "- key: "+q(t.Key))
-		if t.Value != "" {
-			line(10, "value: "+q(t.Value))
-		}
-		line(10, "effect: "+t.Effect)
-	}
+	writeTaints(line, "taints:", p.Taints)
+	writeTaints(line, "startupTaints:", p.StartupTaints)
 	line(6, "nodeClassRef:")
 	line(8, "group: "+apis.AWSGroup)
 	line(8, "kind: "+apis.EC2NodeClassKind)
 	line(8, "name: "+or(p.NodeClass, "default"))
 	if p.ExpireAfter != "" {
 		line(6, "expireAfter: "+q(p.ExpireAfter))
+	}
+	if p.TerminationGracePeriod != "" {
+		line(6, "terminationGracePeriod: "+q(p.TerminationGracePeriod))
 	}
 	p.writeDisruption(line)
 	if len(p.Limits) > 0 {
@@ -114,6 +113,19 @@ func (p Pool) YAML() string {
 		line(2, "weight: "+strconv.Itoa(p.Weight))
 	}
 	return b.String()
+}
+
+func writeTaints(line func(int, string), field string, ts []Taint) {
+	if len(ts) > 0 {
+		line(6, field)
+	}
+	for _, t := range ts {
+		line(8, "- key: "+q(t.Key))
+		if t.Value != "" {
+			line(10, "value: "+q(t.Value))
+		}
+		line(10, "effect: "+t.Effect)
+	}
 }
 
 func (p Pool) writeDisruption(line func(int, string)) {

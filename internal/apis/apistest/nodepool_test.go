@@ -20,13 +20,15 @@ func TestPoolAndNodeClassLoad(t *testing.T) {
 			{Key: "karpenter.k8s.aws/instance-generation", Op: "Gt", Values: []string{"5"}},
 			{Key: "example.com/gpu", Op: "DoesNotExist"},
 		},
-		Taints:              []apistest.Taint{{Key: "dedicated", Value: "web", Effect: "NoSchedule"}, {Key: "spotty", Effect: "PreferNoSchedule"}},
-		ExpireAfter:         "24h",
-		ConsolidationPolicy: "WhenEmpty",
-		ConsolidateAfter:    "30s",
-		Budgets:             []apistest.Budget{{Nodes: "100%"}, {Nodes: "0", Schedule: "0 12 * * *", Duration: "1h", Reasons: []string{"Drifted"}}},
-		Limits:              map[string]string{"cpu": "4", "memory": "16Gi"},
-		Weight:              10,
+		Taints:                 []apistest.Taint{{Key: "dedicated", Value: "web", Effect: "NoSchedule"}, {Key: "spotty", Effect: "PreferNoSchedule"}},
+		StartupTaints:          []apistest.Taint{{Key: "example.com/agent", Effect: "NoSchedule"}},
+		ExpireAfter:            "24h",
+		TerminationGracePeriod: "1h",
+		ConsolidationPolicy:    "WhenEmpty",
+		ConsolidateAfter:       "30s",
+		Budgets:                []apistest.Budget{{Nodes: "100%"}, {Nodes: "0", Schedule: "0 12 * * *", Duration: "1h", Reasons: []string{"Drifted"}}},
+		Limits:                 map[string]string{"cpu": "4", "memory": "16Gi"},
+		Weight:                 10,
 	}
 	class := apistest.NodeClass{Name: "web-class", AMIAlias: "bottlerocket@latest", Role: "KarpenterNodeRole-demo", Discovery: "demo"}
 	cfg := apistest.Load(t, apistest.Doc(pool.YAML(), class.YAML()))
@@ -54,8 +56,14 @@ func TestPoolAndNodeClassLoad(t *testing.T) {
 	if len(spec.Taints) != 2 || spec.Taints[0].Value != "web" || spec.Taints[1].Value != "" || spec.Taints[1].Effect != "PreferNoSchedule" {
 		t.Errorf("taints %+v", spec.Taints)
 	}
+	if len(spec.StartupTaints) != 1 || spec.StartupTaints[0].Key != "example.com/agent" || spec.StartupTaints[0].Effect != "NoSchedule" {
+		t.Errorf("startupTaints %+v", spec.StartupTaints)
+	}
 	if d, ok := spec.ExpireAfter.Get(); !ok || d != 24*time.Hour {
 		t.Errorf("expireAfter %v", spec.ExpireAfter)
+	}
+	if g := spec.TerminationGracePeriod; g == nil || g.Duration != time.Hour {
+		t.Errorf("terminationGracePeriod %v", g)
 	}
 	dis := np.Spec.Disruption
 	if d, ok := dis.ConsolidateAfter.Get(); dis.ConsolidationPolicy != apis.ConsolidationPolicyWhenEmpty || !ok || d != 30*time.Second {

@@ -10,30 +10,18 @@ package cloudtest
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
-	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
-	"github.com/nodewright/nodewright/internal/store"
 )
 
 // SetEnv points the unmodified AWS SDK and client-go at cloud for the rest
@@ -50,48 +38,17 @@ func SetEnv(t testing.TB, cloud *localcloud.Cloud) {
 	}
 }
 
-// NewTable creates table with the store's schema through db, waits until
-// it is active and returns a Store on it.
-func NewTable(ctx context.Context, t testing.TB, db *dynamodb.Client, table string, opts ...store.Option) *store.Store {
-	t.Helper()
-	if _, err := db.CreateTable(ctx, store.Schema.CreateTableInput(table)); err != nil {
-		t.Fatalf("create table: %v", err)
-	}
-	// The waiter's default first delay is 20 s; dynalite is ready in milliseconds.
-	if err := dynamodb.NewTableExistsWaiter(db, func(o *dynamodb.TableExistsWaiterOptions) {
-		o.MinDelay, o.MaxDelay = 20*time.Millisecond, 200*time.Millisecond
-	}).Wait(ctx, &dynamodb.DescribeTableInput{TableName: sdkaws.String(table)}, time.Minute); err != nil {
-		t.Fatalf("wait for table: %v", err)
-	}
-	s, err := store.New(db, table, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// Owner is the owner value (settings.Owner, aws.Options.Owner) of a
-// stack whose NodeClaim table is table: the table's ARN, as the CDK app sets
-// it. Each test's own table makes each test its own stack, so one test's
-// garbage collection never sees another's instances.
-func Owner(cloud *localcloud.Cloud, table string) string {
-	return cloud.TableARN(table)
-}
-
-// CreateQueue creates the SQS queue name with attrs (nil for the
-// defaults) and returns its URL.
-func CreateQueue(ctx context.Context, t testing.TB, c *sqs.Client, name string, attrs map[string]string) string {
-	t.Helper()
-	out, err := c.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(name), Attributes: attrs})
-	if err != nil {
-		t.Fatalf("create queue %s: %v", name, err)
-	}
-	return sdkaws.ToString(out.QueueUrl)
-}
-
 // LoadConfig loads doc (NodePools and EC2NodeClasses in YAML) the way the
 // functions load their configuration directory.
 func LoadConfig(t testing.TB, doc string) *apis.Config {
+	t.Helper()
+	_, cfg := loadConfig(t, doc)
+	return cfg
+}
+
+// loadConfig writes doc to a configuration directory of its own and loads
+// it; it returns the directory too, for functions given only its path.
+func loadConfig(t testing.TB, doc string) (string, *apis.Config) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "pool.yaml"), []byte(doc), 0o644); err != nil {
@@ -101,7 +58,7 @@ func LoadConfig(t testing.TB, doc string) *apis.Config {
 	if err != nil {
 		t.Fatalf("load config: %v\n%s", err, doc)
 	}
-	return cfg
+	return dir, cfg
 }
 
 // DNSName turns a test name into a DNS label of at most max characters
@@ -142,6 +99,20 @@ func (s *SyncBuffer) String() string {
 	return s.b.String()
 }
 
+// Len is how many bytes were logged so far.
+func (s *SyncBuffer) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Len()
+}
+
+// Bytes is a copy of what was logged so far.
+func (s *SyncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
 // Eventually polls f every 100 ms until it reports done, and fails t with
 // f's last message if that takes longer than d.
 func Eventually(t testing.TB, what string, d time.Duration, f func() (done bool, msg string)) {
@@ -159,124 +130,45 @@ func Eventually(t testing.TB, what string, d time.Duration, f func() (done bool,
 	t.Fatalf("timed out waiting for %s: %s", what, last)
 }
 
-// WatchTaint starts watching node now; wait reports when the API server
-// first showed the node with a taint of key, or zero if it did not within
-// the given time after wait was called.
-func WatchTaint(ctx context.Context, t testing.TB, cs kubernetes.Interface, node, key string, within time.Duration) (wait func() time.Time) {
-	t.Helper()
-	w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + node})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan time.Time, 1)
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*corev1.Node)
-			if ok && slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool { return tn.Key == key }) {
-				done <- time.Now()
-				return
-			}
-		}
-		done <- time.Time{}
-	}()
-	return func() time.Time {
-		select {
-		case at := <-done:
-			return at
-		case <-time.After(within):
-			w.Stop()
-			return time.Time{}
-		}
-	}
-}
-
 // Clock is a controller clock for tests: real time plus an offset the test
 // advances (expiry, TTLs, consolidateAfter) without waiting.
-type Clock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
+type Clock struct{ off atomic.Int64 }
 
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
+func (c *Clock) Now() time.Time { return time.Now().Add(time.Duration(c.off.Load())) }
 
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.off += d
-	c.mu.Unlock()
-}
+func (c *Clock) Advance(d time.Duration) { c.off.Add(int64(d)) }
 
 // NodeClassYAML is an EC2NodeClass document named name for the local
 // cloud's cluster: AL2023, the cluster's node role, and the subnets and
 // security groups the simulator tags for discovery. Tests append it to their
 // NodePools ("---" included).
 func NodeClassYAML(name, cluster string) string {
-	return fmt.Sprintf(`---
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: %[1]s
-spec:
-  role: KarpenterNodeRole-%[2]s
-  amiSelectorTerms:
-  - alias: al2023@latest
-  subnetSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[2]s
-  securityGroupSelectorTerms:
-  - tags:
-      karpenter.sh/discovery: %[2]s
-`, name, cluster)
+	return "---\n" + nodeClass(name, cluster).YAML()
 }
 
-// RouteInterruptionEvents puts the CDK stack's four EventBridge rules on the
-// simulator's bus (spot interruption warning, rebalance recommendation,
-// instance state change, AWS Health; named prefix-Spot, ...), each
-// targeting the SQS queue named queue.
+func nodeClass(name, cluster string) apistest.NodeClass {
+	return apistest.NodeClass{Name: name, Role: "KarpenterNodeRole-" + cluster, Discovery: cluster}
+}
+
+// RouteInterruptionEvents puts the CDK stack's four EventBridge rules on
+// the simulator's bus (spot interruption warning, rebalance recommendation,
+// instance state change, AWS Health; named prefix-SpotInterruptionRule,
+// ...), each targeting the SQS queue named queue.
 func RouteInterruptionEvents(t testing.TB, sim *awssim.Server, prefix, queue string) {
 	t.Helper()
-	bus := sim.Events()
-	for _, r := range []struct{ name, source, detailType string }{
-		{"Spot", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
-		{"Rebalance", "aws.ec2", "EC2 Instance Rebalance Recommendation"},
-		{"StateChange", "aws.ec2", "EC2 Instance State-change Notification"},
-		{"Health", "aws.health", "AWS Health Event"},
-	} {
-		pattern, _ := json.Marshal(map[string]any{"source": []string{r.source}, "detail-type": []string{r.detailType}})
-		name := prefix + "-" + r.name
-		if _, err := bus.PutRule(name, string(pattern)); err != nil {
-			t.Fatal(err)
-		}
-		if err := bus.PutTargets(name, eventsim.Target{Id: "interruption", Arn: sim.SQS().QueueARN(queue)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// Deploy registers the test's stack (its table, queues, secret) with the
-// local cloud and returns its function roles: controllers built with
-// stack.Controller make every AWS call under the synthesized controller
-// policy, as in AWS.
-func Deploy(t testing.TB, cloud *localcloud.Cloud, r localcloud.StackResources) *localcloud.Stack {
-	t.Helper()
-	st, err := cloud.Deploy(r)
-	if err != nil {
-		t.Fatalf("deploy the test's stack: %v", err)
-	}
-	return st
-}
-
-// RoleConfig is the AWS SDK configuration of a function signing as a role
-// of a deployed stack (e.g. stack.Controller).
-func RoleConfig(ctx context.Context, t testing.TB, creds sdkaws.CredentialsProvider, optFns ...func(*config.LoadOptions) error) sdkaws.Config {
-	t.Helper()
-	cfg, err := config.LoadDefaultConfig(ctx, append([]func(*config.LoadOptions) error{config.WithCredentialsProvider(creds)}, optFns...)...)
-	if err != nil {
+	if err := localcloud.RouteInterruptionEvents(sim, prefix+"-", sim.SQS().QueueARN(queue)); err != nil {
 		t.Fatal(err)
 	}
-	return cfg
+}
+
+// Tags reports whether the simulator's call c tags what it creates with
+// value (a TagSpecification parameter), e.g. CreateFleet calls for a
+// NodePool.
+func Tags(c awssim.Call, value string) bool {
+	for k, v := range c.Params {
+		if strings.HasPrefix(k, "TagSpecification.") && v == value {
+			return true
+		}
+	}
+	return false
 }
