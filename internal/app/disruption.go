@@ -7,11 +7,6 @@ import (
 	"github.com/nodewright/nodewright/internal/provisioning"
 )
 
-// DisruptionHandler wires the disruption function's handler.
-func (a *App) DisruptionHandler() (*disruption.Handler, error) {
-	return handler(a.DisruptionDeps, disruption.NewHandler)
-}
-
 // DisruptionDeps are the disruption controller's adapters: the store
 // (lease, pending command, claims), the cluster, the EC2 provider (drift of
 // AMIs, subnets and security groups), the catalog and ICE set the
@@ -19,31 +14,29 @@ func (a *App) DisruptionHandler() (*disruption.Handler, error) {
 // replacements, and the lifecycle's work queue for drains. Tests and the
 // demo may wrap some of them or tune Settings before building a handler.
 func (a *App) DisruptionDeps() (disruption.Deps, error) {
-	if err := a.requireAdapters("disruption"); err != nil {
-		return disruption.Deps{}, err
-	}
-	pass, err := a.replacementPass("disruption", nil)
-	if err != nil {
-		return disruption.Deps{}, err
-	}
-	s, err := disruption.SettingsFromEnv(os.Getenv)
-	if err != nil {
-		return disruption.Deps{}, err
-	}
-	s.SpotToSpotConsolidation = a.Settings.FeatureGates.SpotToSpotConsolidation
-	return disruption.Deps{
-		Store:       a.Store,
-		Cluster:     a.Kube,
-		Cloud:       a.EC2,
-		Catalog:     a.catalog(),
-		Unavailable: provisioning.ProviderICE(a.EC2),
-		Provision:   pass,
-		Requeue:     a.requeue("no work queue configured: drains start on the lifecycle's schedule"),
-		Config:      a.Config,
-		Metrics:     a.Metrics,
-		Log:         a.Log,
-		Now:         a.Now,
-		Holder:      holder("disruption"),
-		Settings:    s,
-	}, nil
+	return deps(a, "disruption", func() (disruption.Deps, error) {
+		pass, err := a.replacementPass("disruption", nil)
+		if err != nil {
+			return disruption.Deps{}, err
+		}
+		s, err := disruption.SettingsFromEnv(os.Getenv)
+		if err != nil {
+			return disruption.Deps{}, err
+		}
+		s.SpotToSpotConsolidation = a.Settings.FeatureGates.SpotToSpotConsolidation
+		return disruption.Deps{
+			Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
+			Catalog:     a.catalog(),
+			Unavailable: provisioning.ProviderICE(a.EC2),
+			Provision:   pass,
+			Requeue:     a.requeue("no work queue configured: drains start on the lifecycle's schedule"),
+			Holder:      holder("disruption"),
+			Settings:    s,
+		}, nil
+	})
+}
+
+// DisruptionHandler wires the disruption function's handler.
+func (a *App) DisruptionHandler() (*disruption.Handler, error) {
+	return handler(a.DisruptionDeps, disruption.NewHandler)
 }

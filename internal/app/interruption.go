@@ -8,43 +8,37 @@ import (
 	"github.com/nodewright/nodewright/internal/termination"
 )
 
-// InterruptionHandler wires the interruption function: the store (claims,
-// the shared ICE set behind the EC2 provider), the cluster, the termination
-// workflow, a provisioner over the same adapters as the provisioner
-// function (replacement capacity goes through its lease, solver and launch
-// path) and, when configured, the work queue that hands drains to the
-// lifecycle.
-func (a *App) InterruptionHandler() (*interruption.Handler, error) {
-	return handler(a.InterruptionDeps, interruption.NewHandler)
+// InterruptionDeps are the interruption controller's adapters: the store
+// (claims, the shared ICE set behind the EC2 provider), the cluster, the
+// termination workflow, a provisioner over the same adapters as the
+// provisioner function (replacement capacity goes through its lease, solver
+// and launch path) and, when configured, the work queue that hands drains
+// to the lifecycle. Tests and the demo may wrap some of them before
+// building a handler.
+func (a *App) InterruptionDeps() (interruption.Deps, error) {
+	return deps(a, "interruption", func() (interruption.Deps, error) {
+		term, err := termination.New(termination.Deps{Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Metrics: a.Metrics, Log: a.Log, Now: a.Now})
+		if err != nil {
+			return interruption.Deps{}, err
+		}
+		pass, err := a.replacementPass("interruption", interruptionBatching)
+		if err != nil {
+			return interruption.Deps{}, err
+		}
+		return interruption.Deps{
+			Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
+			Terminator: term,
+			ICE:        a.EC2.ICE(),
+			Provision:  pass,
+			Requeue:    a.requeue("no work queue configured: drains continue on the lifecycle's schedule"),
+			Settings:   interruption.Settings{Rebalance: a.Settings.Rebalance},
+		}, nil
+	})
 }
 
-// InterruptionDeps are the interruption controller's adapters; tests and
-// the demo may wrap some of them before building a handler.
-func (a *App) InterruptionDeps() (interruption.Deps, error) {
-	if err := a.requireAdapters("interruption"); err != nil {
-		return interruption.Deps{}, err
-	}
-	term, err := termination.New(termination.Deps{Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Metrics: a.Metrics, Log: a.Log, Now: a.Now})
-	if err != nil {
-		return interruption.Deps{}, err
-	}
-	pass, err := a.replacementPass("interruption", interruptionBatching)
-	if err != nil {
-		return interruption.Deps{}, err
-	}
-	return interruption.Deps{
-		Store:      a.Store,
-		Cluster:    a.Kube,
-		Terminator: term,
-		Cloud:      a.EC2,
-		ICE:        a.EC2.ICE(),
-		Provision:  pass,
-		Requeue:    a.requeue("no work queue configured: drains continue on the lifecycle's schedule"),
-		Metrics:    a.Metrics,
-		Log:        a.Log,
-		Now:        a.Now,
-		Settings:   interruption.Settings{Rebalance: a.Settings.Rebalance},
-	}, nil
+// InterruptionHandler wires the interruption function's handler.
+func (a *App) InterruptionHandler() (*interruption.Handler, error) {
+	return handler(a.InterruptionDeps, interruption.NewHandler)
 }
 
 // Batching bounds of the interruption function's provisioning pass.

@@ -4,34 +4,24 @@ import (
 	"github.com/nodewright/nodewright/internal/provisioning"
 )
 
-// ProvisionerHandler wires the provisioner function's handler.
-func (a *App) ProvisionerHandler() (*provisioning.Handler, error) {
-	return handler(a.ProvisionerDeps, provisioning.NewHandler)
-}
-
 // ProvisionerDeps are the provisioner's adapters: the store (lease, claims,
 // last run), the cluster, the EC2 launch path, the catalog with prices (the
 // embedded catalog when EC2 cannot be read), the shared ICE set and, when
 // configured, the lifecycle's work queue for post-launch checks. Tests and
 // the demo may wrap some of them (fault injection) before building a handler.
 func (a *App) ProvisionerDeps() (provisioning.Deps, error) {
-	if err := a.requireAdapters("provisioner"); err != nil {
-		return provisioning.Deps{}, err
-	}
-	return provisioning.Deps{
-		Store:       a.Store,
-		Cluster:     a.Kube,
-		Launcher:    a.EC2,
-		Catalog:     a.catalog(),
-		Unavailable: provisioning.ProviderICE(a.EC2),
-		Requeue:     a.requeue(""),
-		Config:      a.Config,
-		Metrics:     a.Metrics,
-		Log:         a.Log,
-		Now:         a.Now,
-		Settings: provisioning.Settings{
-			BatchIdle: a.Settings.BatchIdle,
-			BatchMax:  a.Settings.BatchMax,
-		},
-	}, nil
+	return deps(a, "provisioner", func() (provisioning.Deps, error) {
+		return provisioning.Deps{
+			Store: a.Store, Cluster: a.Kube, Launcher: a.EC2, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
+			Catalog:     a.catalog(),
+			Unavailable: provisioning.ProviderICE(a.EC2),
+			Requeue:     a.requeue(""),
+			Settings:    provisioning.Settings{BatchIdle: a.Settings.BatchIdle, BatchMax: a.Settings.BatchMax},
+		}, nil
+	})
+}
+
+// ProvisionerHandler wires the provisioner function's handler.
+func (a *App) ProvisionerHandler() (*provisioning.Handler, error) {
+	return handler(a.ProvisionerDeps, provisioning.NewHandler)
 }

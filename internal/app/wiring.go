@@ -12,9 +12,9 @@ import (
 	"github.com/nodewright/nodewright/internal/queue"
 )
 
-// The wiring every controller function shares. Each XDeps method still
-// spells out its Deps field by field; these helpers only build the values
-// that are the same for all of them.
+// The wiring every controller function shares. Each XDeps method is deps
+// over a fill that spells out its Deps (the types differ per controller);
+// these helpers build the values that are the same for all of them.
 
 // handler builds a controller's Lambda handler from its Deps: the XHandler
 // methods are deps then the package's NewHandler.
@@ -25,6 +25,17 @@ func handler[D, H any](deps func() (D, error), newHandler func(D) (H, error)) (H
 		return none, err
 	}
 	return newHandler(d)
+}
+
+// deps is the body of every XDeps method: fill runs only once the App has
+// the adapters every controller needs (function names the controller in
+// the error).
+func deps[D any](a *App, function string, fill func() (D, error)) (D, error) {
+	if err := a.requireAdapters(function); err != nil {
+		var none D
+		return none, err
+	}
+	return fill()
 }
 
 // requireAdapters fails when the App lacks an adapter every controller needs

@@ -156,15 +156,24 @@ func (p *Provider) fetchOnDemand(ctx context.Context) (map[string]float64, error
 	}
 	pager := pricing.NewGetProductsPaginator(p.clients.Pricing, in)
 	docs, err := allPages(ctx, pager.HasMorePages, pager.NextPage, func(o *pricing.GetProductsOutput) []string { return o.PriceList })
+	return parsedPrices(fmt.Sprintf("pricing get products (%s)", p.opts.Region), docs, err, catalog.ParseOnDemandPriceList,
+		func(n int) string { return fmt.Sprintf("no Linux on-demand prices in %d documents", n) })
+}
+
+// parsedPrices parses what one price source paged (items, or the paging
+// error err) with parse; every error names the call (what), and a source
+// that yields no price at all fails with empty's reason (given the number
+// of items read).
+func parsedPrices[T any, K comparable](what string, items []T, err error, parse func([]T) (map[K]float64, error), empty func(n int) string) (map[K]float64, error) {
 	if err != nil {
-		return nil, fmt.Errorf("pricing get products (%s): %w", p.opts.Region, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	prices, err := catalog.ParseOnDemandPriceList(docs)
+	prices, err := parse(items)
 	if err != nil {
-		return nil, fmt.Errorf("pricing get products (%s): %w", p.opts.Region, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if len(prices) == 0 {
-		return nil, fmt.Errorf("pricing get products (%s): no Linux on-demand prices in %d documents", p.opts.Region, len(docs))
+		return nil, fmt.Errorf("%s: %s", what, empty(len(items)))
 	}
 	return prices, nil
 }
@@ -182,15 +191,10 @@ func (p *Provider) fetchSpot(ctx context.Context) (map[string]map[string]float64
 	pager := ec2.NewDescribeSpotPriceHistoryPaginator(p.clients.EC2, in)
 	hist, err := allPages(ctx, pager.HasMorePages, pager.NextPage,
 		func(o *ec2.DescribeSpotPriceHistoryOutput) []ec2types.SpotPrice { return o.SpotPriceHistory })
+	byKey, err := parsedPrices(fmt.Sprintf("describe spot price history (%s)", p.opts.Region), hist, err, catalog.SpotPricesFromHistory,
+		func(int) string { return "no prices returned" })
 	if err != nil {
-		return nil, fmt.Errorf("describe spot price history (%s): %w", p.opts.Region, err)
-	}
-	byKey, err := catalog.SpotPricesFromHistory(hist)
-	if err != nil {
-		return nil, fmt.Errorf("describe spot price history (%s): %w", p.opts.Region, err)
-	}
-	if len(byKey) == 0 {
-		return nil, fmt.Errorf("describe spot price history (%s): no prices returned", p.opts.Region)
+		return nil, err
 	}
 	out := map[string]map[string]float64{}
 	for k, v := range byKey {

@@ -1,7 +1,8 @@
 // Package basedeps holds the optional dependencies every controller takes
 // the same way (a logger, a clock, a metrics recorder, a context-aware
 // sleep) and their defaults, so each controller's New fills them in one
-// line and tests override only what they drive.
+// line and tests override only what they drive; and Wrap, the one way a
+// controller package builds its Lambda handler over its controller.
 package basedeps
 
 import (
@@ -35,6 +36,17 @@ func Recorder(m *metrics.Recorder) *metrics.Recorder {
 		return metrics.New(io.Discard, nil)
 	}
 	return m
+}
+
+// Wrap is the body of every controller package's NewHandler: build the
+// controller from d with newC, then wrap it in the package's Lambda handler.
+func Wrap[D, C, H any](d D, newC func(D) (C, error), wrap func(C) H) (H, error) {
+	c, err := newC(d)
+	if err != nil {
+		var none H
+		return none, err
+	}
+	return wrap(c), nil
 }
 
 // Sleeper returns s, or Sleep when s is nil.

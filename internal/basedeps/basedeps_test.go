@@ -45,3 +45,16 @@ func TestDefaultKeepsPositiveSettings(t *testing.T) {
 		t.Fatalf("Default: got %v %d %v, want 1m0s 3 0.25", d, n, f)
 	}
 }
+
+func TestWrapBuildsThenWraps(t *testing.T) {
+	double := func(n int) (int, error) { return 2 * n, nil }
+	got, err := Wrap(21, double, func(n int) *int { return &n })
+	if err != nil || got == nil || *got != 42 {
+		t.Fatalf("Wrap(21) = %v, %v; want 42", got, err)
+	}
+	refuse := func(int) (int, error) { return 0, errors.New("refused") }
+	got, err = Wrap(1, refuse, func(n int) *int { return &n })
+	if err == nil || got != nil {
+		t.Fatalf("Wrap over a failing constructor = %v, %v; want nil and its error", got, err)
+	}
+}

@@ -1,8 +1,22 @@
 package catalog
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/nodewright/nodewright/internal/apis"
 )
+
+// ClaimTypeOptions are the instance types a claim may launch as: the values
+// of its instance-type In requirement, in requirement order (nil when it
+// has none).
+func ClaimTypeOptions(nc *apis.NodeClaim) []string {
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == LabelInstanceType && r.Operator == corev1.NodeSelectorOpIn {
+			return r.Values
+		}
+	}
+	return nil
+}
 
 // ephemeralDevice is the device backing ephemeral storage per AMI family
 // (the root volume everywhere except Bottlerocket's data volume).

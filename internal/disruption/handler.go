@@ -3,20 +3,13 @@ package disruption
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/nodewright/nodewright/internal/basedeps"
 )
 
 // Handler is the disruption function's Lambda handler.
 type Handler struct {
 	C *Controller
-}
-
-// NewHandler returns the Lambda handler over a Controller.
-func NewHandler(d Deps) (*Handler, error) {
-	c, err := New(d)
-	if err != nil {
-		return nil, err
-	}
-	return &Handler{C: c}, nil
 }
 
 // Handle runs one disruption pass. The function is invoked by its
@@ -26,4 +19,9 @@ func NewHandler(d Deps) (*Handler, error) {
 // in the store.
 func (h *Handler) Handle(ctx context.Context, _ json.RawMessage) (any, error) {
 	return h.C.Run(ctx)
+}
+
+// NewHandler returns the Lambda handler over a Controller.
+func NewHandler(d Deps) (*Handler, error) {
+	return basedeps.Wrap(d, New, func(c *Controller) *Handler { return &Handler{C: c} })
 }

@@ -8,7 +8,7 @@ import (
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
-	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
@@ -26,12 +26,7 @@ func (c *Controller) view(ctx context.Context) (*View, error) {
 	if err != nil {
 		return nil, fmt.Errorf("disruption: instance types: %w", err)
 	}
-	var unavailable map[scheduling.OfferingKey]bool
-	if c.d.Unavailable != nil {
-		if unavailable, err = c.d.Unavailable(ctx); err != nil {
-			c.log.WarnContext(ctx, "reading the ICE set", "error", err)
-		}
-	}
+	unavailable := provisioning.ReadICE(ctx, c.d.Unavailable, c.log)
 	cl, err := state.Build(state.Sources{Snapshot: snap, Claims: claims, Config: c.d.Config, Catalog: cat, Unavailable: unavailable})
 	if err != nil {
 		return nil, fmt.Errorf("disruption: %w", err)

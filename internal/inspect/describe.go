@@ -46,7 +46,7 @@ func Timeline(c Claim) []Event {
 	var ks []keyed
 	if !nc.CreationTimestamp.IsZero() {
 		detail := "nodeclaim created"
-		if n := len(optionTypes(nc)); n > 0 {
+		if n := len(catalog.ClaimTypeOptions(nc)); n > 0 {
 			detail = fmt.Sprintf("nodeclaim created with %d instance type options", n)
 		}
 		ks = append(ks, keyed{Event{nc.CreationTimestamp.Time, corev1.EventTypeNormal, "Created", detail}, 0})
@@ -98,15 +98,6 @@ func Timeline(c Claim) []Event {
 		ev = append(ev, k.Event)
 	}
 	return ev
-}
-
-func optionTypes(nc *apis.NodeClaim) []string {
-	for _, r := range nc.Spec.Requirements {
-		if r.Key == catalog.LabelInstanceType && r.Operator == corev1.NodeSelectorOpIn {
-			return r.Values
-		}
-	}
-	return nil
 }
 
 // Status is a one-word summary of where the claim is in its lifecycle.

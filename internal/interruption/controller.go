@@ -117,12 +117,8 @@ func New(d Deps) (*Controller, error) {
 	default:
 		return nil, fmt.Errorf("interruption: rebalance policy %q: want %s or %s", d.Settings.Rebalance, RebalanceIgnore, RebalanceReplace)
 	}
-	if d.Settings.ProvisionWait <= 0 {
-		d.Settings.ProvisionWait = 20 * time.Second
-	}
-	if d.Settings.ProvisionRetry <= 0 {
-		d.Settings.ProvisionRetry = 200 * time.Millisecond
-	}
+	basedeps.Default(&d.Settings.ProvisionWait, 20*time.Second)
+	basedeps.Default(&d.Settings.ProvisionRetry, 200*time.Millisecond)
 	d.Log, d.Now, d.Metrics = basedeps.Logger(d.Log), basedeps.Clock(d.Now), basedeps.Recorder(d.Metrics)
 	d.Sleep = basedeps.Sleeper(d.Sleep)
 	return &Controller{d: d, log: d.Log}, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/metrics"
 )
 
@@ -22,15 +23,6 @@ const MessageTypeMalformed = "malformed"
 // ReportBatchItemFailures.
 type Handler struct {
 	C *Controller
-}
-
-// NewHandler returns the Lambda handler over a Controller.
-func NewHandler(d Deps) (*Handler, error) {
-	c, err := New(d)
-	if err != nil {
-		return nil, err
-	}
-	return &Handler{C: c}, nil
 }
 
 // Handle decodes an SQS event and returns events.SQSEventResponse. Events
@@ -49,6 +41,11 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) 
 		return nil, fmt.Errorf("%w (detail-type %q, source %q); the function is fed by the interruption queue only", ErrNotSQS, probe.DetailType, probe.Source)
 	}
 	return h.HandleSQS(ctx, ev), nil
+}
+
+// NewHandler returns the Lambda handler over a Controller.
+func NewHandler(d Deps) (*Handler, error) {
+	return basedeps.Wrap(d, New, func(c *Controller) *Handler { return &Handler{C: c} })
 }
 
 // HandleSQS processes one batch. Malformed messages and messages whose

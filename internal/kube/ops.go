@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodewright/nodewright/internal/basedeps"
 )
 
 var (
@@ -262,15 +264,7 @@ func retriable(err error) bool {
 
 func sleepBackoff(ctx context.Context, attempt int) error {
 	ceil := 100 * time.Millisecond << min(attempt, 5)
-	d := ceil/2 + time.Duration(rand.Int64N(int64(ceil/2)))
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return basedeps.Sleep(ctx, ceil/2+time.Duration(rand.Int64N(int64(ceil/2))))
 }
 
 // DeletePod deletes a pod (the forced step after terminationGracePeriod, or

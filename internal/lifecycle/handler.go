@@ -30,11 +30,7 @@ type Handler struct {
 
 // NewHandler returns the Lambda handler over a Controller.
 func NewHandler(d Deps) (*Handler, error) {
-	c, err := New(d)
-	if err != nil {
-		return nil, err
-	}
-	return &Handler{C: c, Sleep: basedeps.Sleep}, nil
+	return basedeps.Wrap(d, New, func(c *Controller) *Handler { return &Handler{C: c, Sleep: basedeps.Sleep} })
 }
 
 // Handle accepts the two events the lifecycle function is invoked with:

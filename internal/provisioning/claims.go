@@ -125,21 +125,10 @@ func newClaim(name string, p *scheduling.NodeClaimPlan, np *apis.NodePool, nc *a
 	return cl
 }
 
-// optionNames are the instance types a claim may launch as (its
-// instance-type requirement), in requirement order.
-func optionNames(cl *apis.NodeClaim) []string {
-	for _, r := range cl.Spec.Requirements {
-		if r.Key == catalog.LabelInstanceType && r.Operator == corev1.NodeSelectorOpIn {
-			return r.Values
-		}
-	}
-	return nil
-}
-
 // launchTypes resolves a claim's options in the catalog. Options the catalog
 // no longer lists are skipped; none left means the claim cannot launch.
 func launchTypes(cat *catalog.Catalog, cl *apis.NodeClaim) []*catalog.InstanceType {
-	names := optionNames(cl)
+	names := catalog.ClaimTypeOptions(cl)
 	out := make([]*catalog.InstanceType, 0, len(names))
 	for _, n := range names {
 		if it, ok := cat.Get(n); ok {

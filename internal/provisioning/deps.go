@@ -62,8 +62,7 @@ type Deps struct {
 	Log     *slog.Logger
 	Now     func() time.Time
 	// Sleep waits d or until ctx ends (tests drive batching with it).
-	Sleep func(ctx context.Context, d time.Duration) error
-
+	Sleep    func(ctx context.Context, d time.Duration) error
 	Settings Settings
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/queue"
 )
 
@@ -18,11 +19,7 @@ type Handler struct {
 
 // NewHandler returns the Lambda handler over a Provisioner.
 func NewHandler(d Deps) (*Handler, error) {
-	p, err := New(d)
-	if err != nil {
-		return nil, err
-	}
-	return &Handler{P: p}, nil
+	return basedeps.Wrap(d, New, func(p *Provisioner) *Handler { return &Handler{P: p} })
 }
 
 // Handle accepts the two events the provisioner is invoked with:

@@ -229,14 +229,7 @@ func (pa *pass) cluster(ctx context.Context) (*state.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: list nodeclaims: %w", err)
 	}
-	var unavailable map[scheduling.OfferingKey]bool
-	if p.d.Unavailable != nil {
-		if unavailable, err = p.d.Unavailable(ctx); err != nil {
-			// The launch path consults the ICE set itself; planning with a
-			// stale one costs at most a re-plan.
-			p.log.WarnContext(ctx, "reading the ICE set", "error", err)
-		}
-	}
+	unavailable := ReadICE(ctx, p.d.Unavailable, p.log)
 	c, err := state.Build(state.Sources{Snapshot: pa.snap, Claims: claims, Config: p.d.Config, Catalog: pa.catalog, Unavailable: unavailable})
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)

@@ -45,3 +45,18 @@ func ProviderICE(p *nwaws.Provider) func(context.Context) (map[scheduling.Offeri
 		return out, err
 	}
 }
+
+// ReadICE is the ICE set a plan avoids, read through unavailable (a
+// Deps.Unavailable; nil reads none). A set that cannot be read is logged
+// and planning goes on with what was returned: the launch path consults the
+// ICE set itself, so a stale one costs at most a re-plan.
+func ReadICE(ctx context.Context, unavailable func(context.Context) (map[scheduling.OfferingKey]bool, error), log *slog.Logger) map[scheduling.OfferingKey]bool {
+	if unavailable == nil {
+		return nil
+	}
+	out, err := unavailable(ctx)
+	if err != nil {
+		log.WarnContext(ctx, "reading the ICE set", "error", err)
+	}
+	return out
+}

@@ -55,16 +55,11 @@ func (s *Store) PutBlob(ctx context.Context, name string, data []byte, fetchedAt
 			prevGen = g.Value
 		}
 	}
-	var zipped bytes.Buffer
-	zw := gzip.NewWriter(&zipped)
-	if _, err := zw.Write(data); err != nil {
-		return fmt.Errorf("put blob %s: compress: %w", name, err)
-	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("put blob %s: compress: %w", name, err)
+	z, err := CompressBlob(name, data)
+	if err != nil {
+		return err
 	}
 	gen := newGeneration()
-	z := zipped.Bytes()
 	parts := 0
 	for off := 0; off < len(z) || parts == 0; off += blobPartSize {
 		end := min(off+blobPartSize, len(z))

@@ -77,14 +77,9 @@ func versionOf(nc *apis.NodeClaim) (int64, error) {
 }
 
 func (s *Store) claimToItem(nc *apis.NodeClaim, version int64) (map[string]types.AttributeValue, error) {
-	if nc == nil || nc.Name == "" {
-		return nil, errors.New("nodeclaim without a name")
-	}
-	c := *nc // shallow: only ResourceVersion differs and Marshal only reads
-	c.ResourceVersion = strconv.FormatInt(version, 10)
-	body, err := json.Marshal(&c)
+	body, err := ClaimBody(nc, version)
 	if err != nil {
-		return nil, fmt.Errorf("encode nodeclaim %s: %w", nc.Name, err)
+		return nil, err
 	}
 	zbody, err := gzipBytes(body)
 	if err != nil {
@@ -394,19 +389,7 @@ func (s *Store) GetNodeClaimByInstanceID(ctx context.Context, instanceID string)
 	if err != nil {
 		return nil, fmt.Errorf("get nodeclaim by instance %s: %w", instanceID, err)
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("get nodeclaim by instance %s: %w", instanceID, ErrNotFound)
-	}
-	if len(out) > 1 {
-		// Two live claims pointing at one instance is a bug somewhere else;
-		// say so rather than pick one silently.
-		names := make([]string, len(out))
-		for i, c := range out {
-			names[i] = c.Name
-		}
-		return nil, fmt.Errorf("get nodeclaim by instance %s: %d live claims %v", instanceID, len(out), names)
-	}
-	return out[0], nil
+	return OneClaimOfInstance(instanceID, out)
 }
 
 func (s *Store) queryClaimIndex(ctx context.Context, index, attr, value string) ([]*apis.NodeClaim, error) {

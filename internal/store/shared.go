@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/nodewright/nodewright/internal/apis"
@@ -55,4 +57,47 @@ func MutateWith(ctx context.Context, name string, fn func(*apis.NodeClaim) error
 		case <-time.After(backoff):
 		}
 	}
+}
+
+// CompressBlob is the gzipped form a blob is stored in (before it is split
+// into parts); name is the blob's key, for errors.
+func CompressBlob(name string, data []byte) ([]byte, error) {
+	z, err := gzipBytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("put blob %s: compress: %w", name, err)
+	}
+	return z, nil
+}
+
+// ClaimBody is the JSON body a claim is stored as at version (its
+// resourceVersion); nc is not modified.
+func ClaimBody(nc *apis.NodeClaim, version int64) ([]byte, error) {
+	if nc == nil || nc.Name == "" {
+		return nil, errors.New("nodeclaim without a name")
+	}
+	c := *nc // shallow: only ResourceVersion differs and Marshal only reads
+	c.ResourceVersion = strconv.FormatInt(version, 10)
+	body, err := json.Marshal(&c)
+	if err != nil {
+		return nil, fmt.Errorf("encode nodeclaim %s: %w", nc.Name, err)
+	}
+	return body, nil
+}
+
+// OneClaimOfInstance is GetNodeClaimByInstanceID's answer from the live
+// claims found for instanceID: ErrNotFound for none, and an error naming
+// them for more than one (two live claims pointing at one instance is a
+// bug somewhere else; say so rather than pick one silently).
+func OneClaimOfInstance(instanceID string, found []*apis.NodeClaim) (*apis.NodeClaim, error) {
+	if len(found) == 0 {
+		return nil, fmt.Errorf("get nodeclaim by instance %s: %w", instanceID, ErrNotFound)
+	}
+	if len(found) > 1 {
+		names := make([]string, len(found))
+		for i, c := range found {
+			names[i] = c.Name
+		}
+		return nil, fmt.Errorf("get nodeclaim by instance %s: %d live claims %v", instanceID, len(found), names)
+	}
+	return found[0], nil
 }

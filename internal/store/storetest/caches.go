@@ -1,8 +1,6 @@
 package storetest
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,15 +135,11 @@ func (s *Store) putBlob(name string, data []byte, fetchedAt time.Time) error {
 	if name == "" {
 		return errors.New("put blob: empty key")
 	}
-	var zipped bytes.Buffer
-	zw := gzip.NewWriter(&zipped)
-	if _, err := zw.Write(data); err != nil {
-		return fmt.Errorf("put blob %s: compress: %w", name, err)
+	zipped, err := store.CompressBlob(name, data)
+	if err != nil {
+		return err
 	}
-	if err := zw.Close(); err != nil {
-		return fmt.Errorf("put blob %s: compress: %w", name, err)
-	}
-	parts := max(1, (zipped.Len()+blobPartSize-1)/blobPartSize)
+	parts := max(1, (len(zipped)+blobPartSize-1)/blobPartSize)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.blobs[name] = &blobRec{data: append([]byte(nil), data...), fetchedAtMs: fetchedAt.UnixMilli(), parts: parts}

@@ -3,7 +3,6 @@ package storetest
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -29,14 +28,9 @@ type claimRec struct {
 }
 
 func encodeClaim(nc *apis.NodeClaim, version int64) (*claimRec, error) {
-	if nc == nil || nc.Name == "" {
-		return nil, errors.New("nodeclaim without a name")
-	}
-	c := *nc // shallow: only ResourceVersion differs and Marshal only reads
-	c.ResourceVersion = strconv.FormatInt(version, 10)
-	body, err := json.Marshal(&c)
+	body, err := store.ClaimBody(nc, version)
 	if err != nil {
-		return nil, fmt.Errorf("encode nodeclaim %s: %w", nc.Name, err)
+		return nil, err
 	}
 	return &claimRec{body: body, version: version, instanceID: nc.Status.InstanceID, nodePool: nc.NodePoolName()}, nil
 }
@@ -137,10 +131,15 @@ func (s *Store) UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
 	return s.update(nc)
 }
 
-func (s *Store) update(nc *apis.NodeClaim) error {
+func (s *Store) update(nc *apis.NodeClaim) error { return s.putNext("update", nc, nil) }
+
+// putNext stores nc as its next version while the stored claim is live at
+// nc's version; mark, when set, adjusts the record first (under s.mu). op
+// names the call in errors.
+func (s *Store) putNext(op string, nc *apis.NodeClaim, mark func(*claimRec)) error {
 	v, err := store.VersionOf(nc)
 	if err != nil {
-		return fmt.Errorf("update nodeclaim: %w", err)
+		return fmt.Errorf("%s nodeclaim: %w", op, err)
 	}
 	rec, err := encodeClaim(nc, v+1)
 	if err != nil {
@@ -148,7 +147,10 @@ func (s *Store) update(nc *apis.NodeClaim) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.putIfCurrent("update", nc, v, rec)
+	if mark != nil {
+		mark(rec)
+	}
+	return s.putIfCurrent(op, nc, v, rec)
 }
 
 // putIfCurrent stores rec (version v+1 of nc) only while the stored claim is
@@ -183,19 +185,10 @@ func (s *Store) DeleteNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
 	if err := s.begin(ctx, "DeleteNodeClaim", "delete nodeclaim "+nc.Name); err != nil {
 		return err
 	}
-	v, err := store.VersionOf(nc)
-	if err != nil {
-		return fmt.Errorf("delete nodeclaim: %w", err)
-	}
-	rec, err := encodeClaim(nc, v+1)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	rec.deleted, rec.deletedAt, rec.expiresAt = true, now.Unix(), now.Add(s.tombstoneTTL).Unix()
-	return s.putIfCurrent("delete", nc, v, rec)
+	return s.putNext("delete", nc, func(rec *claimRec) {
+		now := s.now()
+		rec.deleted, rec.deletedAt, rec.expiresAt = true, now.Unix(), now.Add(s.tombstoneTTL).Unix()
+	})
 }
 
 // ListNodeClaims is store.Store.ListNodeClaims: live claims by name.
@@ -241,17 +234,7 @@ func (s *Store) GetNodeClaimByInstanceID(ctx context.Context, instanceID string)
 		return nil, err
 	}
 	out, _ := s.listClaims(func(r *claimRec) bool { return instanceID != "" && r.instanceID == instanceID })
-	if len(out) == 0 {
-		return nil, fmt.Errorf("get nodeclaim by instance %s: %w", instanceID, store.ErrNotFound)
-	}
-	if len(out) > 1 {
-		names := make([]string, len(out))
-		for i, c := range out {
-			names[i] = c.Name
-		}
-		return nil, fmt.Errorf("get nodeclaim by instance %s: %d live claims %v", instanceID, len(out), names)
-	}
-	return out[0], nil
+	return store.OneClaimOfInstance(instanceID, out)
 }
 
 // listClaims returns copies of the unexpired records keep accepts, live

@@ -45,14 +45,17 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, d time.Du
 	return cur.lease(name), nil
 }
 
-// held returns the lease record l still owns (same holder and token), or
-// ErrLeaseLost. Callers hold s.mu.
-func (s *Store) held(op string, l *store.Lease) (*leaseRec, error) {
+// onHeld applies change, under s.mu, to the lease record l still owns
+// (same holder and token), or fails with ErrLeaseLost (op names the call).
+func (s *Store) onHeld(op string, l *store.Lease, change func(cur *leaseRec)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	cur := s.leases[l.Name]
 	if cur == nil || cur.holder != l.Holder || cur.token != l.Token {
-		return nil, fmt.Errorf("%s lease %s (token %d): %w", op, l.Name, l.Token, store.ErrLeaseLost)
+		return fmt.Errorf("%s lease %s (token %d): %w", op, l.Name, l.Token, store.ErrLeaseLost)
 	}
-	return cur, nil
+	change(cur)
+	return nil
 }
 
 // RenewLease is store.Store.RenewLease: it succeeds even after expiry while
@@ -64,15 +67,10 @@ func (s *Store) RenewLease(ctx context.Context, l *store.Lease, d time.Duration)
 	if err := store.ValidateLeaseArgs(l.Name, l.Holder, d); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, err := s.held("renew", l)
-	if err != nil {
-		return err
-	}
-	cur.untilMs = s.now().Add(d).UnixMilli()
-	l.Expires = time.UnixMilli(cur.untilMs)
-	return nil
+	return s.onHeld("renew", l, func(cur *leaseRec) {
+		cur.untilMs = s.now().Add(d).UnixMilli()
+		l.Expires = time.UnixMilli(cur.untilMs)
+	})
 }
 
 // ReleaseLease is store.Store.ReleaseLease: the holder is cleared, the
@@ -81,15 +79,10 @@ func (s *Store) ReleaseLease(ctx context.Context, l *store.Lease) error {
 	if err := s.begin(ctx, "ReleaseLease", "release lease "+l.Name); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	cur, err := s.held("release", l)
-	if err != nil {
-		return err
-	}
-	cur.holder, cur.untilMs = "", 0
-	l.Expires = time.Time{}
-	return nil
+	return s.onHeld("release", l, func(cur *leaseRec) {
+		cur.holder, cur.untilMs = "", 0
+		l.Expires = time.Time{}
+	})
 }
 
 // GetLease is store.Store.GetLease.
