@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/nodewright/nodewright/internal/apis"
@@ -25,5 +26,19 @@ func TestRegistrationAnnotatesTheNode(t *testing.T) {
 	}
 	if _, ok := n.Annotations[apis.NodewrightPrefix+"provisioner-run"]; ok {
 		t.Errorf("nodewright bookkeeping copied onto the node: %v", n.Annotations)
+	}
+}
+
+// A registered Node without the termination finalizer (registered by an
+// older nodewright, or stripped by hand) gets it back on the next reconcile.
+func TestRegisteredNodeGetsTheFinalizerBack(t *testing.T) {
+	w := newWorld(t, smPool("0"))
+	node := w.initialized("f").Status.NodeName
+	w.cluster.mu.Lock()
+	w.cluster.nodes[node].Finalizers = nil
+	w.cluster.mu.Unlock()
+	w.reconcile("f")
+	if n, _ := w.cluster.node(node); !slices.Contains(n.Finalizers, apis.TerminationFinalizer) {
+		t.Fatalf("finalizer not restored: %v", n.Finalizers)
 	}
 }

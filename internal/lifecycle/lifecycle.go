@@ -282,6 +282,7 @@ var claimPhases = []claimPhase{
 	(*Controller).expiry,          // expiry.go: past expireAfter
 	(*Controller).observeNode,     // registration.go
 	(*Controller).nodeDeleting,    // liveness.go: someone deletes the Node
+	(*Controller).keepFinalizer,   // registration.go: Nodes registered without it
 	(*Controller).registration,    // registration.go (and its TTL in liveness.go)
 	(*Controller).nodeLiveness,    // liveness.go: the Node was deleted
 	(*Controller).repair,          // repair.go: unhealthy too long

@@ -62,6 +62,22 @@ func RegistrationLabels(cl *apis.NodeClaim) map[string]string {
 	return labels
 }
 
+// keepFinalizer puts the termination finalizer on a registered Node that
+// lacks it: one registered by a nodewright from before the finalizer, or
+// whose finalizer someone removed. Without it `kubectl delete node` would
+// drop the pods instead of draining them.
+func (c *Controller) keepFinalizer(ctx context.Context, s *claimState) (bool, error) {
+	if s.node == nil || s.node.DeletionTimestamp != nil || slices.Contains(s.node.Finalizers, apis.TerminationFinalizer) {
+		return false, nil
+	}
+	node, err := c.d.Cluster.AddNodeFinalizer(ctx, s.node.Name, apis.TerminationFinalizer)
+	if err != nil {
+		return true, fmt.Errorf("lifecycle: nodeclaim %s: finalizer on node %s: %w", s.cl.Name, s.node.Name, err)
+	}
+	s.node = node
+	return false, nil
+}
+
 // RegistrationAnnotations are the annotations registration puts on the
 // Node, as Karpenter does: the claim's annotations (the NodePool
 // template's, karpenter.sh/nodepool-hash, karpenter.k8s.aws/ec2nodeclass-hash)
