@@ -2,12 +2,9 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
@@ -34,14 +31,8 @@ func (c *Client) ReleaseNode(ctx context.Context, name string, uid types.UID) er
 	return c.DeleteNode(ctx, name, uid)
 }
 
+// strategicPatchNode: a strategic merge patch unions or prunes list items
+// (finalizers) on the server, where a merge patch would replace the list.
 func (c *Client) strategicPatchNode(ctx context.Context, node string, patch map[string]any, what string) (*corev1.Node, error) {
-	body, err := json.Marshal(patch)
-	if err != nil {
-		return nil, fmt.Errorf("%s node %s: %w", what, node, err)
-	}
-	n, err := c.cs.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, body, metav1.PatchOptions{FieldManager: Component})
-	if err != nil {
-		return nil, apiError(err, "%s node %s", what, node)
-	}
-	return n, nil
+	return c.patchNode(ctx, node, types.StrategicMergePatchType, patch, what)
 }

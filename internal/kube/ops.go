@@ -84,11 +84,17 @@ func (c *Client) Uncordon(ctx context.Context, node string) (*corev1.Node, error
 }
 
 func (c *Client) mergePatchNode(ctx context.Context, node string, patch map[string]any, what string) (*corev1.Node, error) {
+	return c.patchNode(ctx, node, types.MergePatchType, patch, what)
+}
+
+// patchNode sends one patch of the given type; what names the change in
+// errors ("cordon", "labels", ...).
+func (c *Client) patchNode(ctx context.Context, node string, pt types.PatchType, patch map[string]any, what string) (*corev1.Node, error) {
 	body, err := json.Marshal(patch)
 	if err != nil {
 		return nil, fmt.Errorf("%s node %s: %w", what, node, err)
 	}
-	n, err := c.cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, body, metav1.PatchOptions{FieldManager: Component})
+	n, err := c.cs.CoreV1().Nodes().Patch(ctx, node, pt, body, metav1.PatchOptions{FieldManager: Component})
 	if err != nil {
 		return nil, apiError(err, "%s node %s", what, node)
 	}
