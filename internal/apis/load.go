@@ -359,7 +359,7 @@ func (l *loader) loadNodeClass(file string, root *yaml.Node) {
 func (l *loader) loadBetaNodeClass(file string, root *yaml.Node) {
 	beta := &betaEC2NodeClass{}
 	obj := l.decodeBeta(file, root, beta)
-	nc := convertEC2NodeClass(beta, obj.conv)
+	nc := convertEC2NodeClass(beta, obj.present, obj.conv)
 	obj.nc = nc
 	nc.SetDefaults()
 	errs := slices.Clone(obj.conv.errs)

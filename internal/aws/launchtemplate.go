@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -336,11 +338,7 @@ func networkInterfaceRequests(spec templateSpec) []ec2types.LaunchTemplateInstan
 }
 
 func ec2Tags(m map[string]string) []ec2types.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	tags := make([]ec2types.Tag, len(keys))
 	for i, k := range keys {
 		tags[i] = ec2types.Tag{Key: sdkaws.String(k), Value: sdkaws.String(m[k])}

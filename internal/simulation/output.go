@@ -28,25 +28,16 @@ type Output struct {
 }
 
 type ClaimOutput struct {
-	Name         string  `json:"name"`
-	NodePool     string  `json:"nodePool"`
-	NodeClass    string  `json:"nodeClass,omitempty"`
-	InstanceType string  `json:"instanceType"`
-	CapacityType string  `json:"capacityType"`
-	Zone         string  `json:"zone"`
-	PricePerHour float64 `json:"pricePerHour"`
-	// ExpectedPricePerHour is what the claim is expected to launch at
-	// (spot: the mean of its cheapest options, see the solver).
-	ExpectedPricePerHour float64             `json:"expectedPricePerHour"`
-	PriceSource          string              `json:"priceSource,omitempty"`
-	InstanceTypeOptions  []string            `json:"instanceTypeOptions"`
-	Labels               map[string]string   `json:"labels"`
-	Taints               []TaintOutput       `json:"taints"`
-	StartupTaints        []TaintOutput       `json:"startupTaints,omitempty"`
-	Allocatable          map[string]string   `json:"allocatable"`
-	Requests             map[string]string   `json:"requests,omitempty"`
-	Requirements         []RequirementOutput `json:"requirements,omitempty"`
-	Pods                 []string            `json:"pods"`
+	scheduling.ClaimSummary `json:",inline"`
+	PriceSource             string              `json:"priceSource,omitempty"`
+	InstanceTypeOptions     []string            `json:"instanceTypeOptions"`
+	Labels                  map[string]string   `json:"labels"`
+	Taints                  []TaintOutput       `json:"taints"`
+	StartupTaints           []TaintOutput       `json:"startupTaints,omitempty"`
+	Allocatable             map[string]string   `json:"allocatable"`
+	Requests                map[string]string   `json:"requests,omitempty"`
+	Requirements            []RequirementOutput `json:"requirements,omitempty"`
+	Pods                    []string            `json:"pods"`
 }
 
 type TaintOutput struct {
@@ -80,8 +71,7 @@ func NewOutput(cat *catalog.Catalog, plan *scheduling.Plan) Output {
 	}
 	for _, c := range plan.NodeClaims {
 		co := ClaimOutput{
-			Name: c.Name, NodePool: c.NodePool, NodeClass: c.NodeClass, InstanceType: c.InstanceType,
-			CapacityType: c.CapacityType, Zone: c.Zone, PricePerHour: c.PricePerHour, ExpectedPricePerHour: c.ExpectedPricePerHour,
+			ClaimSummary:        c.ClaimSummary,
 			InstanceTypeOptions: nonNil(c.InstanceTypeOptions),
 			Labels:              claimLabels(cat, c),
 			Taints:              Taints(c.Taints),
