@@ -135,6 +135,9 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 		DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
 		IPPrefixCount: nc.Spec.IPPrefixCount, NetworkInterfaces: nc.Spec.NetworkInterfaces, ConnectionTracking: nc.Spec.ConnectionTracking,
 	}
+	if c := nc.Spec.CPUOptions; c != nil {
+		spec.NestedVirtualization = sdkaws.ToString(c.NestedVirtualization)
+	}
 	return p.ensureLaunchTemplate(ctx, spec)
 }
 

@@ -46,6 +46,8 @@ type templateSpec struct {
 	IPPrefixCount      *int32                   `json:"ipPrefixCount,omitempty"`
 	NetworkInterfaces  []*apis.NetworkInterface `json:"networkInterfaces,omitempty"`
 	ConnectionTracking *apis.ConnectionTracking `json:"connectionTracking,omitempty"`
+	// NestedVirtualization is the class's cpuOptions.nestedVirtualization.
+	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
 }
 
 // Name is the deterministic launch template name: nodewright/<cluster>/<hash>.
@@ -273,6 +275,9 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 	}
 	if data.NetworkInterfaces = networkInterfaceRequests(spec); data.NetworkInterfaces == nil {
 		data.SecurityGroupIds = spec.SecurityGroupIDs
+	}
+	if spec.NestedVirtualization != "" {
+		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(spec.NestedVirtualization)}
 	}
 	if spec.CapacityReservation != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
