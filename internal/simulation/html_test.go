@@ -1,0 +1,184 @@
+package simulation
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodewright/nodewright/internal/catalog"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+// htmlFixture is a plan of two NodePools, an existing node and an
+// unschedulable pod whose name would be markup if it were not escaped.
+func htmlFixture() Output {
+	return Output{
+		NodeClaims: []ClaimOutput{
+			{Name: "default-abc", NodePool: "default", InstanceType: "m5.large", CapacityType: "on-demand", Zone: "us-east-1a", PricePerHour: 0.096,
+				Allocatable: map[string]string{"cpu": "1930m", "memory": "7Gi"}, Requests: map[string]string{"cpu": "1500m", "memory": "3584Mi"}, Pods: []string{"a", "b"}},
+			{Name: "batch-def", NodePool: "batch", InstanceType: "c6g.xlarge", CapacityType: "spot", Zone: "us-east-1b", PricePerHour: 0.0512,
+				Allocatable: map[string]string{"cpu": "3920m", "memory": "6525Mi"}, Requests: map[string]string{"cpu": "3920m"}, Pods: []string{"c"}},
+		},
+		ExistingNodes:       []ExistingNodeOutput{{Name: "ip-10-0-0-1", Pods: []string{"d"}}},
+		Unschedulable:       []UnschedulableOutput{{Pod: "default/<script>alert(1)</script>", Reason: `NodePool "gpu": no instance type has "nvidia.com/gpu" & 8 CPUs`}},
+		CostPerHour:         0.1472,
+		LowerBoundPerHour:   0.12,
+		CostOverLowerBound:  0.1472 / 0.12,
+		ExpectedCostPerHour: 0.16,
+	}
+}
+
+func renderFixture(t *testing.T) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteHTML(&b, htmlFixture(), &catalog.Catalog{Region: "us-east-1"}); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestWriteHTML(t *testing.T) {
+	got := renderFixture(t)
+	page := string(got)
+	for _, want := range []string{
+		"<!DOCTYPE html>", "nodewright simulate (us-east-1)",
+		`<div class="node" data-nodepool="default">`, `<div class="node" data-nodepool="batch">`,
+		// Pools are coloured in name order: batch first.
+		`<i class="swatch" style="background: #1f77b4"></i>batch (1)`, `<i class="swatch" style="background: #ff7f0e"></i>default (1)`,
+		// 1.5 of 1.93 cores, 3.5 of 7 GiB; batch's memory request is zero.
+		`style="width: 78%; background: #ff7f0e"`, "1.50 / 1.93 cores", `style="width: 50%; background: #ff7f0e"`, "3.5Gi / 7.0Gi",
+		`style="width: 100%; background: #1f77b4"`, `style="width: 0%; background: #1f77b4"`,
+		"m5.large · us-east-1a · on-demand · $0.0960/h", "c6g.xlarge · us-east-1b · spot · $0.0512/h",
+		"$0.1472/h", "$107.46/month", "$0.1200/h</b>plan costs 1.23x the bound", "$0.1600/h",
+		"default/&lt;script&gt;alert(1)&lt;/script&gt;", "no instance type has &#34;nvidia.com/gpu&#34; &amp; 8 CPUs",
+		"<td>ip-10-0-0-1</td><td>1</td>",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// Self-contained: no scripts, no external assets, one file.
+	for _, banned := range []string{"<script", "<link", "src=", "http://", "https://", "@import", "url("} {
+		if strings.Contains(page, banned) {
+			t.Errorf("page contains %q", banned)
+		}
+	}
+	if n := strings.Count(page, `class="node"`); n != 2 {
+		t.Errorf("%d node bars, want 2", n)
+	}
+	golden := filepath.Join("testdata", "plan.html.golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/simulation -run TestWriteHTML -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("page differs from %s (run with -update and review the diff):\n%s", golden, got)
+	}
+}
+
+// An empty plan (nothing to buy, nothing unschedulable) still renders.
+func TestWriteHTMLEmptyPlan(t *testing.T) {
+	var b bytes.Buffer
+	empty := Output{NodeClaims: []ClaimOutput{}, ExistingNodes: []ExistingNodeOutput{}, Unschedulable: []UnschedulableOutput{}}
+	if err := WriteHTML(&b, empty, &catalog.Catalog{Region: "us-west-2"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"new nodes<b>0</b>", "None: every pod fits", "<h2>Unschedulable pods</h2>\n<p>None.</p>"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("empty plan lacks %q:\n%s", want, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "lower bound<b>") || strings.Contains(b.String(), `class="legend"`) {
+		t.Errorf("empty plan shows a bound or a legend:\n%s", b.String())
+	}
+}
+
+// headlessBrowser finds a Chromium to render pages with, if one is
+// installed (the test is optional: make test does not need a browser).
+func headlessBrowser() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless_shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestWriteHTMLInChromium renders the page in a real headless Chromium: the
+// DOM it builds has both node bars, and the screenshot shows each NodePool's
+// colour over the area its CPU bar should fill.
+func TestWriteHTMLInChromium(t *testing.T) {
+	browser := headlessBrowser()
+	if browser == "" {
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH")
+	}
+	dir := t.TempDir()
+	page := filepath.Join(dir, "plan.html")
+	if err := os.WriteFile(page, renderFixture(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dom := runBrowser(t, browser, dir, "--dump-dom", "file://"+page)
+	if n := strings.Count(dom, `class="node"`); n != 2 || !strings.Contains(dom, "&lt;script&gt;") {
+		t.Errorf("chromium's DOM has %d node bars or lost the escaping:\n%s", n, dom)
+	}
+	shot := filepath.Join(dir, "plan.png")
+	runBrowser(t, browser, dir, "--screenshot="+shot, "--window-size=1200,900", "file://"+page)
+	f, err := os.Open(shot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	// The CPU bars: default 78 % and batch 100 % of a track a few hundred
+	// pixels wide and 16 high; the memory bars are translucent.
+	counts := map[string]int{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			counts[fmt.Sprintf("#%02x%02x%02x", r>>8, g>>8, bl>>8)]++
+		}
+	}
+	for _, colour := range []string{"#1f77b4", "#ff7f0e"} {
+		if counts[colour] < 2000 {
+			t.Errorf("screenshot has %d pixels of %s, want a bar's worth (>= 2000)", counts[colour], colour)
+		}
+	}
+}
+
+// runBrowser runs the headless browser with a profile of its own and
+// returns its stdout.
+func runBrowser(t *testing.T, browser, dir string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+		"--user-data-dir=" + filepath.Join(dir, "profile")}
+	cmd := exec.CommandContext(ctx, browser, append(base, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", browser, strings.Join(args, " "), err, errb.String())
+	}
+	return out.String()
+}
