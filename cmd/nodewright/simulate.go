@@ -73,5 +73,5 @@ func runSimulate(ctx context.Context, o simulateOptions, stdout, stderr io.Write
 	if err != nil {
 		return fmt.Errorf("solve: %w", err)
 	}
-	return writeSimulation(stdout, o.output, simulation.NewOutput(setup.Catalog, plan), setup.Catalog)
+	return writeSimulation(stdout, o.output, setup, plan)
 }

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nodewright/nodewright/internal/inspect"
 )
@@ -27,6 +30,8 @@ type claimWatch struct {
 	// tombstone left out of the listing, as first seen).
 	seen    map[string]string
 	printed int
+	// widths are the table's column widths so far.
+	widths []int
 }
 
 // run polls with load every interval until ctx ends (Ctrl-C), which is not
@@ -65,13 +70,8 @@ func (w *claimWatch) changes(claims []inspect.Claim, first bool) []inspect.Claim
 			current[c.Name] = c
 		}
 	}
-	names := make([]string, 0, len(current))
-	for name := range current {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var out []inspect.Claim
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(current)) {
 		c := current[name]
 		fp := fingerprint(c)
 		if old, ok := w.seen[name]; ok && old == fp {
@@ -122,13 +122,38 @@ func (w *claimWatch) emit(claims []inspect.Claim) error {
 	case inspect.OutputName:
 		return inspect.WriteNodeClaims(w.out, claims, w.print, w.prices, w.now())
 	}
-	var header []string
+	var rows [][]string
 	if w.printed == 0 && !w.print.NoHeaders {
-		header = inspect.NodeClaimHeader(w.print.Output)
+		rows = append(rows, inspect.NodeClaimHeader(w.print.Output))
 	}
-	rows := make([][]string, 0, len(claims))
 	for _, c := range claims {
 		rows = append(rows, inspect.NodeClaimRow(c, w.print.Output, w.prices, w.now()))
 	}
-	return inspect.WriteTable(w.out, header, rows)
+	return w.writeRows(rows)
+}
+
+// writeRows aligns rows as inspect's tables do (columns at least 6 wide, 3
+// spaces apart), keeping each column as wide as it has been so far, so that
+// the rows of later polls line up under the first listing.
+func (w *claimWatch) writeRows(rows [][]string) error {
+	for _, r := range rows {
+		for i, cell := range r {
+			if i == len(w.widths) {
+				w.widths = append(w.widths, 0)
+			}
+			w.widths[i] = max(w.widths[i], 6, utf8.RuneCountInString(cell)+3)
+		}
+	}
+	var b strings.Builder
+	for _, r := range rows {
+		for i, cell := range r {
+			b.WriteString(cell)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", w.widths[i]-utf8.RuneCountInString(cell)))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w.out, b.String())
+	return err
 }

@@ -97,36 +97,49 @@ func FormatPrice(v float64, ok bool) string {
 // deletion age in READY as "Deleted". An empty table prints nothing: saying
 // so is the caller's message for people (kubectl's "No resources found").
 func WriteNodeClaims(w io.Writer, claims []Claim, o PrintOptions, prices Prices, now time.Time) error {
-	switch o.Output {
-	case OutputJSON, OutputYAML:
-		items := make([]*apis.NodeClaim, 0, len(claims))
-		for _, c := range claims {
-			items = append(items, NodeClaimObject(c))
-		}
-		return WriteObject(w, o.Output, list{APIVersion: "v1", Kind: "List", Items: items, Metadata: map[string]string{"resourceVersion": ""}})
-	case OutputName:
-		for _, c := range claims {
-			if _, err := fmt.Fprintln(w, NodeClaimName(c.Name)); err != nil {
-				return err
-			}
-		}
-		return nil
-	case OutputTable, OutputWide:
-	default:
-		return CheckOutput(o.Output)
+	items := make([]*apis.NodeClaim, 0, len(claims))
+	names := make([]string, 0, len(claims))
+	for _, c := range claims {
+		items = append(items, NodeClaimObject(c))
+		names = append(names, NodeClaimName(c.Name))
 	}
-	if len(claims) == 0 {
-		return nil
-	}
-	var header []string
-	if !o.NoHeaders {
-		header = NodeClaimHeader(o.Output)
+	obj := list{APIVersion: "v1", Kind: "List", Items: items, Metadata: map[string]string{"resourceVersion": ""}}
+	if done, err := writeData(w, o.Output, obj, names); done || len(claims) == 0 {
+		return err
 	}
 	rows := make([][]string, 0, len(claims))
 	for _, c := range claims {
 		rows = append(rows, NodeClaimRow(c, o.Output, prices, now))
 	}
-	return WriteTable(w, header, rows)
+	return WriteTable(w, o.header(NodeClaimHeader(o.Output)), rows)
+}
+
+// header is the table's header, nil with --no-headers.
+func (o PrintOptions) header(columns []string) []string {
+	if o.NoHeaders {
+		return nil
+	}
+	return columns
+}
+
+// writeData prints the formats that are not tables: obj as JSON or YAML, or
+// the names (-o name); done reports whether it handled o (an unknown format
+// is handled by its error).
+func writeData(w io.Writer, output string, obj any, names []string) (done bool, err error) {
+	switch output {
+	case OutputJSON, OutputYAML:
+		return true, WriteObject(w, output, obj)
+	case OutputName:
+		for _, n := range names {
+			if _, err := fmt.Fprintln(w, n); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	case OutputTable, OutputWide:
+		return false, nil
+	}
+	return true, CheckOutput(output)
 }
 
 // WriteTable aligns rows under header (none when nil) as kubectl does.

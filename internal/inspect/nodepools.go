@@ -112,31 +112,17 @@ func Usage(cfg *apis.Config, claims []Claim, prices Prices) []PoolUsage {
 func WriteNodePools(w io.Writer, pools []PoolUsage, o PrintOptions) error {
 	var total float64
 	var nodes int
+	names := make([]string, 0, len(pools))
 	for _, u := range pools {
 		total += u.CostPerHour
 		nodes += u.Nodes
+		names = append(names, NodePoolName(u.Name))
 	}
-	switch o.Output {
-	case OutputJSON, OutputYAML:
-		return WriteObject(w, o.Output, poolsOutput{NodePools: append([]PoolUsage{}, pools...), Nodes: nodes, CostPerHour: total})
-	case OutputName:
-		for _, u := range pools {
-			if _, err := fmt.Fprintln(w, NodePoolName(u.Name)); err != nil {
-				return err
-			}
-		}
-		return nil
-	case OutputTable, OutputWide:
-	default:
-		return CheckOutput(o.Output)
+	obj := poolsOutput{NodePools: append([]PoolUsage{}, pools...), Nodes: nodes, CostPerHour: total}
+	if done, err := writeData(w, o.Output, obj, names); done || len(pools) == 0 {
+		return err
 	}
-	if len(pools) == 0 {
-		return nil
-	}
-	var header []string
-	if !o.NoHeaders {
-		header = []string{"NAME", "NODECLASS", "WEIGHT", "NODES", "READY", "CPU", "MEMORY", "LIMITS", "COST/H"}
-	}
+	header := o.header([]string{"NAME", "NODECLASS", "WEIGHT", "NODES", "READY", "CPU", "MEMORY", "LIMITS", "COST/H"})
 	rows := make([][]string, 0, len(pools))
 	for _, u := range pools {
 		rows = append(rows, poolRow(u))
