@@ -52,17 +52,10 @@ func newDeleteNodeClaimCmd() *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := pf.check(); err != nil {
-				return err
-			}
+		RunE: tableRun(&tf, pf.check, func(ctx context.Context, cmd *cobra.Command, args []string, st *store.Store, _ string) error {
 			o.name = pf.Output == inspect.OutputName
-			st, _, err := tf.open(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return runDeleteNodeClaims(cmd.Context(), cmd.OutOrStdout(), st, args, o, time.Now)
-		},
+			return runDeleteNodeClaims(ctx, cmd.OutOrStdout(), st, args, o, time.Now)
+		}),
 	}
 	tf.register(cmd)
 	cmd.Flags().StringVarP(&pf.Output, "output", "o", "", "name: print nodeclaim.karpenter.sh/NAME for each claim")

@@ -34,17 +34,9 @@ itself (as 'kubectl get nodeclaim NAME -o yaml'), -o name its name.`,
 		Aliases: []string{"nodeclaims", "nc"},
 		Short:   "Describe one NodeClaim (live or deleted)",
 		Args:    exactlyOneName,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := pf.check(); err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, region, err := tf.open(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: tableRun(&tf, pf.check, func(ctx context.Context, cmd *cobra.Command, args []string, st *store.Store, region string) error {
 			return runDescribeNodeClaim(ctx, cmd.OutOrStdout(), st, region, args[0], pf.Output, time.Now())
-		},
+		}),
 	}
 	tf.register(nc)
 	pf.register(nc, inspect.OutputJSON, inspect.OutputYAML, inspect.OutputName)

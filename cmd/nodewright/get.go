@@ -117,23 +117,19 @@ type getClaimsOptions struct {
 func newGetNodeClaimsCmd() *cobra.Command {
 	var tf tableFlags
 	var o getClaimsOptions
+	var sel labels.Selector
+	check := func() (err error) {
+		sel, err = o.check()
+		return err
+	}
 	cmd := &cobra.Command{
 		Use:     "nodeclaims",
 		Aliases: []string{"nodeclaim", "nc"},
 		Short:   "List NodeClaims as kubectl get nodeclaims would",
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			sel, err := o.check()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			st, region, err := tf.open(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: tableRun(&tf, check, func(ctx context.Context, cmd *cobra.Command, _ []string, st *store.Store, region string) error {
 			return runGetNodeClaims(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), st, region, o, sel)
-		},
+		}),
 	}
 	tf.register(cmd)
 	o.print.register(cmd, inspect.Outputs...)
@@ -216,33 +212,32 @@ func newGetNodePoolsCmd() *cobra.Command {
 	var tf tableFlags
 	var configDir string
 	var pf printFlags
+	var cfg *apis.Config
+	check := func() error {
+		if err := pf.check(); err != nil {
+			return err
+		}
+		if configDir == "" {
+			configDir = os.Getenv(settings.EnvConfigDir)
+		}
+		if configDir == "" {
+			return nil
+		}
+		c, err := apis.Load(configDir)
+		if err != nil {
+			return fmt.Errorf("load --config %s: %w", configDir, err)
+		}
+		cfg = c
+		return nil
+	}
 	cmd := &cobra.Command{
 		Use:     "nodepools",
 		Aliases: []string{"nodepool", "np"},
 		Short:   "Show each NodePool's usage against its limits and its cost per hour",
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := pf.check(); err != nil {
-				return err
-			}
-			if configDir == "" {
-				configDir = os.Getenv(settings.EnvConfigDir)
-			}
-			var cfg *apis.Config
-			if configDir != "" {
-				c, err := apis.Load(configDir)
-				if err != nil {
-					return fmt.Errorf("load --config %s: %w", configDir, err)
-				}
-				cfg = c
-			}
-			ctx := cmd.Context()
-			st, region, err := tf.open(ctx)
-			if err != nil {
-				return err
-			}
+		RunE: tableRun(&tf, check, func(ctx context.Context, cmd *cobra.Command, _ []string, st *store.Store, region string) error {
 			return runGetNodePools(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), st, region, cfg, pf.PrintOptions)
-		},
+		}),
 	}
 	tf.register(cmd)
 	pf.register(cmd, inspect.Outputs...)

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nodewright/nodewright/internal/inspect"
+	"github.com/nodewright/nodewright/internal/store"
 )
 
 // printFlags are kubectl's printing flags: -o and --no-headers.
@@ -43,5 +45,22 @@ func dispatchResource(kinds string) func(*cobra.Command, []string) error {
 			return usageError(fmt.Errorf("%s needs a resource type: %s", cmd.Name(), kinds))
 		}
 		return usageError(fmt.Errorf("unknown resource type %q for %s: use %s", args[0], cmd.Name(), kinds))
+	}
+}
+
+// tableRun is the RunE of a command reading the nodewright table: check
+// first (flags, so that usage errors come before any AWS call), then open
+// the table and run.
+func tableRun(tf *tableFlags, check func() error, run func(ctx context.Context, cmd *cobra.Command, args []string, st *store.Store, region string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(); err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		st, region, err := tf.open(ctx)
+		if err != nil {
+			return err
+		}
+		return run(ctx, cmd, args, st, region)
 	}
 }
