@@ -17,10 +17,10 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 func htmlFixture() Output {
 	return Output{
 		NodeClaims: []ClaimOutput{
-			{Name: "default-abc", NodePool: "default", InstanceType: "m5.large", CapacityType: "on-demand", Zone: "us-east-1a", PricePerHour: 0.096,
-				Allocatable: map[string]string{"cpu": "1930m", "memory": "7Gi"}, Requests: map[string]string{"cpu": "1500m", "memory": "3584Mi"}, Pods: []string{"a", "b"}},
-			{Name: "batch-def", NodePool: "batch", InstanceType: "c6g.xlarge", CapacityType: "spot", Zone: "us-east-1b", PricePerHour: 0.0512,
-				Allocatable: map[string]string{"cpu": "3920m", "memory": "6525Mi"}, Requests: map[string]string{"cpu": "3920m"}, Pods: []string{"c"}},
+			htmlClaim("default-abc", "default", "m5.large", "on-demand", "us-east-1a", 0.096,
+				map[string]string{"cpu": "1930m", "memory": "7Gi"}, map[string]string{"cpu": "1500m", "memory": "3584Mi"}, "a", "b"),
+			htmlClaim("batch-def", "batch", "c6g.xlarge", "spot", "us-east-1b", 0.0512,
+				map[string]string{"cpu": "3920m", "memory": "6525Mi"}, map[string]string{"cpu": "3920m"}, "c"),
 		},
 		ExistingNodes:       []ExistingNodeOutput{{Name: "ip-10-0-0-1", Pods: []string{"d"}}},
 		Unschedulable:       []UnschedulableOutput{{Pod: "default/<script>alert(1)</script>", Reason: `NodePool "gpu": no instance type has "nvidia.com/gpu" & 8 CPUs`}},
@@ -29,6 +29,14 @@ func htmlFixture() Output {
 		CostOverLowerBound:  0.1472 / 0.12,
 		ExpectedCostPerHour: 0.16,
 	}
+}
+
+// htmlClaim sets the claim's identity field by field, whichever struct of
+// ClaimOutput's the fields live in.
+func htmlClaim(name, pool, typ, capacityType, zone string, price float64, allocatable, requests map[string]string, pods ...string) ClaimOutput {
+	c := ClaimOutput{Allocatable: allocatable, Requests: requests, Pods: pods}
+	c.Name, c.NodePool, c.InstanceType, c.CapacityType, c.Zone, c.PricePerHour = name, pool, typ, capacityType, zone, price
+	return c
 }
 
 func renderFixture(t *testing.T) []byte {
