@@ -100,6 +100,20 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// Every simulate -o prints the plan on stdout and nothing on stderr.
+func TestSimulateFormats(t *testing.T) {
+	workload := schedulableWorkload(t)
+	for format, want := range map[string]string{
+		"table": "new node(s), $", "json": `"nodeClaims": [`, "yaml": "nodeClaims:\n- allocatable:",
+		"html": `<div class="node" data-nodepool="production">`,
+	} {
+		out, errOut, code := cli(t, "simulate", "--config", simTestdata("config.yaml"), "--region", "us-east-1", "--workload", workload, "-o", format)
+		if code != exitOK || errOut != "" || !strings.Contains(out, want) {
+			t.Errorf("-o %s: exit %d, stderr %q, stdout lacks %q:\n%s", format, code, errOut, want, out)
+		}
+	}
+}
+
 func TestRootHelpDocumentsExitCodes(t *testing.T) {
 	out, _, code := cli(t, "--help")
 	for _, want := range []string{"Exit codes:", "2  usage error", "3  simulate: the plan leaves pods unschedulable", "stdout"} {
