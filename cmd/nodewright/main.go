@@ -68,7 +68,8 @@ func execute(ctx context.Context, root *cobra.Command, args []string, stdout, st
 		return exitOK
 	}
 	code := exitCode(err)
-	if code == exitUsage && cmd != nil {
+	// A command printing its own errors (validate) prints its usage too.
+	if code == exitUsage && cmd != nil && !cmd.SilenceErrors {
 		fmt.Fprintf(stderr, "See '%s --help' for usage.\n", cmd.CommandPath())
 	}
 	return code
