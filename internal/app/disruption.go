@@ -1,18 +1,22 @@
 package app
 
 import (
+	"context"
 	"os"
+	"time"
 
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/provisioning"
+	"github.com/nodewright/nodewright/internal/queue"
 )
 
 // DisruptionDeps are the disruption controller's adapters: the store
 // (lease, pending command, claims), the cluster, the EC2 provider (drift of
 // AMIs, subnets and security groups), the catalog and ICE set the
 // provisioner plans with, a provisioner over the same adapters for
-// replacements, and the lifecycle's work queue for drains. Tests and the
-// demo may wrap some of them or tune Settings before building a handler.
+// replacements, the lifecycle's work queue for drains and the disruption
+// queue for its own wake-ups. Tests and the demo may wrap some of them or
+// tune Settings before building a handler.
 func (a *App) DisruptionDeps() (disruption.Deps, error) {
 	return deps(a, "disruption", func() (disruption.Deps, error) {
 		pass, err := a.replacementPass("disruption", nil)
@@ -24,12 +28,14 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 			return disruption.Deps{}, err
 		}
 		s.SpotToSpotConsolidation = a.Settings.FeatureGates.SpotToSpotConsolidation
+		s.SchedulePeriod = a.Settings.DisruptionSchedule
 		return disruption.Deps{
 			Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
 			Catalog:     a.catalog(),
 			Unavailable: provisioning.ProviderICE(a.EC2),
 			Provision:   pass,
 			Requeue:     a.requeue("no work queue configured: drains start on the lifecycle's schedule"),
+			Wakeup:      a.wakeup(),
 			Holder:      holder("disruption"),
 			Settings:    s,
 		}, nil
@@ -39,4 +45,14 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 // DisruptionHandler wires the disruption function's handler.
 func (a *App) DisruptionHandler() (*disruption.Handler, error) {
 	return handler(a.DisruptionDeps, disruption.NewHandler)
+}
+
+// wakeup is the disruption Deps.Wakeup over the disruption queue, or nil
+// (passes on the schedule only) when none is configured.
+func (a *App) wakeup() func(ctx context.Context, msg queue.Message, delay time.Duration) error {
+	if a.Wakeups == nil {
+		a.Log.Warn("no disruption queue configured: consolidateAfter and validation delays end on the schedule's ticks")
+		return nil
+	}
+	return a.Wakeups.Send
 }

@@ -35,7 +35,7 @@ func FuzzDecodeInvocation(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if msg.Kind != KindProvision && msg.Kind != KindLifecycle {
+			if msg.Kind != KindProvision && msg.Kind != KindLifecycle && msg.Kind != KindDisruption {
 				t.Fatalf("accepted kind %q", msg.Kind)
 			}
 			b, err := json.Marshal(msg)
