@@ -46,7 +46,7 @@ func TestTable(t *testing.T) {
 
 func TestQueuesAndRules(t *testing.T) {
 	_, tpl, j := full(t)
-	check(t, "six sqs queues", func() { tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(6)) })
+	check(t, "eight sqs queues", func() { tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(8)) })
 	check(t, "interruption queue", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]interface{}{
 			"MessageRetentionPeriod": 300,
@@ -181,7 +181,7 @@ func TestFunctions(t *testing.T) {
 	check(t, "sqs event sources", func() {
 		tpl.ResourcePropertiesCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]interface{}{
 			"BatchSize": 10, "FunctionResponseTypes": []interface{}{"ReportBatchItemFailures"},
-		}, jsii.Number(3))
+		}, jsii.Number(4))
 	})
 	for _, m := range resources(j, "AWS::Lambda::EventSourceMapping") {
 		src, fn := js(m.Props["EventSourceArn"]), js(m.Props["FunctionName"])
@@ -189,6 +189,7 @@ func TestFunctions(t *testing.T) {
 		case strings.Contains(src, "InterruptionQueue") && strings.Contains(fn, "InterruptionFunction"):
 		case strings.Contains(src, "WorkQueue") && strings.Contains(fn, "LifecycleFunction"):
 		case strings.Contains(src, "ProvisionQueue") && strings.Contains(fn, "ProvisionerFunction"):
+		case strings.Contains(src, "DisruptionQueue") && strings.Contains(fn, "DisruptionFunction"):
 		default:
 			t.Errorf("unexpected event source mapping %s -> %s", src, fn)
 		}
@@ -286,6 +287,9 @@ func TestMinimalStack(t *testing.T) {
 	sort.Strings(rates)
 	if strings.Join(rates, ",") != "rate(1 minute),rate(1 minute),rate(5 minutes)" {
 		t.Errorf("schedules = %v", rates)
+	}
+	if env := js(fnByName(t, j, "disruption").Props["Environment"]); !strings.Contains(env, `"`+settings.EnvDisruptionSchedule+`":"5m"`) {
+		t.Errorf("disruption env does not give its 5-minute schedule: %s", env)
 	}
 	for _, lg := range resources(j, "AWS::Logs::LogGroup") {
 		if lg.Props["RetentionInDays"] != float64(7) {
