@@ -132,6 +132,7 @@ func (d *run) startEventSources(ctx context.Context, st *deployed, h handlers) {
 	pollQueue(runCtx, &d.wg, st.sqsClient, qs.ProvisionURL, qs.ProvisionARN, Region, provFn, onErr)
 	pollQueue(runCtx, &d.wg, st.sqsClient, qs.WorkURL, qs.WorkARN, Region, lifeFn, onErr)
 	pollQueue(runCtx, &d.wg, st.sqsClient, qs.InterruptionURL, qs.InterruptionARN, Region, intrFn, onErr)
+	pollQueue(runCtx, &d.wg, st.sqsClient, qs.DisruptionURL, qs.DisruptionARN, Region, disrFn, onErr)
 	schedule(runCtx, &d.wg, d.o.Tick, Region, awssim.DefaultAccountID, provFn, lifeFn, disrFn)
-	d.tl.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, interruption queue -> interruption, schedule every %s -> provisioner + lifecycle + disruption", d.o.Tick)
+	d.tl.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, interruption queue -> interruption, disruption queue -> disruption (its wake-ups), schedule every %s -> provisioner + lifecycle + disruption", d.o.Tick)
 }
