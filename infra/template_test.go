@@ -305,3 +305,42 @@ func TestMinimalStack(t *testing.T) {
 		t.Errorf("unsuppressed cdk-nag finding: %s", e)
 	}
 }
+
+// The disruption queue: encrypted like every queue, with a DLQ, feeding the
+// disruption function (and only it) through an event source mapping with
+// batch item failures; only the disruption function is told its URL and
+// the schedule's period.
+func TestDisruptionWakeupQueue(t *testing.T) {
+	_, _, j := full(t)
+	dq := logicalID(t, j, "AWS::SQS::Queue", "DisruptionQueue")
+	dlq := logicalID(t, j, "AWS::SQS::Queue", "DisruptionDLQ")
+	for _, q := range resources(j, "AWS::SQS::Queue") {
+		if q.ID != dq {
+			continue
+		}
+		rp, _ := q.Props["RedrivePolicy"].(map[string]interface{})
+		if q.Props["SqsManagedSseEnabled"] != true || q.Props["VisibilityTimeout"] != float64(Sizing["disruption"].TimeoutSeconds) ||
+			!strings.Contains(js(rp["deadLetterTargetArn"]), dlq) || rp["maxReceiveCount"] != float64(disruptionMaxReceives) {
+			t.Errorf("disruption queue = %s", js(q.Props))
+		}
+	}
+	mappings := 0
+	for _, m := range resources(j, "AWS::Lambda::EventSourceMapping") {
+		if strings.Contains(js(m.Props["EventSourceArn"]), dq) {
+			mappings++
+			if !strings.Contains(js(m.Props["FunctionName"]), "DisruptionFunction") || js(m.Props["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` {
+				t.Errorf("disruption queue mapping = %s", js(m.Props))
+			}
+		}
+	}
+	if mappings != 1 {
+		t.Errorf("%d event source mappings on the disruption queue, want 1", mappings)
+	}
+	for _, fn := range Functions {
+		env := js(fnByName(t, j, fn).Props["Environment"])
+		has := strings.Contains(env, `"`+settings.EnvDisruptionQueueURL+`"`) && strings.Contains(env, `"`+settings.EnvDisruptionSchedule+`":"1m"`)
+		if has != (fn == "disruption") || strings.Contains(env, settings.EnvDisruptionQueueURL) != (fn == "disruption") {
+			t.Errorf("%s: env %s", fn, env)
+		}
+	}
+}

@@ -1,26 +1,18 @@
 package disruption_test
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/apis/apistest"
-	"github.com/nodewright/nodewright/internal/app"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/interruption"
@@ -318,29 +310,13 @@ func fleetCallsSince(e *env, since time.Time) []time.Time {
 	return out
 }
 
-// interruptionFunction is the interruption function as deployed: the
-// stack's EventBridge rules feed its queue, and an event source mapping
-// hands batches to the real handler built by the composition root over the
-// environment's table, configuration and work queue (so the lifecycle the
-// environment steps carries the drain on).
-type interruptionFunction struct {
-	logs cloudtest.SyncBuffer
-
-	mu      sync.Mutex
-	batches []interruptionBatch
-}
-
-type interruptionBatch struct {
-	received time.Time
-	bodies   []string
-	resp     events.SQSEventResponse
-	err      error
-}
-
-func startInterruptionFunction(e *env) *interruptionFunction {
+// startInterruptionFunction deploys the interruption function: the
+// stack's EventBridge rules feed its queue, which an event source mapping
+// hands to the real handler.
+func startInterruptionFunction(e *env) *queueFunction {
 	e.t.Helper()
 	t := e.t
-	fn := &interruptionFunction{}
+	fn := &queueFunction{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("interruption function logs:\n%s", fn.logs.String())
@@ -349,69 +325,12 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 	name := fmt.Sprintf("dintr-%s-%d", e.pool, time.Now().UnixNano()%1e6)
 	url := cloudtest.CreateQueue(e.ctx, t, e.admin, name, map[string]string{"VisibilityTimeout": "30"})
 	stack := cloudtest.Deploy(t, e.cloud, localcloud.StackResources{Table: e.st.Table(), WorkQueue: e.work, InterruptionQueue: name})
-	poller := sqs.NewFromConfig(cloudtest.RoleConfig(e.ctx, t, stack.Controller))
 	cloudtest.RouteInterruptionEvents(t, e.cloud.AWS, name, name)
-	s := settings.Settings{ClusterName: e.cloud.ClusterName, TableName: e.st.Table(), Owner: cloudtest.Owner(e.cloud, e.st.Table()), WorkQueueURL: e.work,
-		Rebalance: interruption.RebalanceIgnore, BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelInfo}
-	a, err := app.New(e.ctx, s, app.Options{Function: "interruption", Out: &fn.logs, KubeREST: e.cloud.ControllerREST, Config: e.cfg, AWSCredentials: stack.Controller})
-	if err != nil {
-		t.Fatalf("interruption app: %v", err)
-	}
+	a := functionApp(e, "interruption", stack, &fn.logs, func(s *settings.Settings) { s.Rebalance = interruption.RebalanceIgnore })
 	h, err := a.InterruptionHandler()
 	if err != nil {
 		t.Fatalf("interruption handler: %v", err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Go(func() {
-		for ctx.Err() == nil {
-			out, err := poller.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
-			if err != nil || len(out.Messages) == 0 {
-				continue
-			}
-			b := interruptionBatch{received: time.Now()}
-			ev := events.SQSEvent{}
-			for _, m := range out.Messages {
-				ev.Records = append(ev.Records, events.SQSMessage{MessageId: sdkaws.ToString(m.MessageId), ReceiptHandle: sdkaws.ToString(m.ReceiptHandle),
-					Body: sdkaws.ToString(m.Body), EventSource: "aws:sqs", EventSourceARN: e.cloud.AWS.SQS().QueueARN(name)})
-				b.bodies = append(b.bodies, sdkaws.ToString(m.Body))
-			}
-			raw, _ := json.Marshal(ev)
-			// e.ctx, not ctx: stopping the loop must not abort a batch midway
-			// (dynalite does not survive aborted requests well).
-			res, err := h.Handle(e.ctx, raw)
-			b.err = err
-			if err == nil {
-				b.resp = res.(events.SQSEventResponse)
-			}
-			failed := map[string]bool{}
-			for _, f := range b.resp.BatchItemFailures {
-				failed[f.ItemIdentifier] = true
-			}
-			for _, r := range ev.Records {
-				if err == nil && !failed[r.MessageId] {
-					_, _ = poller.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: sdkaws.String(r.ReceiptHandle)})
-				}
-			}
-			fn.mu.Lock()
-			fn.batches = append(fn.batches, b)
-			fn.mu.Unlock()
-		}
-	})
+	fn.serve(e, stack, name, url, h.Handle)
 	return fn
-}
-
-// handled returns the first batch that carried a message containing s.
-func (f *interruptionFunction) handled(s string) (interruptionBatch, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, b := range f.batches {
-		for _, body := range b.bodies {
-			if strings.Contains(body, s) {
-				return b, true
-			}
-		}
-	}
-	return interruptionBatch{}, false
 }

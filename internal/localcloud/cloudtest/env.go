@@ -89,7 +89,7 @@ type Env struct {
 	// WorkQueue, InterruptionQueue and DisruptionQueue are the URLs of the
 	// queues the options of those names ask for.
 	WorkQueue, InterruptionQueue, DisruptionQueue string
-	Namespace                    string
+	Namespace                                     string
 	// Pool is the NodePool's name, Config the loaded NodePool and
 	// EC2NodeClass, ConfigDir the directory they were loaded from (what
 	// settings.Settings.ConfigDir names).
