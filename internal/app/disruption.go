@@ -1,13 +1,10 @@
 package app
 
 import (
-	"context"
 	"os"
-	"time"
 
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/provisioning"
-	"github.com/nodewright/nodewright/internal/queue"
 )
 
 // DisruptionDeps are the disruption controller's adapters: the store
@@ -45,14 +42,4 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 // DisruptionHandler wires the disruption function's handler.
 func (a *App) DisruptionHandler() (*disruption.Handler, error) {
 	return handler(a.DisruptionDeps, disruption.NewHandler)
-}
-
-// wakeup is the disruption Deps.Wakeup over the disruption queue, or nil
-// (passes on the schedule only) when none is configured.
-func (a *App) wakeup() func(ctx context.Context, msg queue.Message, delay time.Duration) error {
-	if a.Wakeups == nil {
-		a.Log.Warn("no disruption queue configured: consolidateAfter and validation delays end on the schedule's ticks")
-		return nil
-	}
-	return a.Wakeups.Send
 }
