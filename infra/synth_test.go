@@ -96,7 +96,7 @@ func TestCDKSynth(t *testing.T) {
 			t.Fatal(err)
 		}
 		for typ, want := range map[string]int{
-			"AWS::Lambda::Function": len(Functions), "AWS::DynamoDB::Table": 1, "AWS::SQS::Queue": 6,
+			"AWS::Lambda::Function": len(Functions), "AWS::DynamoDB::Table": 1, "AWS::SQS::Queue": 8,
 			// The example's second EC2NodeClass names an existing role: one
 			// more instance profile and node access entry.
 			"Custom::NodewrightWebhook": 1, "AWS::EKS::AccessEntry": 4, "AWS::IAM::InstanceProfile": 2,
