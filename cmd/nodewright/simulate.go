@@ -47,9 +47,9 @@ NodePool). simulate exits 3 when pods are left unschedulable, so CI can gate a
 configuration change on it.
 
 With --kubeconfig it reads a running cluster instead, and only reads (get
-and list; no AWS call, prices come from --catalog): the pods the scheduler marked Unschedulable
-are planned against the existing nodes (and the NodeClaims Karpenter is
-still launching) and the NodePools of --config, or,
+and list; no AWS call, prices come from --catalog): the pods the scheduler
+marked Unschedulable are planned against the existing nodes (and the
+NodeClaims Karpenter is still launching) and the NodePools of --config or,
 without --config, the cluster's own Karpenter NodePools and EC2NodeClasses
 (karpenter.sh/v1, karpenter.k8s.aws/v1). --repack plans every pod the nodes
 run (DaemonSet and static pods aside) from scratch on new nodes and prints
