@@ -54,6 +54,8 @@ type Cluster struct {
 	// log them. One bad record must not stop every pass.
 	Warnings []string
 
+	// NodePools are every configured pool; the solver's input leaves the
+	// static ones out (see StaticInput).
 	NodePools     []*scheduling.NodePool
 	InstanceTypes map[string][]*scheduling.InstanceType
 	Unavailable   map[scheduling.OfferingKey]bool
@@ -68,6 +70,8 @@ type Cluster struct {
 
 	byName  map[string]*Node
 	byClaim map[string]*Node
+	// dynamic are the NodePools new claims may come from for pods.
+	dynamic []*scheduling.NodePool
 }
 
 // SkippedPod is a pending pod that is not provisionable.
@@ -189,6 +193,7 @@ func Build(src Sources) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster state: %w", err)
 	}
 	c.NodePools, c.InstanceTypes = in.NodePools, in.InstanceTypes
+	c.dynamic = dynamicPools(src.Config, in.NodePools)
 
 	for _, p := range snap.PendingPods {
 		if ok, why := Provisionable(p); ok {
@@ -490,7 +495,7 @@ func (c *Cluster) Input(o InputOptions) (*scheduling.Input, error) {
 	}
 	in := &scheduling.Input{
 		Pods:                   append([]*corev1.Pod(nil), pods...),
-		NodePools:              c.NodePools,
+		NodePools:              c.dynamic,
 		InstanceTypes:          c.InstanceTypes,
 		DaemonSets:             c.DaemonSets,
 		PersistentVolumes:      c.PersistentVolumes,
