@@ -7,6 +7,11 @@
 // (in-flight) NodeClaims and new claims; disruption and interruption use
 // the same view with some nodes removed (InputOptions.Without) to ask where
 // those nodes' pods would go.
+//
+// Static NodePools (spec.replicas) are left out of every pods' input, so no
+// pod ever opens a node in one (their existing nodes still take pods);
+// StaticScale decides how such a pool reaches its replica count and
+// StaticInput plans one of its nodes from the template.
 package state
 
 import (
@@ -193,7 +198,7 @@ func Build(src Sources) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster state: %w", err)
 	}
 	c.NodePools, c.InstanceTypes = in.NodePools, in.InstanceTypes
-	c.dynamic = dynamicPools(src.Config, in.NodePools)
+	c.dynamic = scheduling.DynamicPools(src.Config, in.NodePools)
 
 	for _, p := range snap.PendingPods {
 		if ok, why := Provisionable(p); ok {

@@ -111,20 +111,6 @@ func (r removalRank) compare(o removalRank, name, other string) int {
 	return cmp.Compare(name, other)
 }
 
-// dynamicPools leaves out the static NodePools (spec.replicas): as in
-// Karpenter, pending pods never open a node in a static pool; they may
-// still land on its existing nodes, which stay in every input.
-func dynamicPools(cfg *apis.Config, pools []*scheduling.NodePool) []*scheduling.NodePool {
-	out := make([]*scheduling.NodePool, 0, len(pools))
-	for _, p := range pools {
-		if np := cfg.NodePool(p.Name); np != nil && np.Static() {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
 // StaticInput is the solver input that plans one node of the static NodePool
 // pool from its template alone, as Karpenter builds a static NodeClaim:
 // the pool's requirements, taints and instance types, the DaemonSets'
