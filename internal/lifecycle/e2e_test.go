@@ -347,6 +347,9 @@ func TestStaticPoolEndToEnd(t *testing.T) {
 	if w.podNode("pinned") != busy {
 		t.Errorf("the pinned pod moved off %s", busy)
 	}
+	if !w.initialized("elastic", 1)() {
+		t.Errorf("the static scale-down touched the dynamic pool: %+v", w.claims("elastic"))
+	}
 
 	// Both pods go: the empty dynamic node is consolidated, the empty
 	// static node is not.
