@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -194,7 +195,11 @@ type staticWorld struct {
 	h    *lifecycle.Handler
 	prov *provisioning.Provisioner
 	last time.Time // last scheduled lifecycle pass
+	// fixedSel and elasticSel select the pools' nodes (template labels).
+	fixedSel, elasticSel map[string]string
 }
+
+const staticWorldLabel = "nodewright.io/static-world"
 
 func newStaticWorld(t *testing.T) *staticWorld {
 	reqs := []apistest.Req{
@@ -204,8 +209,13 @@ func newStaticWorld(t *testing.T) *staticWorld {
 	two := int64(2)
 	// Both pools consolidate empty nodes after 5 s; the static one ignores it.
 	budget := []apistest.Budget{{Nodes: "10"}}
-	fixed := apistest.Pool{Name: "fixed", Requirements: reqs, Replicas: &two, ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: "5s", Budgets: budget}
-	elastic := apistest.Pool{Name: "elastic", Requirements: reqs, ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: "5s", Budgets: budget}
+	// The pods select the world's own nodes by a label, not by pool name:
+	// Nodes of earlier runs (-count) stay behind with the same pool names.
+	id := strconv.FormatInt(seq.Add(1), 10)
+	w := &staticWorld{fixedSel: map[string]string{staticWorldLabel: "fixed-" + id}, elasticSel: map[string]string{staticWorldLabel: "elastic-" + id}}
+	fixed := apistest.Pool{Name: "fixed", Labels: w.fixedSel, Requirements: reqs, Replicas: &two,
+		ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: "5s", Budgets: budget}
+	elastic := apistest.Pool{Name: "elastic", Labels: w.elasticSel, Requirements: reqs, ConsolidationPolicy: "WhenEmpty", ConsolidateAfter: "5s", Budgets: budget}
 	e := newEnv(t, withConfig(apistest.Doc(fixed.YAML(), elastic.YAML())))
 	prov, err := provisioning.New(provisioning.Deps{
 		Store: e.st, Cluster: e.kc, Launcher: e.p, Config: e.cfg, Now: e.clock.Now,
@@ -217,7 +227,8 @@ func newStaticWorld(t *testing.T) *staticWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &staticWorld{env: e, h: e.handler(e.deps()), prov: prov}
+	w.env, w.h, w.prov = e, e.handler(e.deps()), prov
+	return w
 }
 
 // provision runs the provisioner once and returns the claims it launched.
@@ -315,11 +326,11 @@ func TestStaticPoolEndToEnd(t *testing.T) {
 
 	// One pod on a static node (kube-scheduler puts it there), one on a
 	// dynamic node the provisioner launches for it.
-	cloudtest.Workload{Name: "pinned", Replicas: 1, CPU: "100m", Memory: "64Mi", NodeSelector: map[string]string{apis.NodePoolLabelKey: "fixed"},
+	cloudtest.Workload{Name: "pinned", Replicas: 1, CPU: "100m", Memory: "64Mi", NodeSelector: w.fixedSel,
 		GraceSeconds: new(int64(0)), NoServiceAccountToken: true}.Deploy(w.ctx, t, w.cs, w.ns)
 	w.until("the pinned pod running", 60*time.Second, func() bool { return w.podNode("pinned") != "" })
 	busy := w.podNode("pinned")
-	cloudtest.Workload{Name: "elastic", Replicas: 1, CPU: "100m", Memory: "64Mi", NodeSelector: map[string]string{apis.NodePoolLabelKey: "elastic"},
+	cloudtest.Workload{Name: "elastic", Replicas: 1, CPU: "100m", Memory: "64Mi", NodeSelector: w.elasticSel,
 		GraceSeconds: new(int64(0)), NoServiceAccountToken: true}.Deploy(w.ctx, t, w.cs, w.ns)
 	w.until("the elastic pod pending", 30*time.Second, func() bool { return len(w.claims("elastic")) > 0 || len(w.provision()) > 0 })
 	w.until("the elastic pod running", 90*time.Second, func() bool { return w.podNode("elastic") != "" })

@@ -29,9 +29,18 @@ import (
 // Both happen in one place and one lease, so a launch and a removal never
 // race each other.
 
-// staticPlaceholder names the i-th static claim of a run in ClaimName's pod
-// list; real pod UIDs never look like it.
-func staticPlaceholder(i int) string { return "static-replica/" + strconv.Itoa(i) }
+// staticPlaceholder stands for the pods in the name of a run's i-th claim
+// of a static pool (real pod UIDs never look like it). Pods' UIDs make
+// their claims' names unique for good; a static claim has none, and the
+// lease token alone restarts with a new table (a redeployed stack), whose
+// names must not meet the CreateFleet client tokens an earlier stack used
+// for the same cluster. The provisioner's random holder id is constant
+// within a run, so a retried write still finds its record, and differs
+// across processes; a run killed mid-launch needs no equal name next time,
+// since the next run counts the records it left.
+func (pa *pass) staticPlaceholder(i int) string {
+	return "static-replica/" + pa.p.holder + "/" + strconv.Itoa(i)
+}
 
 // scaleStatic scales every static NodePool toward its replicas. It returns the
 // claims to launch this round, and whether it marked any claim for deletion
@@ -70,8 +79,9 @@ func (pa *pass) scaleStatic(ctx context.Context, c *state.Cluster) (jobs []*job,
 }
 
 // staticJobs plans n new claims of the static pool np from its template.
-// Their names are a function of the run and the index, so a retried write
-// in this run finds its record; the next run counts them as the pool's.
+// Their names are a function of the run and the index (staticPlaceholder),
+// so a retried write in this run finds its record; the next run counts
+// them as the pool's.
 func (pa *pass) staticJobs(ctx context.Context, c *state.Cluster, np *apis.NodePool, n int) ([]*job, error) {
 	in, err := c.StaticInput(np.Name)
 	if err != nil {
@@ -92,7 +102,7 @@ func (pa *pass) staticJobs(ctx context.Context, c *state.Cluster, np *apis.NodeP
 	now := metav1.NewTime(pa.p.d.Now())
 	jobs := make([]*job, 0, n)
 	for i := range n {
-		name := ClaimName(np.Name, pa.lease.Token, 0, []string{staticPlaceholder(i)})
+		name := ClaimName(np.Name, pa.lease.Token, 0, []string{pa.staticPlaceholder(i)})
 		cl := newClaim(name, cp, np, pa.p.d.Config.NodeClassFor(np), pa.run, now)
 		jobs = append(jobs, &job{claim: cl, create: true, price: cp.PricePerHour})
 		pa.p.log.InfoContext(ctx, "nodeclaim planned", "nodeclaim", name, "nodepool", np.Name, "instance-type", cp.InstanceType,

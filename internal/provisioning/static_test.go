@@ -171,3 +171,20 @@ func TestStaticPoolCrashSweep(t *testing.T) {
 		}
 	}
 }
+
+// A redeployed stack starts a new table whose lease token starts over; its
+// static claims must not take the earlier stack's names (and CreateFleet
+// client tokens), which pods' UIDs would have kept apart.
+func TestStaticClaimNamesDifferAcrossStacks(t *testing.T) {
+	names := map[string]bool{}
+	for range 2 {
+		e := newEnv(t, poolOpts{replicas: replicas(1)}, nil)
+		e.run(Trigger{Source: TriggerSchedule})
+		for _, cl := range e.store.live() {
+			if names[cl.Name] {
+				t.Fatalf("claim name %s reused by a fresh stack", cl.Name)
+			}
+			names[cl.Name] = true
+		}
+	}
+}
