@@ -160,9 +160,8 @@ func emptiness(_ context.Context, v *View, cands []*Candidate, b Budgets, d *Dec
 }
 
 // drift replaces drifted nodes of dynamic pools (staticDrift takes the
-// static pools'), oldest first, as many as the budgets allow
-// at once; their pods must have somewhere to go (existing room or new
-// nodes of any price).
+// static pools'), oldest first, as many as the budgets allow at once; their
+// pods must have somewhere to go (existing room or new nodes of any price).
 func drift(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *Decision) (*Command, error) {
 	var drifted []*Candidate
 	for _, c := range cands {

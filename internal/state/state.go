@@ -8,9 +8,9 @@
 // the same view with some nodes removed (InputOptions.Without) to ask where
 // those nodes' pods would go.
 //
-// Static NodePools (spec.replicas) are left out of every pods' input, so no
-// pod ever opens a node in one (their existing nodes still take pods);
-// StaticScale decides how such a pool reaches its replica count and
+// Static NodePools (spec.replicas) are left out of the solver's input for
+// pods, so no pod ever opens a node in one (their existing nodes still take
+// pods); StaticScale decides how such a pool reaches its replica count and
 // StaticInput plans one of its nodes from the template.
 package state
 
