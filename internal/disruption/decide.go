@@ -93,8 +93,8 @@ type Decision struct {
 	NextEligibleNode string
 }
 
-// Decide runs the methods in Karpenter's order — emptiness, drift,
-// multi-node consolidation, single-node consolidation — and then the
+// Decide runs the methods in Karpenter's order — emptiness, static drift,
+// drift, multi-node consolidation, single-node consolidation — and then the
 // re-pack check; the first that produces a command wins.
 func Decide(ctx context.Context, v *View) (*Decision, error) {
 	v.Settings.Defaults()
@@ -114,7 +114,7 @@ func Decide(ctx context.Context, v *View) (*Decision, error) {
 		}
 	}
 	steps := []func(context.Context, *View, []*Candidate, Budgets, *Decision) (*Command, error){
-		emptiness, drift, multiNode, singleNode, repack,
+		emptiness, staticDrift, drift, multiNode, singleNode, repack,
 	}
 	for _, step := range steps {
 		cmd, err := step(ctx, v, cands, budgets, d)
@@ -170,17 +170,17 @@ func emptiness(_ context.Context, v *View, cands []*Candidate, b Budgets, d *Dec
 	return newCommand(MethodEmptiness, apis.DisruptionReasonEmpty, "", empty, Simulation{Schedulable: true}, v.Now), nil
 }
 
-// drift replaces drifted nodes, oldest first, as many as the budgets allow
-// at once; their pods must have somewhere to go (existing room or new
-// nodes of any price).
+// drift replaces drifted nodes of dynamic pools (staticDrift takes the
+// static pools'), oldest first, as many as the budgets allow at once; their
+// pods must have somewhere to go (existing room or new nodes of any price).
 func drift(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *Decision) (*Command, error) {
 	var drifted []*Candidate
 	for _, c := range cands {
-		if c.Drift != "" {
+		if c.Drift != "" && !c.NodePool.Static() {
 			drifted = append(drifted, c)
 		}
 	}
-	d.Eligible[MethodDrift] = len(drifted)
+	d.Eligible[MethodDrift] += len(drifted)
 	if len(drifted) == 0 {
 		return nil, nil
 	}

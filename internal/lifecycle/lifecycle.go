@@ -1,7 +1,7 @@
 // Package lifecycle is the lifecycle function's controller: it moves each
 // NodeClaim from Launched to Registered and Initialized, times out claims
 // that never launch or register, marks expired claims and empty nodes of
-// WhenEmpty pools for deletion, runs the termination workflow
+// WhenEmpty pools (static pools' never) for deletion, runs the termination workflow
 // (internal/termination) on claims marked for deletion, and garbage
 // collects both ways (instances without claims, claims without instances,
 // Nodes of terminated instances).
