@@ -39,7 +39,7 @@ func TestSimulateAndImportReadALiveClusterReadOnly(t *testing.T) {
 		plan, stderr := simulateJSON(ctx, t, kubeconfig)
 		// The cluster's objects are named as kubectl names them, at the
 		// lines import writes.
-		if want := "warning: nodepool.karpenter.sh/static:6: spec.replicas: accepted but not yet honoured"; !strings.Contains(stderr, want) {
+		if want := "warning: nodepool.karpenter.sh/static:8: spec.disruption.consolidationPolicy: accepted but not yet honoured"; !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 		var placed []string

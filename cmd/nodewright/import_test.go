@@ -28,7 +28,7 @@ func testImport(ctx context.Context, t *testing.T, kubeconfig string) {
 	}
 	// Only the not-honoured field is reported: nothing server-set is left
 	// for the loader to drop.
-	if want := filepath.Join(dir, "nodepool-static.yaml") + ":6: spec.replicas: accepted but not yet honoured"; !strings.Contains(stderr, want) || strings.Count(stderr, "warning:") != 1 {
+	if want := filepath.Join(dir, "nodepool-static.yaml") + ":8: spec.disruption.consolidationPolicy: accepted but not yet honoured"; !strings.Contains(stderr, want) || strings.Count(stderr, "warning:") != 1 {
 		t.Errorf("stderr should hold exactly one warning, %q:\n%s", want, stderr)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "nodepool-default.yaml"))
