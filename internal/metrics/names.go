@@ -16,7 +16,10 @@ const (
 	InterruptionMessageLatency = "karpenter_interruption_message_queue_duration_seconds"
 	EvictionRequests           = "karpenter_pods_eviction_requests_total"
 	CloudProviderErrors        = "karpenter_cloudprovider_errors_total"
+	NodePoolUsage              = "karpenter_nodepools_usage"
+	NodePoolLimit              = "karpenter_nodepools_limit"
 
+	Nodes                   = "nodewright_nodes"
 	PodsPending             = "nodewright_pods_pending"
 	PodsNominated           = "nodewright_pods_nominated_total"
 	OldestPendingPodSeconds = "nodewright_pods_oldest_pending_seconds"
@@ -90,6 +93,12 @@ func Definitions() []Definition {
 			Help: "Pod eviction requests made while draining, by HTTP response code."},
 		{Name: CloudProviderErrors, Kind: Counter, Unit: Count, Dimensions: []string{"method"},
 			Help: "Errors from EC2 calls, by method (Launch, Terminate)."},
+		{Name: NodePoolUsage, Kind: Gauge, Unit: None, Dimensions: []string{"nodepool", "resource_type"},
+			Help: "A NodePool's usage: its NodeClaims' capacity summed (cpu in cores, memory in bytes, nodes; other resources when the pool limits them), as nodepool.status.resources."},
+		{Name: NodePoolLimit, Kind: Gauge, Unit: None, Dimensions: []string{"nodepool", "resource_type"},
+			Help: "A NodePool's spec.limits, one per limited resource (same units as the usage)."},
+		{Name: Nodes, Kind: Gauge, Unit: None, Dimensions: []string{"nodepool", "capacity_type"}, Karpenter: "karpenter_cluster_state_node_count",
+			Help: "NodeClaims (launched or in flight, deleting included) by NodePool and capacity type."},
 		{Name: PodsPending, Kind: Gauge, Unit: None, Karpenter: "karpenter_pods_state{phase=Pending}",
 			Help: "Pending pods the provisioner saw in its last pass."},
 		{Name: PodsNominated, Kind: Counter, Unit: Count,
