@@ -103,7 +103,7 @@ func Definitions() []Definition {
 			Help: "Pending pods the provisioner saw in its last pass."},
 		{Name: PodsNominated, Kind: Counter, Unit: Count,
 			Help: "Pods nominated to a launched NodeClaim (the Nominated event)."},
-		{Name: OldestPendingPodSeconds, Kind: Gauge, Unit: None, Karpenter: "max of karpenter_pods_unbound_time_seconds",
+		{Name: OldestPendingPodSeconds, Kind: Gauge, Unit: None, Karpenter: "max(karpenter_pods_unbound_time_seconds)",
 			Help: "Age of the oldest pending pod in the last provisioning pass (alarmed: OldestPendingPod)."},
 		{Name: ProvisionerBatchSize, Kind: Histogram, Unit: Count, Karpenter: "karpenter_scheduler_queue_depth",
 			Help: "Pods in a provisioning pass's batch."},
@@ -118,6 +118,6 @@ func Definitions() []Definition {
 		{Name: NodeClaimsUndecodable, Kind: Counter, Unit: Count,
 			Help: "NodeClaim records a listing skipped because they could not be decoded (alarmed: UndecodableNodeClaims)."},
 		{Name: FunctionRuns, Kind: Counter, Unit: Count,
-			Help: "Successful invocations, the functions' heartbeat (alarmed per scheduled function: <Function>Heartbeat)."},
+			Help: "Successful invocations, the functions' heartbeat (alarmed per scheduled function: ProvisionerHeartbeat, LifecycleHeartbeat, DisruptionHeartbeat)."},
 	}
 }
