@@ -24,7 +24,7 @@ const (
 )
 
 // DashboardMetrics are the EMF metrics the dashboard plots (names from
-// internal/metrics, Karpenter's where one exists).
+// internal/metrics: Karpenter's v1 names where the meaning is the same).
 var DashboardMetrics = []string{
 	metrics.PodsPending, metrics.OldestPendingPodSeconds, metrics.PodsUnschedulable, metrics.PodsNominated,
 	metrics.NodeClaimsCreated, metrics.NodeClaimsTerminated, metrics.NodeClaimsDisrupted, metrics.ClusterCostPerHour,
@@ -32,6 +32,7 @@ var DashboardMetrics = []string{
 	metrics.InterruptionMessages, metrics.InterruptionMessageLatency,
 	metrics.DisruptionDecisions, metrics.DisruptionEligibleNodes, metrics.DisruptionActions,
 	metrics.EvictionRequests, metrics.CloudProviderErrors,
+	metrics.NodePoolUsage, metrics.NodePoolLimit, metrics.Nodes,
 }
 
 // search plots every series of an EMF metric for this cluster.
@@ -121,6 +122,7 @@ func (b *builder) observability() {
 	b.livenessAlarms(newAlarm, alarm)
 
 	b.dashboard()
+	b.savedQueries()
 }
 
 func (b *builder) dashboard() {
@@ -150,6 +152,10 @@ func (b *builder) dashboard() {
 				graph("NodeClaims", m(metrics.NodeClaimsCreated, "Sum", five), m(metrics.NodeClaimsTerminated, "Sum", five),
 					m(metrics.NodeClaimsDisrupted, "Sum", five)),
 				graph("Cluster cost ($/h)", m(metrics.ClusterCostPerHour, "Maximum", five)),
+			},
+			{
+				graph("NodePool usage and limits", m(metrics.NodePoolUsage, "Maximum", five), m(metrics.NodePoolLimit, "Maximum", five)),
+				graph("Nodes by NodePool and capacity type", m(metrics.Nodes, "Maximum", five)),
 			},
 			{
 				graph("Scheduling", m(metrics.SchedulingDuration, "p99", five), m(metrics.ProvisionerBatchSize, "Maximum", five),

@@ -24,6 +24,9 @@ func TestAlarmsAndDashboard(t *testing.T) {
 			throttles++
 		case metrics.OldestPendingPodSeconds:
 			pending++
+			if p["MetricName"] != "nodewright_pods_oldest_pending_seconds" {
+				t.Errorf("oldest pending pod alarm reads %v", p["MetricName"])
+			}
 			if p["Namespace"] != MetricsNamespace || p["Threshold"] != float64(300) ||
 				js(p["Dimensions"]) != `[{"Name":"cluster","Value":"example"},{"Name":"function","Value":"provisioner"}]` {
 				t.Errorf("oldest pending pod alarm = %s", js(p))
@@ -44,6 +47,36 @@ func TestAlarmsAndDashboard(t *testing.T) {
 	for _, m := range DashboardMetrics {
 		if !strings.Contains(body, `MetricName=\\\"`+m+`\\\"`) {
 			t.Errorf("dashboard lacks %s", m)
+		}
+	}
+	// Karpenter's v1 names where they mean the same (issue 19).
+	for _, m := range []string{"karpenter_scheduler_scheduling_duration_seconds", "karpenter_voluntary_disruption_decisions_total",
+		"karpenter_nodeclaims_created_total", "karpenter_pods_eviction_requests_total", "nodewright_cluster_cost_per_hour"} {
+		if !strings.Contains(body, m) {
+			t.Errorf("dashboard lacks %s", m)
+		}
+	}
+}
+
+func TestSavedQueries(t *testing.T) {
+	_, _, j := full(t)
+	defs := resources(j, "AWS::Logs::QueryDefinition")
+	if len(defs) != len(SavedQueries()) {
+		t.Fatalf("%d query definitions, want %d", len(defs), len(SavedQueries()))
+	}
+	names := map[string]string{}
+	for _, d := range defs {
+		if n := len(asList(d.Props["LogGroupNames"])); n != len(Functions) {
+			t.Errorf("%s: %d log groups, want every function's", d.ID, n)
+		}
+		names[d.Props["Name"].(string)] = d.Props["QueryString"].(string)
+	}
+	for name, placeholder := range map[string]string{
+		"why-is-this-pod-pending": "NAMESPACE/POD", "why-was-this-node-removed": "NODECLAIM_OR_NODE", "errors-and-warnings": "ERROR",
+	} {
+		q, ok := names["nodewright/example/"+name]
+		if !ok || !strings.Contains(q, placeholder) {
+			t.Errorf("query %s = %q", name, q)
 		}
 	}
 }

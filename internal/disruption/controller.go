@@ -177,6 +177,7 @@ func (c *Controller) Run(ctx context.Context) (*Result, error) {
 	for pool, cost := range poolCosts(v.Cluster) {
 		c.d.Metrics.Gauge(metrics.ClusterCostPerHour, cost, metrics.Dimensions{"nodepool": pool})
 	}
+	c.poolMetrics(v.Cluster)
 
 	cmd, version, err := c.loadCommand(ctx)
 	if err != nil {

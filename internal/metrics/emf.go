@@ -1,6 +1,7 @@
 // Package metrics records Karpenter-named metrics and flushes them as
-// CloudWatch Embedded Metric Format: one JSON log line per flush, which
-// CloudWatch Logs turns into metrics with no PutMetricData calls.
+// CloudWatch Embedded Metric Format: JSON log lines (one per dimension set,
+// more when EMF's limits require) which CloudWatch Logs turns into metrics
+// with no PutMetricData calls.
 package metrics
 
 import (
@@ -16,38 +17,6 @@ import (
 // Namespace is the CloudWatch namespace every nodewright metric lands in; the
 // CDK dashboard and alarms read from it.
 const Namespace = "nodewright"
-
-// Metric names, matching Karpenter's Prometheus metrics where one exists.
-const (
-	NodeClaimsCreated          = "karpenter_nodeclaims_created_total"
-	NodeClaimsTerminated       = "karpenter_nodeclaims_terminated_total"
-	NodeClaimsDisrupted        = "karpenter_nodeclaims_disrupted_total"
-	PodsPending                = "karpenter_pods_pending"
-	PodsNominated              = "karpenter_pods_nominated_total"
-	PodsUnschedulable          = "karpenter_pods_unschedulable"
-	OldestPendingPodSeconds    = "karpenter_pods_oldest_pending_seconds"
-	SchedulingDuration         = "karpenter_provisioner_scheduling_duration_seconds"
-	ProvisionerBatchSize       = "karpenter_provisioner_batch_size"
-	DisruptionDecisions        = "karpenter_voluntary_disruption_decisions_total"
-	DisruptionEligibleNodes    = "karpenter_voluntary_disruption_eligible_nodes"
-	DisruptionActions          = "karpenter_disruption_actions_performed_total"
-	InterruptionMessages       = "karpenter_interruption_received_messages_total"
-	InterruptionMessageLatency = "karpenter_interruption_message_queue_duration_seconds"
-	EvictionRequests           = "karpenter_nodes_eviction_requests_total"
-	CloudProviderErrors        = "karpenter_cloudprovider_errors_total"
-	ClusterCostPerHour         = "nodewright_cluster_cost_per_hour"
-	WebhookNudges              = "nodewright_webhook_nudges_total"
-	// GCRefused counts lifecycle passes whose instance garbage collection
-	// would have taken more than the bounded share of the fleet and did
-	// nothing instead (alarmed: a fresh or foreign table looks like this).
-	GCRefused = "nodewright_gc_refused_total"
-	// NodeClaimsUndecodable counts NodeClaim records a listing skipped
-	// because they could not be decoded (alarmed).
-	NodeClaimsUndecodable = "nodewright_nodeclaims_undecodable_total"
-	// FunctionRuns is every function's heartbeat: one per successful
-	// invocation, by function (alarmed with missing data as breaching).
-	FunctionRuns = "nodewright_function_runs_total"
-)
 
 // Unit is a CloudWatch unit name.
 type Unit string
@@ -71,18 +40,25 @@ type series struct {
 
 // Recorder accumulates metrics between flushes. Safe for concurrent use.
 type Recorder struct {
-	w        io.Writer
-	now      func() time.Time
-	static   Dimensions
-	mu       sync.Mutex
-	series   map[string]*series
-	maxBatch int
+	w      io.Writer
+	now    func() time.Time
+	static Dimensions
+	mu     sync.Mutex
+	series map[string]*series
 }
+
+// EMF limits (CloudWatch rejects a line beyond them, losing all its values):
+// at most 100 values in one metric's array and 100 metrics in one directive.
+// A flush writes more lines instead of dropping anything.
+const (
+	maxValuesPerMetric = 100
+	maxMetricsPerLine  = 100
+)
 
 // New returns a Recorder writing EMF lines to w. static dimensions (such as
 // the cluster name and function) are added to every metric.
 func New(w io.Writer, static Dimensions) *Recorder {
-	return &Recorder{w: w, now: time.Now, static: static, series: map[string]*series{}, maxBatch: 100}
+	return &Recorder{w: w, now: time.Now, static: static, series: map[string]*series{}}
 }
 
 // Add records a counter increment.
@@ -161,14 +137,41 @@ func (r *Recorder) Flush() error {
 	for _, k := range keys {
 		g := groups[k]
 		sort.Slice(g, func(i, j int) bool { return g[i].name < g[j].name })
-		if err := r.writeLine(ts, g); err != nil {
-			return err
+		for _, line := range splitLines(g) {
+			if err := r.writeLine(ts, line); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
 func dimKey(d Dimensions) string { return seriesKey("", d) }
+
+// splitLines cuts series sharing one dimension set into lines within EMF's
+// limits: at most maxMetricsPerLine metrics a line, and a metric with more
+// than maxValuesPerMetric values continues on further lines, so every value
+// recorded is written.
+func splitLines(g []*series) [][]*series {
+	var lines [][]*series
+	for start := 0; start < len(g); start += maxMetricsPerLine {
+		metricsChunk := g[start:min(start+maxMetricsPerLine, len(g))]
+		for off := 0; ; off += maxValuesPerMetric {
+			var line []*series
+			for _, s := range metricsChunk {
+				if off < len(s.values) {
+					line = append(line, &series{name: s.name, unit: s.unit, dims: s.dims,
+						values: s.values[off:min(off+maxValuesPerMetric, len(s.values))]})
+				}
+			}
+			if len(line) == 0 {
+				break
+			}
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
 
 func (r *Recorder) writeLine(ts int64, g []*series) error {
 	doc := map[string]any{}
@@ -188,12 +191,7 @@ func (r *Recorder) writeLine(ts int64, g []*series) error {
 		if len(s.values) == 1 {
 			doc[s.name] = s.values[0]
 		} else {
-			// EMF caps a metric's value array at 100 entries.
-			vals := s.values
-			if len(vals) > r.maxBatch {
-				vals = vals[len(vals)-r.maxBatch:]
-			}
-			doc[s.name] = vals
+			doc[s.name] = s.values
 		}
 	}
 	doc["_aws"] = map[string]any{

@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -85,5 +86,56 @@ func TestRecorderConcurrentAndNil(t *testing.T) {
 	nilRec.Add(NodeClaimsCreated, 1, nil) // callers may run without metrics
 	if err := nilRec.Flush(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// EMF takes at most 100 values per metric and 100 metrics per directive; a
+// flush beyond either writes more lines and loses nothing.
+func TestFlushSplitsInsteadOfDropping(t *testing.T) {
+	var buf bytes.Buffer
+	r := New(&buf, Dimensions{"cluster": "demo"})
+	for i := range 250 {
+		r.Observe(SchedulingDuration, Seconds, float64(i), nil)
+	}
+	r.Gauge(PodsPending, 3, nil)
+	for i := range 150 { // 150 distinct metrics sharing one dimension set
+		r.Add(fmt.Sprintf("nodewright_test_%03d_total", i), 1, nil)
+	}
+	if err := r.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	var durations []float64
+	metricsSeen := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(l), &doc); err != nil {
+			t.Fatal(err)
+		}
+		defs := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Metrics"].([]any)
+		if len(defs) > maxMetricsPerLine {
+			t.Errorf("line with %d metrics", len(defs))
+		}
+		for _, d := range defs {
+			name := d.(map[string]any)["Name"].(string)
+			metricsSeen[name]++
+			if vals, ok := doc[name].([]any); ok {
+				if len(vals) > maxValuesPerMetric {
+					t.Errorf("%s: %d values on one line", name, len(vals))
+				}
+				if name == SchedulingDuration {
+					for _, v := range vals {
+						durations = append(durations, v.(float64))
+					}
+				}
+			} else if _, ok := doc[name].(float64); !ok {
+				t.Errorf("%s declared without a value: %s", name, l)
+			}
+		}
+	}
+	if len(durations) != 250 || durations[0] != 0 || durations[249] != 249 {
+		t.Errorf("durations: %d values, want all 250 in order", len(durations))
+	}
+	if len(metricsSeen) != 152 || metricsSeen[SchedulingDuration] != 3 || metricsSeen[PodsPending] != 1 {
+		t.Errorf("metrics written %d, durations on %d lines, pending on %d", len(metricsSeen), metricsSeen[SchedulingDuration], metricsSeen[PodsPending])
 	}
 }

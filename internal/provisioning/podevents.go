@@ -23,6 +23,14 @@ func (pa *pass) nominate(ctx context.Context, pods []*corev1.Pod, target, where 
 	pa.res.Nominated += len(pods)
 	pa.mu.Unlock()
 	pa.p.d.Metrics.Add(metrics.PodsNominated, float64(len(pods)), nil)
+	// One line per target (its pods are bounded by a node's pod capacity)
+	// links each pod to its node or claim: the saved "why is this pod
+	// pending" query follows a pod from the webhook to its launch by it.
+	keys := make([]string, len(pods))
+	for i, pod := range pods {
+		keys[i] = podKey(pod)
+	}
+	pa.p.log.InfoContext(ctx, "pods nominated", "target", target, "where", where, "pod", keys)
 	for _, pod := range pods {
 		pa.podEvent(ctx, pod, kube.EventNormal, ReasonNominated, "Pod should schedule on: %s", where)
 	}
