@@ -108,7 +108,7 @@ fuzz:
 		done; \
 	done
 
-# Scale the seeds' inflate Deployment to 10 and back to 0 on the local cloud,
+# Scale the example inflate Deployment (infra/examples/workloads) to 10 and back to 0 on the local cloud,
 # through the real function handlers; ends with a DEMO OK line.
 demo:
 	$(GO) run ./cmd/nodewright demo

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodewright/nodewright/internal/localcloud/internal/proc"
@@ -219,27 +220,23 @@ const (
 // is still running: how long it has run and how long it is expected to take,
 // so a first build is not minutes of silence.
 func progress(ctx context.Context, logger *slog.Logger, interval time.Duration, start time.Time, step string) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ticks := time.NewTicker(interval)
+		defer ticks.Stop()
+		for ctx.Err() == nil {
 			select {
-			case <-done:
-				return
 			case <-ctx.Done():
-				return
-			case <-t.C:
+			case <-ticks.C:
 				logger.InfoContext(ctx, "building the control plane", "step", step,
 					"elapsed", time.Since(start).Round(time.Second), "expected-total", buildExpected)
 			}
 		}
-	}()
+	})
 	return func() {
-		close(done)
-		<-finished
+		cancel()
+		wg.Wait()
 	}
 }
 
