@@ -2,11 +2,17 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/simulation"
 )
 
 // examplesDir holds the example configurations the README points users at.
@@ -127,4 +133,46 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// TestFirstFitFigure backs the README's example under `simulate`: for the
+// inflate example at 10 replicas on infra/examples/default, simulate prints
+// the table the README shows, and first-fit filling
+// alone (the solver without its re-split pass) buys one c6g.4xlarge at
+// $0.1418/h, and the two right-sized nodes simulate prints cost 21 % less.
+func TestFirstFitFigure(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(examplesDir, "workloads", "inflate.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := filepath.Join(t.TempDir(), "inflate-10.yaml")
+	if err := os.WriteFile(wl, []byte(strings.Replace(string(data), "replicas: 0", "replicas: 10", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	solve := func(opts scheduling.Options) *scheduling.Plan {
+		setup, err := simulation.Load(simulation.Sources{Config: filepath.Join(examplesDir, "default"), Workload: wl, Catalog: "builtin"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := scheduling.SolveWithOptions(context.Background(), &setup.Input, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return plan
+	}
+	stdout, stderr, code := cli(t, "simulate", "--config", filepath.Join(examplesDir, "default"), "--workload", wl)
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil || code != 0 {
+		t.Fatalf("%v, simulate exit %d: %s", err, code, stderr)
+	}
+	if !strings.Contains(string(readme), "\n"+stdout+"```") {
+		t.Errorf("the README's simulate example is not what simulate prints:\n%s", stdout)
+	}
+	firstFit, plan := solve(scheduling.Options{DisableResplit: true}), solve(scheduling.Options{})
+	if len(firstFit.NodeClaims) != 1 || firstFit.NodeClaims[0].InstanceType != "c6g.4xlarge" || fmt.Sprintf("%.4f", firstFit.CostPerHour) != "0.1418" {
+		t.Errorf("first fit: %d claims, $%.4f/h; the README says one c6g.4xlarge at $0.1418/h", len(firstFit.NodeClaims), firstFit.CostPerHour)
+	}
+	if saving := math.Round(100 * (1 - plan.CostPerHour/firstFit.CostPerHour)); len(plan.NodeClaims) != 2 || saving != 21 {
+		t.Errorf("plan: %d claims, %.0f %% below first fit; the README says two nodes, 21 %% less", len(plan.NodeClaims), saving)
+	}
 }

@@ -1,11 +1,22 @@
 package demo
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
+
+// uncommented drops the comment lines of a YAML file.
+func uncommented(yaml []byte) []byte {
+	var keep [][]byte
+	for _, l := range bytes.Split(yaml, []byte("\n")) {
+		if !bytes.HasPrefix(bytes.TrimSpace(l), []byte("#")) {
+			keep = append(keep, l)
+		}
+	}
+	return bytes.Join(keep, []byte("\n"))
+}
 
 // The demo embeds the inflate Deployment users apply in the README's
 // getting started; the two copies must not drift apart.
@@ -18,17 +29,7 @@ func TestInflateIsTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a, b := withoutComments(string(embedded)), withoutComments(string(example)); a != b {
+	if a, b := uncommented(embedded), uncommented(example); !bytes.Equal(a, b) {
 		t.Errorf("testdata/inflate.yaml differs from infra/examples/workloads/inflate.yaml:\n%s\n---\n%s", a, b)
 	}
-}
-
-func withoutComments(yaml string) string {
-	var keep []string
-	for _, l := range strings.Split(yaml, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
-			keep = append(keep, l)
-		}
-	}
-	return strings.Join(keep, "\n")
 }
