@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/simulation"
 )
 
@@ -17,9 +17,7 @@ var simulateOutputs = []string{"table", "json", "yaml", "html"}
 // writeSimulation prints the plan in format, then fails with exit code 3
 // when it leaves pods unschedulable (after printing: the plan is the
 // evidence CI shows).
-func writeSimulation(w io.Writer, format string, setup *simulation.Setup, plan *scheduling.Plan) error {
-	cat := setup.Catalog
-	out := simulation.NewOutput(cat, plan)
+func writeSimulation(w io.Writer, format string, cat *catalog.Catalog, out simulation.Output) error {
 	var err error
 	switch format {
 	case "json", "yaml":

@@ -13,4 +13,5 @@
 // at launch (NodeClaim.NodePoolHash, NodeClaim.NodeClassHash) so drift can be
 // detected later; Budget.IsActive and Disruption.AllowedDisruptions evaluate
 // disruption budgets (cron schedules in UTC, see package cron).
+// NodePool.Static tells a static pool (spec.replicas) from a dynamic one.
 package apis

@@ -31,9 +31,6 @@ func notHonouredNodePool(np *NodePool) []fieldErr {
 	if np.Spec.Disruption.ConsolidationPolicy == ConsolidationPolicyBalanced {
 		out = append(out, fieldErr{path: "spec.disruption.consolidationPolicy", msg: notHonoured + " (Balanced pools consolidate empty nodes only, as WhenEmpty does)"})
 	}
-	if np.Spec.Replicas != nil {
-		out = append(out, fieldErr{path: "spec.replicas", msg: notHonoured + " (the pool scales with pending pods and is consolidated like a NodePool without replicas)"})
-	}
 	return out
 }
 

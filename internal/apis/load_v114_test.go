@@ -72,7 +72,6 @@ func TestEveryV114FieldLoads(t *testing.T) {
 		"v114.yaml:16: spec.capacityReservationSelectorTerms: " + nh + " (reservations are neither discovered nor launched into)",
 		"v114.yaml:22: spec.placementGroupSelector: " + nh + " (nodes are not launched into the placement group)",
 		"v114.yaml:65: spec.template.spec.requirements[0].values[0]: " + nh + " (capacity reservations are not used: nodes launch as spot or on-demand only)",
-		"v114.yaml:90: spec.replicas: " + nh + " (the pool scales with pending pods and is consolidated like a NodePool without replicas)",
 	}
 	if len(cfg.Warnings) != len(want) {
 		t.Fatalf("warnings %v", cfg.Warnings)

@@ -124,6 +124,9 @@ const (
 	DeletionReasonInterrupted   = "Interrupted"
 	// DeletionReasonManual: a person asked (CLI).
 	DeletionReasonManual = "Manual"
+	// DeletionReasonOverprovisioned: a static NodePool has more nodes than
+	// its spec.replicas (Karpenter's static deprovisioning).
+	DeletionReasonOverprovisioned = "Overprovisioned"
 )
 
 // The deletion mark.

@@ -47,6 +47,12 @@ type NodePoolSpec struct {
 	Replicas *int64 `json:"replicas,omitempty"`
 }
 
+// Static reports whether the pool is static (spec.replicas set): it keeps
+// its replica count of nodes, pending pods never open nodes in it, and
+// consolidation leaves it alone (drift, expiry and interruption still
+// replace its nodes).
+func (np *NodePool) Static() bool { return np.Spec.Replicas != nil }
+
 // Limits is the resource ceiling of a NodePool.
 type Limits corev1.ResourceList
 

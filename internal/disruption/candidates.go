@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -146,8 +145,10 @@ func Candidates(ctx context.Context, v *View) ([]*Candidate, []Blocked, error) {
 		cand.CapacityType = firstNonEmpty(n.Node.Labels[apis.CapacityTypeLabelKey], n.Claim.Labels[apis.CapacityTypeLabelKey])
 		cand.Zone = firstNonEmpty(n.Node.Labels[catalog.LabelTopologyZone], n.Claim.Labels[catalog.LabelTopologyZone])
 		cand.Price = offeringPrice(c.Catalog, cand.InstanceType, cand.Zone, cand.CapacityType)
-		cand.DisruptionCost = disruptionCost(movable, n.Claim, v.Now)
-		if after, ok := np.Spec.Disruption.ConsolidateAfter.Get(); ok && protected == "" && !pods.LastPodEvent(n.Claim).Add(after).After(v.Now) {
+		cand.DisruptionCost = pods.DisruptionCost(movable, n.Claim, v.Now)
+		// A static pool (spec.replicas) is never consolidated; only drift
+		// replaces its nodes.
+		if after, ok := np.Spec.Disruption.ConsolidateAfter.Get(); ok && protected == "" && !np.Static() && !pods.LastPodEvent(n.Claim).Add(after).After(v.Now) {
 			cand.EmptyEligible = true
 			cand.Consolidatable = np.Spec.Disruption.ConsolidationPolicy == apis.ConsolidationPolicyWhenEmptyOrUnderutilized
 		}
@@ -240,23 +241,11 @@ func firstNonEmpty(vs ...string) string {
 	return ""
 }
 
-// offeringPrice is what the node costs per hour; the on-demand price of
-// its type when the exact offering is unknown.
+// offeringPrice is what the node costs per hour (catalog.NodePrice); 0 when
+// the catalog does not know its type.
 func offeringPrice(cat *catalog.Catalog, typ, zone, capacityType string) float64 {
-	it, ok := cat.Get(typ)
-	if !ok {
-		return 0
-	}
-	if o, ok := it.Offering(zone, capacityType); ok {
-		return o.Price
-	}
-	best := 0.0
-	for _, o := range it.Offerings {
-		if o.CapacityType == capacityType && (best == 0 || o.Price < best) {
-			best = o.Price
-		}
-	}
-	return best
+	price, _ := cat.NodePrice(typ, zone, capacityType)
+	return price
 }
 
 // cheapestPrice is the lowest available price of typ for capacityType.
@@ -272,37 +261,6 @@ func cheapestPrice(cat *catalog.Catalog, typ, capacityType string) (float64, boo
 		}
 	}
 	return best, found
-}
-
-// EvictionCost is Karpenter's cost of evicting one pod: 1, plus its
-// controller.kubernetes.io/pod-deletion-cost / 2^27, plus its priority /
-// 2^25, clamped to [-10, 10].
-func EvictionCost(p *corev1.Pod) float64 {
-	cost := 1.0
-	if v, ok := p.Annotations["controller.kubernetes.io/pod-deletion-cost"]; ok {
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
-			cost += f / math.Pow(2, 27)
-		}
-	}
-	if p.Spec.Priority != nil {
-		cost += float64(*p.Spec.Priority) / math.Pow(2, 25)
-	}
-	return math.Max(-10, math.Min(10, cost))
-}
-
-// disruptionCost sums the pods' eviction costs and scales them by the
-// fraction of the node's lifetime left (a node about to expire costs
-// little to disrupt now).
-func disruptionCost(pods []*corev1.Pod, cl *apis.NodeClaim, now time.Time) float64 {
-	sum := 0.0
-	for _, p := range pods {
-		sum += EvictionCost(p)
-	}
-	if ttl, ok := cl.Spec.ExpireAfter.Get(); ok && ttl > 0 && !cl.CreationTimestamp.IsZero() {
-		left := 1 - float64(now.Sub(cl.CreationTimestamp.Time))/float64(ttl)
-		sum *= math.Max(0, math.Min(1, left))
-	}
-	return sum
 }
 
 // sortBySavings orders candidates the way consolidation tries them: most

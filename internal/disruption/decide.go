@@ -46,6 +46,10 @@ type Settings struct {
 	LeaseDuration time.Duration
 	// MaxEvents caps the Kubernetes events one pass emits (100).
 	MaxEvents int
+	// SchedulePeriod is how often the schedule runs a pass (1 min): a
+	// candidate becoming eligible, or a decision due for validation,
+	// sooner than that gets a wake-up message (Deps.Wakeup).
+	SchedulePeriod time.Duration
 }
 
 // Defaults fills zero values.
@@ -65,6 +69,7 @@ func (s *Settings) Defaults() {
 	basedeps.Default(&s.RepackMinSavingsFraction, 0.10)
 	basedeps.Default(&s.RepackMinSavings, 0.05)
 	basedeps.Default(&s.MaxEvents, 100)
+	basedeps.Default(&s.SchedulePeriod, time.Minute)
 }
 
 // Finding is something a decision wants people to know about a node
@@ -81,10 +86,15 @@ type Decision struct {
 	// Eligible counts candidates per method.
 	Eligible map[string]int
 	Findings []Finding
+	// NextEligible is when the first candidate still inside its
+	// consolidateAfter becomes eligible (zero when none is), and
+	// NextEligibleNode names it (NextEligible).
+	NextEligible     time.Time
+	NextEligibleNode string
 }
 
-// Decide runs the methods in Karpenter's order — emptiness, drift,
-// multi-node consolidation, single-node consolidation — and then the
+// Decide runs the methods in Karpenter's order — emptiness, static drift,
+// drift, multi-node consolidation, single-node consolidation — and then the
 // re-pack check; the first that produces a command wins.
 func Decide(ctx context.Context, v *View) (*Decision, error) {
 	v.Settings.Defaults()
@@ -97,13 +107,14 @@ func Decide(ctx context.Context, v *View) (*Decision, error) {
 		return nil, err
 	}
 	d := &Decision{Eligible: map[string]int{}}
+	d.NextEligible, d.NextEligibleNode = NextEligible(cands, v.Now)
 	for _, b := range blocked {
 		if b.Voluntary && b.Node != nil {
 			d.Findings = append(d.Findings, Finding{Node: b.Node.Name, Reason: ReasonBlocked, Text: "Cannot disrupt Node: " + b.Reason})
 		}
 	}
 	steps := []func(context.Context, *View, []*Candidate, Budgets, *Decision) (*Command, error){
-		emptiness, drift, multiNode, singleNode, repack,
+		emptiness, staticDrift, drift, multiNode, singleNode, repack,
 	}
 	for _, step := range steps {
 		cmd, err := step(ctx, v, cands, budgets, d)
@@ -159,17 +170,17 @@ func emptiness(_ context.Context, v *View, cands []*Candidate, b Budgets, d *Dec
 	return newCommand(MethodEmptiness, apis.DisruptionReasonEmpty, "", empty, Simulation{Schedulable: true}, v.Now), nil
 }
 
-// drift replaces drifted nodes, oldest first, as many as the budgets allow
-// at once; their pods must have somewhere to go (existing room or new
-// nodes of any price).
+// drift replaces drifted nodes of dynamic pools (staticDrift takes the
+// static pools'), oldest first, as many as the budgets allow at once; their
+// pods must have somewhere to go (existing room or new nodes of any price).
 func drift(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *Decision) (*Command, error) {
 	var drifted []*Candidate
 	for _, c := range cands {
-		if c.Drift != "" {
+		if c.Drift != "" && !c.NodePool.Static() {
 			drifted = append(drifted, c)
 		}
 	}
-	d.Eligible[MethodDrift] = len(drifted)
+	d.Eligible[MethodDrift] += len(drifted)
 	if len(drifted) == 0 {
 		return nil, nil
 	}

@@ -477,19 +477,6 @@ func TestRepackStep(t *testing.T) {
 	}
 }
 
-func TestEvictionCost(t *testing.T) {
-	f := newFixture(t, fixOpt{})
-	p := f.pod("p", "n", "1", "1Gi")
-	if c := EvictionCost(p); c != 1 {
-		t.Errorf("plain pod cost %v", c)
-	}
-	prio := int32(1 << 30)
-	p.Spec.Priority = &prio
-	if c := EvictionCost(p); c != 10 {
-		t.Errorf("clamped cost %v", c)
-	}
-}
-
 // Karpenter v1: a PDB or do-not-disrupt holds graceful methods off for
 // good, but drift may take the node when its claim has a
 // terminationGracePeriod (the drain then ends at that deadline).

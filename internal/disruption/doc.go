@@ -1,10 +1,12 @@
 // Package disruption is the disruption function's controller: it removes or
 // replaces nodes on purpose, with Karpenter's methods in Karpenter's order —
-// emptiness, drift, multi-node consolidation, single-node consolidation —
-// followed by a global re-pack check Karpenter lacks.
+// emptiness, static drift, drift, multi-node consolidation, single-node
+// consolidation — followed by a global re-pack check Karpenter lacks.
 //
-// A pass (one scheduled invocation, under the "disruption" lease) either
-// moves the pending command on or decides a new one:
+// A pass (one scheduled invocation, or one woken by the disruption queue
+// when a consolidateAfter or validation delay runs out before the next
+// tick: wakeup.go; under the "disruption" lease) either moves the pending
+// command on or decides a new one:
 //
 //   - Decide builds the candidates (Candidates: initialized, not deleting,
 //     not nominated, no do-not-disrupt, no PDB forbidding an eviction now),
@@ -30,6 +32,13 @@
 // Every action is explained as a node event (Disrupting, DisruptionBlocked,
 // Unconsolidatable) and a log line, e.g. "Consolidating: replace 3 nodes
 // (m5.xlarge x3, $0.576/h) with 1 m6i.2xlarge ($0.384/h), saves $0.192/h".
+//
+// Static NodePools (spec.replicas) are never consolidated. A drifted static
+// node is replaced by a node of its own pool, planned from the pool's
+// template rather than from its pods (staticDrift, Karpenter's StaticDrift):
+// marking it Disrupting takes it out of the pool's replica count, so the
+// provisioning pass launches the replacement; the pool's scale-down and
+// limits.nodes come first.
 //
 // Expiration and terminationGracePeriod are the lifecycle's (expiration is
 // not budgeted, as in Karpenter); the grace period bounds every drain this

@@ -27,8 +27,13 @@ type Simulation struct {
 // candidates were gone, with the same solver and cluster view the
 // provisioner uses. Pending pods and the pods of nodes already being
 // deleted are placed too (they compete for the same room), but only new
-// nodes holding a candidate's pod count as replacements.
+// nodes holding a candidate's pod count as replacements. Candidates of
+// static NodePools are each replaced by a node of their own pool instead
+// (see staticDrift).
 func Simulate(ctx context.Context, c *state.Cluster, cands []*Candidate) (Simulation, error) {
+	if allStatic(cands) {
+		return staticReplacements(ctx, c, cands)
+	}
 	without := make([]string, len(cands))
 	moving := map[string]bool{}
 	for i, cd := range cands {

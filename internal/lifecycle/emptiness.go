@@ -53,14 +53,18 @@ type EmptinessCheck struct {
 
 // EmptyCandidate decides whether an initialized claim's node is an
 // emptiness candidate at now under its NodePool's disruption settings:
-// the pool consolidates (any policy; emptiness is part of both),
-// consolidateAfter is not Never and has elapsed since the last pod event,
-// the node is empty, and nothing says do-not-disrupt. Budgets are checked
+// the pool consolidates (any policy; emptiness is part of both) and is not
+// static, consolidateAfter is not Never and has elapsed since the last pod
+// event, the node is empty, and nothing says do-not-disrupt. Budgets are checked
 // separately (AllowedDisruptions), since they depend on the whole pool.
 func EmptyCandidate(cl *apis.NodeClaim, np *apis.NodePool, node *corev1.Node, nodePods []*corev1.Pod, now time.Time) EmptinessCheck {
 	switch {
 	case np == nil:
 		return EmptinessCheck{Reason: "its NodePool is not configured"}
+	case np.Static():
+		// Karpenter never consolidates a static pool (spec.replicas): its
+		// nodes stay, empty or not.
+		return EmptinessCheck{Reason: "its NodePool is static"}
 	case cl.Deleting():
 		return EmptinessCheck{Reason: "already deleting"}
 	case cl.IsTrue(apis.ConditionDisrupting):

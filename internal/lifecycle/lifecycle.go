@@ -1,7 +1,7 @@
 // Package lifecycle is the lifecycle function's controller: it moves each
 // NodeClaim from Launched to Registered and Initialized, times out claims
 // that never launch or register, marks expired claims and empty nodes of
-// WhenEmpty pools for deletion, runs the termination workflow
+// WhenEmpty pools (static pools' never) for deletion, runs the termination workflow
 // (internal/termination) on claims marked for deletion, and garbage
 // collects both ways (instances without claims, claims without instances,
 // Nodes of terminated instances).
@@ -61,7 +61,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
@@ -107,9 +106,6 @@ type Cluster interface {
 	PatchNodeLabels(ctx context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error)
 	PatchNodeAnnotations(ctx context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error)
 	AddNodeFinalizer(ctx context.Context, node, finalizer string) (*corev1.Node, error)
-	// DeleteNode deletes a Node without touching its finalizers: for Nodes
-	// no live claim owns, which may be another autoscaler's.
-	DeleteNode(ctx context.Context, name string, uid types.UID) error
 	UpdateNodeTaints(ctx context.Context, node string, mutate func([]corev1.Taint) ([]corev1.Taint, bool)) (*corev1.Node, error)
 }
 

@@ -2,6 +2,8 @@ package pods
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -81,4 +83,35 @@ func DoNotDisrupt(cl *apis.NodeClaim, node *corev1.Node, pods []*corev1.Pod, now
 		}
 	}
 	return false, ""
+}
+
+// EvictionCost is Karpenter's cost of evicting one pod: 1, plus its
+// controller.kubernetes.io/pod-deletion-cost / 2^27, plus its priority /
+// 2^25, clamped to [-10, 10].
+func EvictionCost(p *corev1.Pod) float64 {
+	cost := 1.0
+	if v, ok := p.Annotations["controller.kubernetes.io/pod-deletion-cost"]; ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			cost += f / math.Pow(2, 27)
+		}
+	}
+	if p.Spec.Priority != nil {
+		cost += float64(*p.Spec.Priority) / math.Pow(2, 25)
+	}
+	return math.Max(-10, math.Min(10, cost))
+}
+
+// DisruptionCost is Karpenter's cost of disrupting a node: its pods'
+// eviction costs, scaled by the fraction of the claim's lifetime left (a
+// node about to expire costs little to disrupt now).
+func DisruptionCost(pods []*corev1.Pod, cl *apis.NodeClaim, now time.Time) float64 {
+	sum := 0.0
+	for _, p := range pods {
+		sum += EvictionCost(p)
+	}
+	if ttl, ok := cl.Spec.ExpireAfter.Get(); ok && ttl > 0 && !cl.CreationTimestamp.IsZero() {
+		left := 1 - float64(now.Sub(cl.CreationTimestamp.Time))/float64(ttl)
+		sum *= math.Max(0, math.Min(1, left))
+	}
+	return sum
 }

@@ -108,3 +108,15 @@ func TestDoNotDisrupt(t *testing.T) {
 		t.Errorf("annotated claim: %v %q", dnd, why)
 	}
 }
+
+func TestEvictionCost(t *testing.T) {
+	p := mkPod("p")
+	if c := EvictionCost(p); c != 1 {
+		t.Errorf("plain pod cost %v", c)
+	}
+	prio := int32(1 << 30)
+	p.Spec.Priority = &prio
+	if c := EvictionCost(p); c != 10 {
+		t.Errorf("clamped cost %v", c)
+	}
+}

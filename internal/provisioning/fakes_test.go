@@ -219,6 +219,8 @@ type poolOpts struct {
 	// broad replaces the instance-type list with the seeds' default pool
 	// requirements (categories c, m, r; generation > 5): hundreds of types.
 	broad bool
+	// replicas makes the pool static.
+	replicas *int64
 }
 
 // testConfig loads the package's pool: "default", labelled team=web, in
@@ -243,7 +245,8 @@ func testConfig(t testing.TB, o poolOpts) *apis.Config {
 		Requirements: append(types,
 			apistest.In(catalog.LabelCapacityType, o.ct...),
 			apistest.In(catalog.LabelTopologyZone, "us-west-2a", "us-west-2b")),
-		Limits: o.limits,
+		Limits:   o.limits,
+		Replicas: o.replicas,
 	}
 	return apistest.Load(t, apistest.Doc(pool.YAML(), apistest.NodeClass{}.YAML()))
 }

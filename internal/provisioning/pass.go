@@ -38,6 +38,8 @@ type pass struct {
 	// nominated maps a pod (namespace/name) to where this run put it, so a
 	// re-plan keeps those pods' room taken.
 	nominated map[string]nomination
+	// static are the static NodePools' claims round 0 launches.
+	static []*job
 }
 
 type nomination struct {
@@ -137,6 +139,9 @@ func (pa *pass) round(ctx context.Context, round int, replan []*corev1.Pod) ([]*
 	if err != nil {
 		return nil, err
 	}
+	if round == 0 {
+		jobs = append(jobs, pa.static...)
+	}
 	outcomes := pa.launchAll(ctx, jobs)
 	replan = replan[:0]
 	for _, o := range outcomes {
@@ -152,9 +157,10 @@ func (pa *pass) round(ctx context.Context, round int, replan []*corev1.Pod) ([]*
 	return replan, nil
 }
 
-// plan reads the cluster state and solves one round. Round 0 also takes the
-// pending-pod gauges and counts pods of deleting nodes; later rounds keep the
-// room of pods this run already placed.
+// plan reads the cluster state and solves one round. Round 0 also scales
+// the static NodePools (re-reading the cluster when it marked claims), takes
+// the pending-pod gauges and counts pods of deleting nodes; later rounds keep
+// the room of pods this run already placed.
 func (pa *pass) plan(ctx context.Context, round int, replan []*corev1.Pod) (*state.Cluster, *scheduling.Plan, error) {
 	p := pa.p
 	cluster, err := pa.cluster(ctx)
@@ -162,6 +168,12 @@ func (pa *pass) plan(ctx context.Context, round int, replan []*corev1.Pod) (*sta
 		return nil, nil, err
 	}
 	if round == 0 {
+		var marked bool
+		if pa.static, marked = pa.scaleStatic(ctx, cluster); marked {
+			if cluster, err = pa.cluster(ctx); err != nil {
+				return nil, nil, err
+			}
+		}
 		pa.observePending(cluster)
 	}
 	opts := state.InputOptions{IncludeDeletingPods: round == 0}

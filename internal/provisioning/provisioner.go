@@ -8,11 +8,18 @@
 // of claims that hit capacity errors. Every step is idempotent and a run
 // killed anywhere is completed by the next one (see ClaimName).
 //
+// Static NodePools (spec.replicas) are not planned for pods: the first
+// round of every run brings each to its replica count instead, launching
+// the shortfall through the same write-ahead path and marking the surplus
+// for deletion (see static.go).
+//
 // # Safety rules
 //
-// The provisioner only adds capacity, and it keeps these rules (the crash
-// sweep in integration_test.go checks the first after killing a run between
-// every two external calls):
+// The provisioner adds capacity; the only capacity it takes away is a
+// static pool's surplus over its replicas, exactly that many of the pool's
+// own claims, through termination.Mark and the lifecycle's drain. It keeps
+// these rules (the crash sweep in integration_test.go checks the first
+// after killing a run between every two external calls):
 //   - It never launches twice for one NodeClaim: the claim is written before
 //     its launch, its name is CreateFleet's client token, and a run that
 //     finds a claim without an instance looks for the instance tagged with

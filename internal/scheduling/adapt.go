@@ -101,3 +101,17 @@ func InputFromConfig(cfg *apis.Config, cat *catalog.Catalog, in *Input) error {
 	}
 	return nil
 }
+
+// DynamicPools leaves out the static NodePools (spec.replicas): as in
+// Karpenter, pending pods never open a node in a static pool; they may
+// still land on its existing nodes.
+func DynamicPools(cfg *apis.Config, pools []*NodePool) []*NodePool {
+	out := make([]*NodePool, 0, len(pools))
+	for _, p := range pools {
+		if np := cfg.NodePool(p.Name); np != nil && np.Static() {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

@@ -95,3 +95,16 @@ func TestAdaptersFromAPIsAndCatalog(t *testing.T) {
 		}
 	}
 }
+
+func TestDynamicPoolsLeaveOutStaticPools(t *testing.T) {
+	three := int64(3)
+	cfg := &apis.Config{NodePools: []*apis.NodePool{
+		{ObjectMeta: metav1.ObjectMeta{Name: "fixed"}, Spec: apis.NodePoolSpec{Replicas: &three}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "elastic"}},
+	}}
+	pools := []*scheduling.NodePool{{Name: "fixed"}, {Name: "elastic"}, {Name: "unconfigured"}}
+	got := scheduling.DynamicPools(cfg, pools)
+	if len(got) != 2 || got[0].Name != "elastic" || got[1].Name != "unconfigured" {
+		t.Errorf("dynamic pools %v", got)
+	}
+}

@@ -32,6 +32,7 @@ func input(cfg *apis.Config, cat *catalog.Catalog, wl *workload.Workload) (sched
 	if err := scheduling.InputFromConfig(cfg, cat, &in); err != nil {
 		return in, err
 	}
+	in.NodePools = scheduling.DynamicPools(cfg, in.NodePools)
 	for _, n := range wl.Nodes {
 		en, err := existingNode(n, cat, optsByPool)
 		if err != nil {

@@ -25,6 +25,9 @@ type Output struct {
 	CostOverLowerBound float64 `json:"costOverLowerBound"`
 	// ExpectedCostPerHour sums the claims' expected launch prices.
 	ExpectedCostPerHour float64 `json:"expectedCostPerHour"`
+	// CurrentFleet is what the cluster's nodes cost now, when the plan is
+	// a from-scratch plan for their pods (`simulate --repack`).
+	CurrentFleet *FleetOutput `json:"currentFleet,omitempty"`
 }
 
 type ClaimOutput struct {
@@ -188,6 +191,10 @@ func WriteTable(w io.Writer, out Output, cat *catalog.Catalog) error {
 	if n := derivedPrices(out); n > 0 {
 		fmt.Fprintf(w, "note: %d claim(s) are priced from a derived spot price (%s): the catalog has no spot price feed, so their cost is an estimate\n",
 			n, catalog.PriceSourceDerivedSpot)
+	}
+	if out.CurrentFleet != nil {
+		fmt.Fprintln(w)
+		return writeFleet(w, out.CurrentFleet, out.CostPerHour, len(out.Unschedulable))
 	}
 	return nil
 }

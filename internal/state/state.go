@@ -7,6 +7,11 @@
 // (in-flight) NodeClaims and new claims; disruption and interruption use
 // the same view with some nodes removed (InputOptions.Without) to ask where
 // those nodes' pods would go.
+//
+// Static NodePools (spec.replicas) are left out of the solver's input for
+// pods, so no pod ever opens a node in one (their existing nodes still take
+// pods); StaticScale decides how such a pool reaches its replica count and
+// StaticInput plans one of its nodes from the template.
 package state
 
 import (
@@ -54,6 +59,8 @@ type Cluster struct {
 	// log them. One bad record must not stop every pass.
 	Warnings []string
 
+	// NodePools are every configured pool; the solver's input leaves the
+	// static ones out (see StaticInput).
 	NodePools     []*scheduling.NodePool
 	InstanceTypes map[string][]*scheduling.InstanceType
 	Unavailable   map[scheduling.OfferingKey]bool
@@ -68,6 +75,8 @@ type Cluster struct {
 
 	byName  map[string]*Node
 	byClaim map[string]*Node
+	// dynamic are the NodePools new claims may come from for pods.
+	dynamic []*scheduling.NodePool
 }
 
 // SkippedPod is a pending pod that is not provisionable.
@@ -189,6 +198,7 @@ func Build(src Sources) (*Cluster, error) {
 		return nil, fmt.Errorf("cluster state: %w", err)
 	}
 	c.NodePools, c.InstanceTypes = in.NodePools, in.InstanceTypes
+	c.dynamic = scheduling.DynamicPools(src.Config, in.NodePools)
 
 	for _, p := range snap.PendingPods {
 		if ok, why := Provisionable(p); ok {
@@ -490,7 +500,7 @@ func (c *Cluster) Input(o InputOptions) (*scheduling.Input, error) {
 	}
 	in := &scheduling.Input{
 		Pods:                   append([]*corev1.Pod(nil), pods...),
-		NodePools:              c.NodePools,
+		NodePools:              c.dynamic,
 		InstanceTypes:          c.InstanceTypes,
 		DaemonSets:             c.DaemonSets,
 		PersistentVolumes:      c.PersistentVolumes,

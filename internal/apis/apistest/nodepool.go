@@ -58,6 +58,8 @@ type Pool struct {
 	Budgets             []Budget
 	Limits              map[string]string // "cpu": "4"
 	Weight              int               // 0: unweighted
+	// Replicas, when not nil, makes the pool static (spec.replicas).
+	Replicas *int64
 }
 
 // YAML is the pool as one YAML document.
@@ -111,6 +113,9 @@ func (p Pool) YAML() string {
 	}
 	if p.Weight != 0 {
 		line(2, "weight: "+strconv.Itoa(p.Weight))
+	}
+	if p.Replicas != nil {
+		line(2, "replicas: "+strconv.FormatInt(*p.Replicas, 10))
 	}
 	return b.String()
 }
