@@ -12,7 +12,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all prepare test test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test
+.PHONY: all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test
 
 all: build
 
@@ -39,10 +39,15 @@ prepare:
 # role allowed nothing (remove it, or add the test that needs it).
 IAM_COVERAGE_DIR ?= $(or $(TMPDIR),/tmp)/nodewright-iam-coverage
 
-test: lint prepare
+# lint and prepare run first; say up front what the whole run costs.
+test: test-announce lint prepare
 	rm -rf $(IAM_COVERAGE_DIR)
 	NODEWRIGHT_IAM_COVERAGE_DIR=$(IAM_COVERAGE_DIR) $(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(GO) run ./internal/localcloud/cmd/iamcoverage $(IAM_COVERAGE_DIR)
+
+test-announce:
+	@echo "make test: lint, then every package's tests, integration tests on real servers: tens of minutes on 2 cores;"
+	@echo "           the first run also builds the Kubernetes control plane (~8 min, progress every 15 s). Unit tests only: make test-short"
 
 # The IAM mutation test: for each Allow statement of the controller and
 # registrar roles, run the end-to-end tests with that statement removed from
@@ -103,7 +108,7 @@ fuzz:
 		done; \
 	done
 
-# Scale the seeds' inflate Deployment to 10 and back to 0 on the local cloud,
+# Scale the example inflate Deployment (infra/examples/workloads) to 10 and back to 0 on the local cloud,
 # through the real function handlers; ends with a DEMO OK line.
 demo:
 	$(GO) run ./cmd/nodewright demo

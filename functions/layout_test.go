@@ -15,7 +15,7 @@ import (
 
 const module = "github.com/nodewright/nodewright/"
 
-// layoutRow is one row of the README's Layout table: a package (or, with
+// layoutRow is one row of the Layout table of CONTRIBUTING.md: a package (or, with
 // "/...", a tree) and the project packages its non-test code may import.
 type layoutRow struct {
 	dir     string
@@ -23,15 +23,15 @@ type layoutRow struct {
 	allowed []string
 }
 
-// The README's Layout table is the map a newcomer reads; this test keeps
+// The Layout table (CONTRIBUTING.md) is the map a newcomer reads; this test keeps
 // it true: every package has a row, and no package imports a project
 // package its row does not allow (tests may import more: fixtures, fakes).
 func TestLayoutTableMatchesTheCode(t *testing.T) {
-	rows := readLayout(t, "../README.md")
+	rows := readLayout(t, "../CONTRIBUTING.md")
 	for _, dir := range packageDirs(t, "..") {
 		row := rowFor(rows, dir)
 		if row == nil {
-			t.Errorf("%s has no row in the README's Layout table", dir)
+			t.Errorf("%s has no row in the Layout table of CONTRIBUTING.md", dir)
 			continue
 		}
 		for _, imp := range projectImports(t, filepath.Join("..", dir)) {
@@ -46,7 +46,7 @@ func readLayout(t *testing.T, readme string) []layoutRow {
 	t.Helper()
 	f, err := os.Open(readme)
 	if err != nil {
-		t.Fatalf("read the README: %v", err)
+		t.Fatalf("read the layout table: %v", err)
 	}
 	defer f.Close()
 	var rows []layoutRow
@@ -71,7 +71,7 @@ func readLayout(t *testing.T, readme string) []layoutRow {
 		rows = append(rows, row)
 	}
 	if len(rows) < 20 {
-		t.Fatalf("found %d rows in the README's Layout table; is the table still there?", len(rows))
+		t.Fatalf("found %d rows in the Layout table of CONTRIBUTING.md; is the table still there?", len(rows))
 	}
 	return rows
 }

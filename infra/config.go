@@ -17,7 +17,7 @@ import (
 	"github.com/nodewright/nodewright/internal/settings"
 )
 
-// Rebalance policies for EC2 rebalance recommendations (issue 7).
+// Rebalance policies for EC2 rebalance recommendations.
 const (
 	RebalanceIgnore  = "ignore"
 	RebalanceReplace = "replace"

@@ -22,11 +22,12 @@ func newDemoCmd() *cobra.Command {
 		Short: "Scale a Deployment from 0 to N and back on the local cloud through nodewright's real functions",
 		Long: `Start the local cloud (a real kube-apiserver with KWOK nodes, dynalite and
 nodewright's AWS simulator; the first run builds them, later runs take
-seconds), create the stack's table, queues and rules, load the seeds'
-default NodePool and EC2NodeClass, register the admission webhook with the
-API server and run the provisioner and lifecycle handlers on the events AWS
-would deliver while the seeds' inflate Deployment scales to --replicas and
-back to 0. Prints a timeline and ends with one line:
+seconds), create the stack's table, queues and rules, load the default
+NodePool and EC2NodeClass of infra/examples/default (adapted to the local
+cloud), register the admission webhook with the API server and run the
+provisioner and lifecycle handlers on the events AWS would deliver while the
+inflate Deployment of infra/examples/workloads scales to --replicas and back
+to 0. Prints a timeline and ends with one line:
 
   DEMO OK pods=<n> running=<n> nodes=<n> cost_per_hour=<$> time_to_running_s=<s> scale_down_s=<s>
 

@@ -235,11 +235,11 @@ func TestSimulateAWSDataCatalog(t *testing.T) {
 	}
 }
 
-// The seed guides' inflate example as the apis package keeps it, against
-// every seed configuration: as written (replicas: 0, nothing to do) and after
+// The inflate example under infra/examples, against every example
+// configuration there: as written (replicas: 0, nothing to do) and after
 // the guide's `kubectl scale deployment inflate --replicas=10`.
 func TestSimulateSeedInflate(t *testing.T) {
-	seeds := filepath.Join("..", "..", "internal", "apis", "testdata", "seeds")
+	seeds := examplesDir
 	wl := filepath.Join(seeds, "workloads", "inflate.yaml")
 	data, err := os.ReadFile(wl)
 	if err != nil {
@@ -252,13 +252,16 @@ func TestSimulateSeedInflate(t *testing.T) {
 	if err := os.WriteFile(scaled, []byte(strings.Replace(string(data), "replicas: 0", "replicas: 10", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// Each seed file is a complete configuration on its own.
-	files, _ := filepath.Glob(filepath.Join(seeds, "0*", "*.yaml"))
+	// Each example file is a complete configuration on its own.
+	files, _ := filepath.Glob(filepath.Join(seeds, "*", "*.yaml"))
 	if len(files) == 0 {
 		t.Skip("no seed configurations")
 	}
 	ran := 0
 	for _, dir := range files {
+		if filepath.Base(filepath.Dir(dir)) == "workloads" {
+			continue
+		}
 		t.Run(filepath.Base(filepath.Dir(dir))+"/"+filepath.Base(dir), func(t *testing.T) {
 			stdout, stderr, err := simulate(t, simulateOptions{config: dir, workload: wl, catalog: "builtin", output: "json"})
 			if err != nil && strings.Contains(err.Error(), "embedded catalog has no region") {

@@ -120,7 +120,7 @@ func TestValidateErrors(t *testing.T) {
 }
 
 func TestValidateSeedExamples(t *testing.T) {
-	seeds, _ := filepath.Glob(filepath.Join("..", "..", "internal", "apis", "testdata", "seeds", "*", "*.yaml"))
+	seeds, _ := filepath.Glob(filepath.Join(examplesDir, "*", "*.yaml"))
 	if len(seeds) == 0 {
 		t.Fatal("no seed examples found")
 	}

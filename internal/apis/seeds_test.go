@@ -7,11 +7,16 @@ import (
 	"testing"
 )
 
+// examplesDir holds the user-facing example configurations, one directory
+// per configuration (a configDir on its own), copied from the seed pages; the
+// workloads directory holds the inflate Deployment the README scales.
+var examplesDir = filepath.Join("..", "..", "infra", "examples")
+
 // TestSeedExamplesLoad loads every NodePool/EC2NodeClass example copied from
-// the seed pages (testdata/seeds/*/): each file on its own must load without
+// the seed pages (infra/examples/*/): each file on its own must load without
 // errors, v1beta1 files must carry a deprecation warning and v1 files none.
 func TestSeedExamplesLoad(t *testing.T) {
-	files, err := filepath.Glob("testdata/seeds/*/*.yaml")
+	files, err := filepath.Glob(filepath.Join(examplesDir, "*", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +63,14 @@ func TestSeedExamplesLoad(t *testing.T) {
 		})
 	}
 	if examples < 10 {
-		t.Fatalf("only %d seed example files found; testdata/seeds is incomplete", examples)
+		t.Fatalf("only %d seed example files found; infra/examples is incomplete", examples)
 	}
 }
 
 // TestSeedExpectations pins what the seed examples contain after loading, so
 // a loader change that silently drops or rewrites fields is caught.
 func TestSeedExpectations(t *testing.T) {
-	cfg, err := Load("testdata/seeds/000-complete-guide/nodepool-default.yaml")
+	cfg, err := Load(filepath.Join(examplesDir, "default", "default.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +108,7 @@ func TestSeedExpectations(t *testing.T) {
 	}
 
 	// v1beta1 page: conversion results.
-	cfg, err = Load("testdata/seeds/001-aws-blog-v1beta1/nodepool-default.yaml")
+	cfg, err = Load(filepath.Join(examplesDir, "v1beta1-default", "default.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +134,7 @@ func TestSeedExpectations(t *testing.T) {
 	}
 
 	// The NodeClaim on the v1 page is skipped with a warning.
-	cfg, err = Load("testdata/seeds/003-eco2-v1/nodepool-worker-scalable.yaml")
+	cfg, err = Load(filepath.Join(examplesDir, "worker-scalable", "worker-scalable.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +148,7 @@ func TestSeedExpectations(t *testing.T) {
 }
 
 // TestSeedsFromSharedPages checks, when ../shared is present, that every
-// NodePool/EC2NodeClass name on the seed pages has a copy in testdata.
+// NodePool/EC2NodeClass name on the seed pages has a copy in infra/examples.
 func TestSeedsFromSharedPages(t *testing.T) {
 	seeds := filepath.Join("..", "..", "..", "shared", "seeds")
 	pages, _ := filepath.Glob(filepath.Join(seeds, "*.txt"))
@@ -151,7 +156,7 @@ func TestSeedsFromSharedPages(t *testing.T) {
 		t.Skip("../shared/seeds not present")
 	}
 	names := map[string]bool{}
-	for _, f := range mustGlob(t, "testdata/seeds/*/*.yaml") {
+	for _, f := range mustGlob(t, filepath.Join(examplesDir, "*", "*.yaml")) {
 		cfg, err := Load(f)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
@@ -180,7 +185,7 @@ func TestSeedsFromSharedPages(t *testing.T) {
 				if n, ok := strings.CutPrefix(l, "name: "); ok {
 					key := strings.TrimPrefix(kind, "kind: ") + "/" + n
 					if !names[key] {
-						t.Errorf("%s:%d: %s has no copy in testdata/seeds", filepath.Base(p), i+1, key)
+						t.Errorf("%s:%d: %s has no copy in infra/examples", filepath.Base(p), i+1, key)
 					}
 					break
 				}

@@ -7,7 +7,7 @@
 // Mode's per-node management fee.
 //
 // The model is pure arithmetic over stated prices and assumptions, so every
-// figure in the README table can be recomputed from the inputs printed with it.
+// figure in the infra/README.md table can be recomputed from the inputs printed with it.
 package costmodel
 
 import (
@@ -51,7 +51,7 @@ type Prices struct {
 	EC2 map[string]float64
 }
 
-// USEast1 are the prices the README table uses.
+// USEast1 are the prices the infra/README.md table uses.
 var USEast1 = Prices{
 	LambdaArmGBSecond: 0.0000133334, LambdaRequest: 0.20 / 1e6,
 	DynamoWRU: 0.625 / 1e6, DynamoRRU: 0.125 / 1e6,
@@ -155,7 +155,7 @@ func AutoMode(p Prices, nodes int, instanceType string) (float64, error) {
 	return float64(nodes) * h * AutoModeFeeShare * HoursPerMonth, nil
 }
 
-// Row is one cluster size of the README table.
+// Row is one cluster size of the infra/README.md table.
 type Row struct {
 	Nodes      int
 	Nodewright Breakdown

@@ -271,7 +271,7 @@ func emfSeries(logs []byte) int {
 	return len(seen)
 }
 
-// Assumptions turning one run into a month (stated in the README).
+// Assumptions turning one run into a month (stated in infra/README.md).
 const (
 	// Each node is replaced about weekly (consolidation, drift, expiry,
 	// spot): 4.3 launches and terminations per node-month.

@@ -122,7 +122,7 @@ func (d *run) loadConfig(configDir string) error {
 		return errors.New("the demo configuration has no NodePool default")
 	}
 	after, _ := np.Spec.Disruption.ConsolidateAfter.Get()
-	d.tl.printf("NodePool default (%s, consolidateAfter %s) and EC2NodeClass default (al2023@latest) loaded from the seeds",
+	d.tl.printf("NodePool default (%s, consolidateAfter %s) and EC2NodeClass default (al2023@latest) loaded from infra/examples/default",
 		np.Spec.Disruption.ConsolidationPolicy, after)
 	return nil
 }

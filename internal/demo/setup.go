@@ -107,7 +107,7 @@ func writeConfig(dir, cluster, policy string) error {
 	return os.WriteFile(filepath.Join(dir, "default.yaml"), out, 0o644)
 }
 
-// inflateDeployment is the seeds' inflate Deployment.
+// inflateDeployment is the inflate Deployment of infra/examples/workloads.
 func inflateDeployment() (*appsv1.Deployment, error) {
 	src, err := testdata.ReadFile("testdata/inflate.yaml")
 	if err != nil {

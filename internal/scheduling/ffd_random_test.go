@@ -83,7 +83,7 @@ func genericFFD(in *scheduling.Input) float64 {
 func TestNotWorseThanFFDOnRandomCatalogs(t *testing.T) {
 	worse := 0
 	var sumRatio float64
-	runs := 2000 // the README's figure
+	runs := 2000 // infra/README.md's figure
 	if testing.Short() {
 		runs = 200
 	}

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodewright/nodewright/internal/localcloud/internal/proc"
@@ -174,9 +175,12 @@ func build(ctx context.Context, logger *slog.Logger, tools, binDir string) error
 		return fmt.Errorf("build control plane: %w", err)
 	}
 
-	logger.InfoContext(ctx, "building the Kubernetes control plane from the module proxy (first time only, ~8 min on 2 cores)",
-		"tools", tools, "into", binDir)
+	logger.InfoContext(ctx, "building the Kubernetes control plane from the module proxy (first time only)",
+		"tools", tools, "into", binDir, "expected-total", buildExpected)
 	start := time.Now()
+	// One go build compiles all five binaries and prints nothing until it
+	// ends, so say every progressEvery that it is still going.
+	defer progress(ctx, logger, progressEvery, start, buildStep)()
 	args := []string{"build", "-C", tools, "-trimpath", "-ldflags", LDFlags(), "-o", tmp + string(filepath.Separator)}
 	for _, c := range components {
 		args = append(args, c.pkg)
@@ -202,6 +206,38 @@ func build(ctx context.Context, logger *slog.Logger, tools, binDir string) error
 	}
 	logger.InfoContext(ctx, "built the control plane", "took", time.Since(start).Round(time.Second), "dir", binDir)
 	return nil
+}
+
+// buildExpected is how long the cold build takes on 2 cores; buildStep names
+// what it does (go build fetches the sources from the module proxy first).
+const (
+	buildExpected = 8 * time.Minute
+	buildStep     = "download sources and compile etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok"
+	progressEvery = 15 * time.Second
+)
+
+// progress logs every interval, until the returned stop is called, that step
+// is still running: how long it has run and how long it is expected to take,
+// so a first build is not minutes of silence.
+func progress(ctx context.Context, logger *slog.Logger, interval time.Duration, start time.Time, step string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		ticks := time.NewTicker(interval)
+		defer ticks.Stop()
+		for ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+			case <-ticks.C:
+				logger.InfoContext(ctx, "building the control plane", "step", step,
+					"elapsed", time.Since(start).Round(time.Second), "expected-total", buildExpected)
+			}
+		}
+	})
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 func builtName(pkg string) string {
