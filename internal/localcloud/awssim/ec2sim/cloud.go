@@ -64,6 +64,8 @@ type Cloud struct {
 	ssm           map[string]string // SSM parameter name -> value (EKS AMI parameters)
 	observers     []func(Transition)
 	hideNew       int // see HideNewInstances
+	reservations  map[string]*types.CapacityReservation // by id
+	resOrder      []string                              // reservation ids in creation order
 }
 
 // Pool is an EC2 capacity pool.
@@ -106,6 +108,7 @@ func New(cfg Config) (*Cloud, error) {
 		ssm:           map[string]string{},
 		releases:      map[string]int{},
 		resourceTags:  map[string]*[]types.Tag{},
+		reservations:  map[string]*types.CapacityReservation{},
 	}
 	c.seedNetwork()
 	c.seedImages()
