@@ -63,7 +63,7 @@ type Cloud struct {
 	releases      map[string]int    // AMI releases published per family
 	ssm           map[string]string // SSM parameter name -> value (EKS AMI parameters)
 	observers     []func(Transition)
-	hideNew       int // see HideNewInstances
+	hideNew       int                                   // see HideNewInstances
 	reservations  map[string]*types.CapacityReservation // by id
 	resOrder      []string                              // reservation ids in creation order
 }
