@@ -10,6 +10,7 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 )
 
@@ -45,10 +46,16 @@ type GPU struct {
 type Offering struct {
 	Zone         string  `json:"zone"`
 	ZoneID       string  `json:"zoneID"`
-	CapacityType string  `json:"capacityType"` // on-demand | spot
+	CapacityType string  `json:"capacityType"` // on-demand | spot | reserved
 	Price        float64 `json:"price"`        // $/hour
 	Available    bool    `json:"available"`
 	PriceSource  string  `json:"priceSource"`
+	// The reservation of a reserved offering (see ForNodeClass):
+	// ReservationCapacity is how many more instances it takes.
+	ReservationID       string `json:"reservationID,omitempty"`
+	ReservationType     string `json:"reservationType,omitempty"`
+	ReservationCapacity int    `json:"reservationCapacity,omitempty"`
+	Interruptible       bool   `json:"interruptible,omitempty"`
 }
 
 // InstanceType is one EC2 instance type with its offerings in one region.
@@ -166,6 +173,9 @@ func (it *InstanceType) NodeLabels(o Offering) map[string]string {
 		out[LabelTopologyZoneID] = o.ZoneID
 	}
 	out[LabelCapacityType] = o.CapacityType
+	if o.CapacityType == CapacityTypeReserved {
+		maps.Copy(out, ReservationLabels(o))
+	}
 	return out
 }
 
@@ -176,6 +186,9 @@ type Catalog struct {
 	Types  []*InstanceType `json:"types"` // sorted by name
 
 	byName map[string]*InstanceType
+	// reservations are the capacity reservations per EC2NodeClass name
+	// (WithReservations).
+	reservations map[string][]Reservation
 }
 
 // New builds a catalog, sorting types by name and indexing them.
@@ -237,7 +250,7 @@ func (c *Catalog) Zone(name string) (Zone, bool) {
 // Filter returns a catalog holding the types keep accepts. The types are
 // shared, not copied.
 func (c *Catalog) Filter(keep func(*InstanceType) bool) *Catalog {
-	out := &Catalog{Region: c.Region, Zones: c.Zones, byName: map[string]*InstanceType{}}
+	out := &Catalog{Region: c.Region, Zones: c.Zones, byName: map[string]*InstanceType{}, reservations: c.reservations}
 	for _, it := range c.Types {
 		if keep(it) {
 			out.Types = append(out.Types, it)
@@ -261,7 +274,8 @@ func (c *Catalog) Names() []string {
 // such offering are shared; affected types are copied, so the receiver is
 // unchanged.
 func (c *Catalog) WithUnavailable(unavailable func(instanceType, zone, capacityType string) bool) *Catalog {
-	out := &Catalog{Region: c.Region, Zones: c.Zones, Types: make([]*InstanceType, len(c.Types)), byName: make(map[string]*InstanceType, len(c.Types))}
+	out := &Catalog{Region: c.Region, Zones: c.Zones, Types: make([]*InstanceType, len(c.Types)), byName: make(map[string]*InstanceType, len(c.Types)),
+		reservations: c.reservations}
 	for i, it := range c.Types {
 		cp := it
 		for j, o := range it.Offerings {

@@ -276,18 +276,19 @@ type claimPhase func(c *Controller, ctx context.Context, s *claimState) (done bo
 // claimPhases are the state machine in order. The first that applies to
 // the claim decides what this reconcile does.
 var claimPhases = []claimPhase{
-	(*Controller).collectVanished, // vanished.go: the instance is gone
-	(*Controller).terminateMarked, // terminate.go: marked for deletion
-	(*Controller).launchLiveness,  // liveness.go: not launched (yet)
-	(*Controller).expiry,          // expiry.go: past expireAfter
-	(*Controller).observeNode,     // registration.go
-	(*Controller).nodeDeleting,    // liveness.go: someone deletes the Node
-	(*Controller).keepFinalizer,   // registration.go: Nodes registered without it
-	(*Controller).registration,    // registration.go (and its TTL in liveness.go)
-	(*Controller).nodeLiveness,    // liveness.go: the Node was deleted
-	(*Controller).repair,          // repair.go: unhealthy too long
-	(*Controller).initialization,  // initialization.go
-	(*Controller).emptiness,       // emptynodes.go: always settles
+	(*Controller).collectVanished,  // vanished.go: the instance is gone
+	(*Controller).terminateMarked,  // terminate.go: marked for deletion
+	(*Controller).launchLiveness,   // liveness.go: not launched (yet)
+	(*Controller).expiry,           // expiry.go: past expireAfter
+	(*Controller).observeNode,      // registration.go
+	(*Controller).nodeDeleting,     // liveness.go: someone deletes the Node
+	(*Controller).keepFinalizer,    // registration.go: Nodes registered without it
+	(*Controller).registration,     // registration.go (and its TTL in liveness.go)
+	(*Controller).nodeLiveness,     // liveness.go: the Node was deleted
+	(*Controller).reservationEnded, // reservation.go: out of its capacity reservation
+	(*Controller).repair,           // repair.go: unhealthy too long
+	(*Controller).initialization,   // initialization.go
+	(*Controller).emptiness,        // emptynodes.go: always settles
 }
 
 // reconcile runs one claim through claimPhases.
