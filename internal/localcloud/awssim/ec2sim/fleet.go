@@ -82,7 +82,7 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 
 	c.mu.Lock()
 	doomed := c.expireReservations()
-	defer c.terminateAll(doomed, "Server.ScheduledStop")
+	defer c.terminateAll(doomed)
 	token := aws.ToString(in.ClientToken)
 	fp := fingerprint(in)
 	if r, ok := c.fleets[token]; ok && token != "" {

@@ -190,7 +190,7 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 	c.mu.Lock()
 	// Deferred calls run last first: the lock is released before the
 	// instances of an ended capacity block are terminated.
-	defer c.terminateAll(c.expireReservations(), "Server.ScheduledStop")
+	defer c.terminateAll(c.expireReservations())
 	defer c.mu.Unlock()
 	ids := c.order
 	if len(in.InstanceIds) > 0 {

@@ -96,7 +96,7 @@ func (c *Cloud) EndCapacityReservation(id string, st types.CapacityReservationSt
 	}
 	doomed := c.endReservation(cr, st)
 	c.mu.Unlock()
-	c.terminateAll(doomed, "Server.ScheduledStop")
+	c.terminateAll(doomed)
 	return nil
 }
 
@@ -123,9 +123,11 @@ func (c *Cloud) endReservation(cr *types.CapacityReservation, st types.CapacityR
 	return doomed
 }
 
-func (c *Cloud) terminateAll(ids []string, reason string) {
+// terminateAll terminates the instances of an ended capacity block, as
+// EC2's scheduled stop does.
+func (c *Cloud) terminateAll(ids []string) {
 	for _, id := range ids {
-		_ = c.Terminate(id, reason) // the instance exists: it was just listed
+		_ = c.Terminate(id, "Server.ScheduledStop") // the instance exists: it was just listed
 	}
 }
 
@@ -152,34 +154,40 @@ func (c *Cloud) DescribeCapacityReservations(_ context.Context, in *ec2.Describe
 	doomed := c.expireReservations()
 	out, err := c.describeReservations(in)
 	c.mu.Unlock()
-	c.terminateAll(doomed, "Server.ScheduledStop")
+	c.terminateAll(doomed)
 	return out, err
 }
 
+// describeReservations answers DescribeCapacityReservations. Caller holds mu.
 func (c *Cloud) describeReservations(in *ec2.DescribeCapacityReservationsInput) (*ec2.DescribeCapacityReservationsOutput, error) {
 	if id, ok := missing(in.CapacityReservationIds, func(id string) bool { return c.reservations[id] != nil }); ok {
 		return nil, protocol.Errorf("InvalidCapacityReservationId.NotFound", "The capacity reservation ID '%s' does not exist", id)
 	}
-	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 1, 1000}, func(yield func(types.CapacityReservation, attrs) bool) {
+	asked := func(yield func(types.CapacityReservation, attrs) bool) {
 		for _, id := range c.resOrder {
 			if listed(in.CapacityReservationIds, id) && !yield(reservationItem(c.reservations[id])) {
 				return
 			}
 		}
-	}, func(items []types.CapacityReservation, next *string) *ec2.DescribeCapacityReservationsOutput {
+	}
+	answer := func(items []types.CapacityReservation, next *string) *ec2.DescribeCapacityReservationsOutput {
 		return &ec2.DescribeCapacityReservationsOutput{CapacityReservations: items, NextToken: next}
-	})
+	}
+	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 1, 1000}, asked, answer)
 }
 
+// reservationItem is the copy of a reservation a caller gets, with the
+// values of the filters it answers.
 func reservationItem(cr *types.CapacityReservation) (types.CapacityReservation, attrs) {
-	cp := *cr
-	cp.Tags = cloneTags(cr.Tags)
-	return cp, taggedValuesOf(cr.Tags, map[string][]string{
+	values := map[string][]string{
 		"capacity-reservation-id": one(cr.CapacityReservationId), "owner-id": one(cr.OwnerId), "state": {string(cr.State)},
 		"instance-type": one(cr.InstanceType), "availability-zone": one(cr.AvailabilityZone),
 		"instance-match-criteria": {string(cr.InstanceMatchCriteria)}, "reservation-type": {string(cr.ReservationType)},
 		"instance-platform": {string(cr.InstancePlatform)}, "tenancy": {string(cr.Tenancy)},
-	})
+	}
+	item := *cr
+	item.Tags = cloneTags(cr.Tags)
+	return item, taggedValuesOf(cr.Tags, values)
 }
 
 // reservationOf is the reservation a candidate's launch template targets
