@@ -3,6 +3,11 @@
 // it will report as allocatable (computed the way Karpenter computes them) and
 // the offerings (zone x capacity type) with their prices.
 //
+// Capacity reservations an EC2NodeClass selects are carried beside the
+// region's types (WithReservations) and become reserved offerings, priced
+// near zero with the reservation's room as their count, in the catalog that
+// class sees (ForNodeClass).
+//
 // A Catalog is immutable once built: the solver caches per-pod-shape filtering
 // keyed by *InstanceType, so nothing may mutate a type after Build returns.
 // Filtering returns a new Catalog sharing the same *InstanceType values.

@@ -4,7 +4,9 @@
 // WhenEmpty pools for deletion, runs the termination workflow
 // (internal/termination) on claims marked for deletion, and garbage
 // collects both ways (instances without claims, claims without instances,
-// Nodes of terminated instances).
+// Nodes of terminated instances). A reserved claim whose instance has left
+// its capacity reservation (it expired or was cancelled) is relabelled
+// on-demand, claim and Node, as Karpenter does.
 //
 // It is driven by two events: the one-minute schedule, which reconciles
 // every claim (Controller.ReconcileAll), and lifecycle work messages on the

@@ -1,5 +1,6 @@
 // Package ec2sim is the simulated EC2 region: VPC, subnets, security groups,
-// EKS AMIs, launch templates, fleets and instances with their state machine.
+// EKS AMIs, launch templates, fleets, capacity reservations and instances
+// with their state machine.
 // Handlers take decoded aws-sdk-go-v2 input structs and return SDK output
 // structs; package wire turns those into the EC2 query protocol.
 package ec2sim
