@@ -16,6 +16,7 @@ package catalog
 import (
 	"fmt"
 	"maps"
+	"time"
 	"sort"
 )
 
@@ -61,6 +62,8 @@ type Offering struct {
 	ReservationType     string `json:"reservationType,omitempty"`
 	ReservationCapacity int    `json:"reservationCapacity,omitempty"`
 	Interruptible       bool   `json:"interruptible,omitempty"`
+	// ReservationEnd is when the reservation ends (nil: no end date).
+	ReservationEnd *time.Time `json:"reservationEnd,omitempty"`
 }
 
 // InstanceType is one EC2 instance type with its offerings in one region.

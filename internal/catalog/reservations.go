@@ -105,6 +105,10 @@ func (c *Catalog) reservedOfferings(it *InstanceType, rs []Reservation) []Offeri
 		out = append(out, Offering{Zone: z.Name, ZoneID: z.ID, CapacityType: CapacityTypeReserved, Price: price,
 			Available: r.Available > 0, PriceSource: PriceSourceReserved, ReservationID: r.ID, ReservationType: r.Type,
 			ReservationCapacity: max(r.Available, 0), Interruptible: r.Interruptible})
+		if !r.EndTime.IsZero() {
+			end := r.EndTime
+			out[len(out)-1].ReservationEnd = &end
+		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Zone != out[j].Zone {

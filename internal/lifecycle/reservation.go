@@ -3,8 +3,11 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/metrics"
 )
 
 // reservationLabels are the labels only nodes in a capacity reservation carry.
@@ -56,4 +59,27 @@ func (c *Controller) reservationEnded(ctx context.Context, s *claimState) (bool,
 		}
 	}
 	return false, nil
+}
+
+// capacityBlockDrainLead is how long before a capacity block ends its
+// nodes are drained: EC2 begins terminating its instances 30 minutes
+// before the end, and Karpenter starts draining 10 minutes before that.
+const capacityBlockDrainLead = 40 * time.Minute
+
+// capacityBlockEnding drains and terminates a claim whose capacity block
+// is about to end, before EC2 reclaims the instance, as Karpenter does. It
+// is an interruption: forceful, like expiry, whatever the budgets say.
+func (c *Controller) capacityBlockEnding(ctx context.Context, s *claimState) (bool, error) {
+	v := s.cl.Annotations[nwaws.AnnotationCapacityBlockEnd]
+	if !s.launched || v == "" {
+		return false, nil
+	}
+	end, err := time.Parse(time.RFC3339, v)
+	if err != nil || s.now.Before(end.Add(-capacityBlockDrainLead)) {
+		return false, nil
+	}
+	id := s.cl.Labels[apis.CapacityReservationIDLabelKey]
+	s.log.InfoContext(ctx, "capacity block ends soon; draining its node", "capacity-reservation-id", id, "ends", v)
+	c.d.Metrics.Add(metrics.NodeClaimsDisrupted, 1, metrics.Dimensions{"reason": apis.DeletionReasonInterrupted, "nodepool": s.cl.NodePoolName()})
+	return s.finish(c.markAndTerminate(ctx, s.cl, apis.DeletionReasonInterrupted, "capacity block "+id+" ends at "+v, ActionCapacityBlockEnding))
 }

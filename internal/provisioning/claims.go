@@ -157,6 +157,7 @@ func recordLaunch(cl *apis.NodeClaim, inst launched, now metav1.Time) {
 		cl.Labels[catalog.LabelTopologyZone] = inst.Zone
 	}
 	cl.Labels[apis.CapacityTypeLabelKey] = inst.CapacityType
+	inst.RecordReservation(cl)
 	if inst.LaunchTemplate != "" {
 		if cl.Annotations == nil {
 			cl.Annotations = map[string]string{}

@@ -210,10 +210,6 @@ func (pa *pass) describe(cl *apis.NodeClaim, inst nwaws.Instance) launched {
 		z, _ := pa.catalog.Zone(inst.Zone)
 		off = catalog.Offering{Zone: inst.Zone, ZoneID: z.ID, CapacityType: inst.CapacityType}
 	}
-	if r := inst.Reservation; r != nil && inst.CapacityType == catalog.CapacityTypeReserved {
-		// Which reservation took the instance is the launch's to say.
-		off.ReservationID, off.ReservationType, off.Interruptible = r.ReservationID, r.ReservationType, r.Interruptible
-	}
 	out.labels = it.NodeLabels(off)
 	opts := catalog.OptionsForNodeClass(pa.nodeClass(cl))
 	out.capacity = it.Capacity(opts)
