@@ -16,8 +16,8 @@ package catalog
 import (
 	"fmt"
 	"maps"
-	"time"
 	"sort"
+	"time"
 )
 
 // Capacity types, as used in the karpenter.sh/capacity-type label.
