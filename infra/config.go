@@ -249,37 +249,36 @@ func (r *contextReader) str(key string, dst *string) {
 }
 
 func (r *contextReader) integer(key string, dst *int) {
-	v := r.get(key)
-	if v == nil {
-		return
-	}
-	switch x := v.(type) {
-	case float64:
-		if x != float64(int(x)) {
-			r.fail("context %s: %v is not a whole number", key, x)
-			return
-		}
-		*dst = int(x)
-	case string:
-		parseContextString(r, key, x, strconv.Atoi, "a whole number", dst)
-	default:
-		r.fail("context %s: want a number, got %T", key, v)
-	}
+	readScalar(r, key, dst, "a whole number", strconv.Atoi, func(v any) (int, bool) {
+		x, ok := v.(float64)
+		return int(x), ok && x == float64(int(x))
+	})
 }
 
 func (r *contextReader) boolean(key string, dst *bool) {
+	readScalar(r, key, dst, "true or false", strconv.ParseBool, func(v any) (bool, bool) {
+		x, ok := v.(bool)
+		return x, ok
+	})
+}
+
+// readScalar reads a value that cdk.json gives as JSON (native says whether
+// it has the right type and value) and -c gives as a string (parse).
+func readScalar[T any](r *contextReader, key string, dst *T, what string, parse func(string) (T, error), native func(any) (T, bool)) {
 	v := r.get(key)
 	if v == nil {
 		return
 	}
-	switch x := v.(type) {
-	case bool:
-		*dst = x
-	case string:
-		parseContextString(r, key, x, strconv.ParseBool, "true or false", dst)
-	default:
-		r.fail("context %s: want true or false, got %T", key, v)
+	if x, ok := v.(string); ok {
+		parseContextString(r, key, x, parse, what, dst)
+		return
 	}
+	x, ok := native(v)
+	if !ok {
+		r.fail("context %s: want %s, got %v (%T)", key, what, v, v)
+		return
+	}
+	*dst = x
 }
 
 // parseContextString parses a value given as a string (-c key=value) into

@@ -192,8 +192,8 @@ func (b *builder) function(name string, envs functionEnvs) {
 	b.Functions[name] = fn
 }
 
-// eventSources connects the provisioner, interruption and lifecycle
-// functions to their queues.
+// eventSources connects the provisioner, interruption, lifecycle and
+// disruption functions to their queues.
 func (b *builder) eventSources() {
 	// Schedule ticks are hints too: one that cannot run within a minute (the
 	// singleton is busy) is dropped, the next tick covers it.
@@ -219,6 +219,21 @@ func (b *builder) eventSources() {
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))
 	b.Functions["lifecycle"].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.WorkQueue, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}))
+	b.disruptionWakeups()
+}
+
+// disruptionWakeups lets the disruption function wake itself before its
+// next tick: it knows its queue and the schedule's period (to tell whether
+// the tick comes soon enough), and the queue invokes it. Only this function
+// gets the variables; the grants are the controller role's (iam.go).
+func (b *builder) disruptionWakeups() {
+	fn := b.Functions["disruption"]
+	fn.AddEnvironment(jsii.String(settings.EnvDisruptionQueueURL), b.DisruptionQueue.QueueUrl(), nil)
+	fn.AddEnvironment(jsii.String(settings.EnvDisruptionSchedule), jsii.String(fmt.Sprintf("%dm", b.cfg.DisruptionRateMinutes)), nil)
+	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(b.DisruptionQueue, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(10),
 		ReportBatchItemFailures: jsii.Bool(true),
 	}))

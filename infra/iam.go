@@ -286,6 +286,10 @@ func (b *builder) dataGrants() {
 	b.WorkQueue.GrantConsumeMessages(b.ControllerRole)
 	b.WorkQueue.GrantSendMessages(b.ControllerRole)
 	b.ProvisionQueue.GrantConsumeMessages(b.ControllerRole)
+	// The disruption function's wake-ups: it sends them and its event
+	// source mapping consumes them, on this queue only.
+	b.DisruptionQueue.GrantSendMessages(b.ControllerRole)
+	b.DisruptionQueue.GrantConsumeMessages(b.ControllerRole)
 	// No controller sends to the provision queue: the interruption and
 	// disruption functions run their provisioning pass in process. (A
 	// send grant "to nudge the provisioner" was here; the local cloud's IAM

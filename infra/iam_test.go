@@ -2,6 +2,7 @@ package infra
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -220,5 +221,43 @@ func TestWebhookRoleIsolated(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Only the controller role reaches the disruption queue, with exactly
+// SendMessage (the disruption function's wake-ups) and what its event
+// source mapping needs to consume them, in statements naming only the
+// stack's queues.
+func TestDisruptionQueueGrants(t *testing.T) {
+	_, _, j := full(t)
+	dq := logicalID(t, j, "AWS::SQS::Queue", "DisruptionQueue")
+	ctrl := logicalID(t, j, "AWS::IAM::Role", "ControllerRole")
+	queues := map[string]bool{}
+	for _, q := range resources(j, "AWS::SQS::Queue") {
+		queues[js(map[string]interface{}{"Fn::GetAtt": []interface{}{q.ID, "Arn"}})] = true
+	}
+	var actions []string
+	for _, p := range resources(j, "AWS::IAM::Policy") {
+		for _, s := range statements(map[string]interface{}{"Resources": map[string]interface{}{p.ID: p.Raw}}) {
+			if !strings.Contains(js(s.Resources), dq) {
+				continue
+			}
+			if js(p.Props["Roles"]) != `[{"Ref":"`+ctrl+`"}]` {
+				t.Errorf("%s grants %v on the disruption queue to %s", p.ID, s.Actions, js(p.Props["Roles"]))
+			}
+			// CDK merges grants with the same actions; every other resource
+			// of such a statement must be another of the stack's queues.
+			for _, r := range s.Resources {
+				if !queues[js(r)] {
+					t.Errorf("%s: %v on %s, not one of the stack's queues", p.ID, s.Actions, js(r))
+				}
+			}
+			actions = append(actions, s.Actions...)
+		}
+	}
+	slices.Sort(actions)
+	want := []string{"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"}
+	if got := slices.Compact(actions); !slices.Equal(got, want) {
+		t.Errorf("actions on the disruption queue = %v, want %v", got, want)
 	}
 }

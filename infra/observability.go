@@ -85,6 +85,7 @@ func (b *builder) observability() {
 		{"InterruptionDLQNotEmpty", "interruption messages failed 3 times (see the interruption function's logs for the message IDs)", b.InterruptionDLQ},
 		{"WorkDLQNotEmpty", "lifecycle work items failed repeatedly and were parked", b.WorkDLQ},
 		{"ProvisionDLQNotEmpty", "provisioner nudges failed repeatedly (the schedule still provisions; see the provisioner's errors)", b.ProvisionDLQ},
+		{"DisruptionDLQNotEmpty", "disruption wake-ups were malformed or failed repeatedly (the schedule still disrupts; see the disruption function's errors)", b.DisruptionDLQ},
 	} {
 		alarm(q.id, q.what, q.queue.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Statistic: jsii.String("Maximum"), Period: five,
@@ -161,7 +162,9 @@ func (b *builder) dashboard() {
 				graph("Function errors", errs...),
 				graph("Function duration p99 (ms)", durations...),
 				graph("Queues and cloud errors", qdepth(b.InterruptionQueue, "interruption"), qdepth(b.WorkQueue, "work"), qdepth(b.ProvisionQueue, "provision"),
+					qdepth(b.DisruptionQueue, "disruption"),
 					qdepth(b.InterruptionDLQ, "interruption DLQ"), qdepth(b.WorkDLQ, "work DLQ"), qdepth(b.ProvisionDLQ, "provision DLQ"),
+					qdepth(b.DisruptionDLQ, "disruption DLQ"),
 					m(metrics.CloudProviderErrors, "Sum", five)),
 			},
 		},

@@ -33,7 +33,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 			t.Errorf("%s: alarm actions %v, want the alarm topic", a.ID, p["AlarmActions"])
 		}
 	}
-	if dlq != 3 || errorsN != len(Functions) || throttles != 3 || pending != 1 {
+	if dlq != 4 || errorsN != len(Functions) || throttles != 3 || pending != 1 {
 		t.Errorf("alarms: dlq=%d errors=%d throttles=%d pending=%d", dlq, errorsN, throttles, pending)
 	}
 	check(t, "email subscription", func() {

@@ -32,8 +32,8 @@ func TestQueuesOutliveTheirRedrives(t *testing.T) {
 			t.Errorf("%s: retention %v s <= visibility %v s x maxReceiveCount %v: the DLQ can never fire", q.ID, retention, visibility, receives)
 		}
 	}
-	if redriven != 3 {
-		t.Errorf("%d queues with a DLQ, want 3", redriven)
+	if redriven != 4 {
+		t.Errorf("%d queues with a DLQ, want 4", redriven)
 	}
 }
 

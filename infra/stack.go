@@ -69,6 +69,8 @@ type Stack struct {
 	ProvisionDLQ      awssqs.Queue
 	WorkQueue         awssqs.Queue
 	WorkDLQ           awssqs.Queue
+	DisruptionQueue   awssqs.Queue
+	DisruptionDLQ     awssqs.Queue
 	NodeRole          awsiam.Role
 	ControllerRole    awsiam.Role
 	Functions         map[string]awslambda.Function
@@ -222,6 +224,7 @@ const (
 	provisionMaxReceives          = 3
 	workVisibilitySeconds         = 180
 	workMaxReceives               = 10
+	disruptionMaxReceives         = 5
 	dlqRetentionDays              = 14
 )
 
@@ -256,7 +259,29 @@ func (b *builder) queues() {
 		RetentionPeriod:   awscdk.Duration_Days(jsii.Number(4)),
 		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.WorkDLQ, MaxReceiveCount: jsii.Number(workMaxReceives)},
 	})
+	b.disruptionQueue()
 }
+
+// disruptionQueue carries the disruption function's wake-ups to itself:
+// a pass whose next candidate becomes eligible (or whose decision is due for
+// validation) before the next tick sends one message with that delay
+// (internal/disruption/wakeup.go). Visibility covers the function's timeout
+// (an SQS event source requires it); the function's reserved concurrency of
+// 1 throttles a wake-up arriving during a pass, and each throttle uses a
+// receive, hence more receives than the provision queue allows; retention
+// covers the longest delay SQS holds a message back plus every receive.
+func (b *builder) disruptionQueue() {
+	visibility := Sizing["disruption"].TimeoutSeconds
+	b.DisruptionDLQ = b.dlq("DisruptionDLQ")
+	b.DisruptionQueue = b.queue("DisruptionQueue", &awssqs.QueueProps{
+		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(float64(maxSQSDelaySeconds + visibility*(disruptionMaxReceives+1)))),
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(float64(visibility))),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: b.DisruptionDLQ, MaxReceiveCount: jsii.Number(disruptionMaxReceives)},
+	})
+}
+
+// maxSQSDelaySeconds is the longest DelaySeconds SQS accepts.
+const maxSQSDelaySeconds = 900
 
 // queue creates a queue with SQS-managed encryption and TLS enforced, as
 // every queue of the stack is.
@@ -486,6 +511,7 @@ func (b *builder) outputs() {
 	out("InterruptionQueueUrl", b.InterruptionQueue.QueueUrl(), "SQS queue fed by the EC2/Health EventBridge rules")
 	out("WorkQueueUrl", b.WorkQueue.QueueUrl(), "SQS queue of delayed lifecycle work")
 	out("ProvisionQueueUrl", b.ProvisionQueue.QueueUrl(), "SQS queue of webhook nudges to the provisioner")
+	out("DisruptionQueueUrl", b.DisruptionQueue.QueueUrl(), "SQS queue of the disruption function's delayed wake-ups")
 	out("NodeRoleName", b.NodeRole.RoleName(), "The stack's node role: EC2NodeClasses naming it (or no role) launch with it")
 	out("NodeRoleArn", b.NodeRole.RoleArn(), "IAM role of the nodes nodewright launches")
 	out("NodeInstanceProfileName", b.instanceProfile.InstanceProfileName(), "Instance profile of the nodes")

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,7 @@ func TestCDKSynth(t *testing.T) {
 			t.Fatal(err)
 		}
 		for typ, want := range map[string]int{
-			"AWS::Lambda::Function": len(Functions), "AWS::DynamoDB::Table": 1, "AWS::SQS::Queue": 6,
+			"AWS::Lambda::Function": len(Functions), "AWS::DynamoDB::Table": 1, "AWS::SQS::Queue": 8,
 			// The example's second EC2NodeClass names an existing role: one
 			// more instance profile and node access entry.
 			"Custom::NodewrightWebhook": 1, "AWS::EKS::AccessEntry": 4, "AWS::IAM::InstanceProfile": 2,
@@ -110,6 +111,23 @@ func TestCDKSynth(t *testing.T) {
 		}
 	})
 
+	t.Run("every v1.14 field", func(t *testing.T) {
+		outDir := t.TempDir()
+		out, err := run(t, append(env, "CLUSTER_NAME="+testCluster, "CONFIG_DIR=infra/testdata/everyfield"), "--output", outDir)
+		if err != nil {
+			t.Fatalf("cdk synth: %v\n%s", err, out)
+		}
+		b, err := os.ReadFile(filepath.Join(outDir, StackName(testCluster)+".template.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tpl map[string]interface{}
+		if err := json.Unmarshal(b, &tpl); err != nil {
+			t.Fatal(err)
+		}
+		assertEveryFieldTemplate(t, tpl)
+	})
+
 	t.Run("bad configuration fails with file line and field", func(t *testing.T) {
 		out, err := run(t, append(env, "CLUSTER_NAME="+testCluster, "CONFIG_DIR=infra/testdata/bad-config"), "--output", t.TempDir())
 		if err == nil {
@@ -120,4 +138,49 @@ func TestCDKSynth(t *testing.T) {
 			t.Errorf("synth output does not name %q:\n%s", want, out)
 		}
 	})
+}
+
+// assertEveryFieldTemplate checks what testdata/everyfield asks of IAM: its
+// one role gets an instance profile and an EC2_LINUX access entry, is the
+// only role the functions may pass (no class uses the stack's), and its
+// ssmParameter is readable.
+func assertEveryFieldTemplate(t *testing.T, tpl map[string]interface{}) {
+	t.Helper()
+	var profiles, nodeEntries []string
+	for _, p := range resources(tpl, "AWS::IAM::InstanceProfile") {
+		profiles = append(profiles, js(p.Props["Roles"]))
+	}
+	for _, e := range resources(tpl, "AWS::EKS::AccessEntry") {
+		if typ, _ := e.Props["Type"].(string); typ == "EC2_LINUX" {
+			nodeEntries = append(nodeEntries, js(e.Props["PrincipalArn"]))
+		}
+	}
+	// The stack's own node role always has its profile and entry.
+	if !slices.Contains(profiles, `["MLNodeRole"]`) || len(profiles) != 2 {
+		t.Errorf("instance profiles of %v, want MLNodeRole's and the stack's", profiles)
+	}
+	if !slices.ContainsFunc(nodeEntries, func(e string) bool { return strings.Contains(e, "role/MLNodeRole") }) || len(nodeEntries) != 2 {
+		t.Errorf("node access entries %v, want MLNodeRole's and the stack's", nodeEntries)
+	}
+	pass := js(statementResources(tpl, "PassNodeRolesToEC2Only"))
+	if !strings.Contains(pass, "role/MLNodeRole") || strings.Count(pass, "role/") != 1 {
+		t.Errorf("iam:PassRole on %s, want MLNodeRole only", pass)
+	}
+	if ssm := js(statementResources(tpl, "AMIParameters")); !strings.Contains(ssm, "parameter/ml/training/ami-id") {
+		t.Errorf("ssm:GetParameter on %s misses the class's ssmParameter", ssm)
+	}
+}
+
+// statementResources returns the Resource of every policy statement with sid.
+func statementResources(tpl map[string]interface{}, sid string) []interface{} {
+	var out []interface{}
+	for _, p := range resources(tpl, "AWS::IAM::Policy") {
+		doc, _ := p.Props["PolicyDocument"].(map[string]interface{})
+		for _, st := range asList(doc["Statement"]) {
+			if m, _ := st.(map[string]interface{}); m["Sid"] == sid {
+				out = append(out, m["Resource"])
+			}
+		}
+	}
+	return out
 }

@@ -46,7 +46,7 @@ func TestTable(t *testing.T) {
 
 func TestQueuesAndRules(t *testing.T) {
 	_, tpl, j := full(t)
-	check(t, "six sqs queues", func() { tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(6)) })
+	check(t, "eight sqs queues", func() { tpl.ResourceCountIs(jsii.String("AWS::SQS::Queue"), jsii.Number(8)) })
 	check(t, "interruption queue", func() {
 		tpl.HasResourceProperties(jsii.String("AWS::SQS::Queue"), map[string]interface{}{
 			"MessageRetentionPeriod": 300,
@@ -181,7 +181,7 @@ func TestFunctions(t *testing.T) {
 	check(t, "sqs event sources", func() {
 		tpl.ResourcePropertiesCountIs(jsii.String("AWS::Lambda::EventSourceMapping"), map[string]interface{}{
 			"BatchSize": 10, "FunctionResponseTypes": []interface{}{"ReportBatchItemFailures"},
-		}, jsii.Number(3))
+		}, jsii.Number(4))
 	})
 	for _, m := range resources(j, "AWS::Lambda::EventSourceMapping") {
 		src, fn := js(m.Props["EventSourceArn"]), js(m.Props["FunctionName"])
@@ -189,6 +189,7 @@ func TestFunctions(t *testing.T) {
 		case strings.Contains(src, "InterruptionQueue") && strings.Contains(fn, "InterruptionFunction"):
 		case strings.Contains(src, "WorkQueue") && strings.Contains(fn, "LifecycleFunction"):
 		case strings.Contains(src, "ProvisionQueue") && strings.Contains(fn, "ProvisionerFunction"):
+		case strings.Contains(src, "DisruptionQueue") && strings.Contains(fn, "DisruptionFunction"):
 		default:
 			t.Errorf("unexpected event source mapping %s -> %s", src, fn)
 		}
@@ -287,6 +288,9 @@ func TestMinimalStack(t *testing.T) {
 	if strings.Join(rates, ",") != "rate(1 minute),rate(1 minute),rate(5 minutes)" {
 		t.Errorf("schedules = %v", rates)
 	}
+	if env := js(fnByName(t, j, "disruption").Props["Environment"]); !strings.Contains(env, `"`+settings.EnvDisruptionSchedule+`":"5m"`) {
+		t.Errorf("disruption env does not give its 5-minute schedule: %s", env)
+	}
 	for _, lg := range resources(j, "AWS::Logs::LogGroup") {
 		if lg.Props["RetentionInDays"] != float64(7) {
 			t.Errorf("%s retention %v", lg.ID, lg.Props["RetentionInDays"])
@@ -299,5 +303,44 @@ func TestMinimalStack(t *testing.T) {
 	}
 	for _, e := range nagErrors(t, s.Stack) {
 		t.Errorf("unsuppressed cdk-nag finding: %s", e)
+	}
+}
+
+// The disruption queue: encrypted like every queue, with a DLQ, feeding the
+// disruption function (and only it) through an event source mapping with
+// batch item failures; only the disruption function is told its URL and
+// the schedule's period.
+func TestDisruptionWakeupQueue(t *testing.T) {
+	_, _, j := full(t)
+	dq := logicalID(t, j, "AWS::SQS::Queue", "DisruptionQueue")
+	dlq := logicalID(t, j, "AWS::SQS::Queue", "DisruptionDLQ")
+	for _, q := range resources(j, "AWS::SQS::Queue") {
+		if q.ID != dq {
+			continue
+		}
+		rp, _ := q.Props["RedrivePolicy"].(map[string]interface{})
+		if q.Props["SqsManagedSseEnabled"] != true || q.Props["VisibilityTimeout"] != float64(Sizing["disruption"].TimeoutSeconds) ||
+			!strings.Contains(js(rp["deadLetterTargetArn"]), dlq) || rp["maxReceiveCount"] != float64(disruptionMaxReceives) {
+			t.Errorf("disruption queue = %s", js(q.Props))
+		}
+	}
+	mappings := 0
+	for _, m := range resources(j, "AWS::Lambda::EventSourceMapping") {
+		if strings.Contains(js(m.Props["EventSourceArn"]), dq) {
+			mappings++
+			if !strings.Contains(js(m.Props["FunctionName"]), "DisruptionFunction") || js(m.Props["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` {
+				t.Errorf("disruption queue mapping = %s", js(m.Props))
+			}
+		}
+	}
+	if mappings != 1 {
+		t.Errorf("%d event source mappings on the disruption queue, want 1", mappings)
+	}
+	for _, fn := range Functions {
+		env := js(fnByName(t, j, fn).Props["Environment"])
+		has := strings.Contains(env, `"`+settings.EnvDisruptionQueueURL+`"`) && strings.Contains(env, `"`+settings.EnvDisruptionSchedule+`":"1m"`)
+		if has != (fn == "disruption") || strings.Contains(env, settings.EnvDisruptionQueueURL) != (fn == "disruption") {
+			t.Errorf("%s: env %s", fn, env)
+		}
 	}
 }

@@ -12,5 +12,6 @@ func subcommands() []*cobra.Command {
 		newGetCmd(),
 		newDescribeCmd(),
 		newDeleteCmd(),
+		newImportCmd(),
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/inspect"
 	"github.com/nodewright/nodewright/internal/store"
 	"github.com/nodewright/nodewright/internal/termination"
 )
@@ -18,6 +19,7 @@ func newDeleteCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "delete",
 		Short: "Delete nodewright resources (kubectl delete for what nodewright keeps in DynamoDB)",
+		RunE:  dispatchResource("nodeclaim"),
 	}
 	cmd.AddCommand(newDeleteNodeClaimCmd())
 	return cmd
@@ -28,11 +30,14 @@ type deleteOptions struct {
 	wait     bool
 	timeout  time.Duration
 	interval time.Duration
+	// name prints each claim as nodeclaim.karpenter.sh/NAME (-o name).
+	name bool
 }
 
 func newDeleteNodeClaimCmd() *cobra.Command {
 	var tf tableFlags
 	o := deleteOptions{interval: 2 * time.Second}
+	var pf printFlags
 	cmd := &cobra.Command{
 		Use:     "nodeclaim NAME...",
 		Aliases: []string{"nodeclaims"},
@@ -41,16 +46,20 @@ func newDeleteNodeClaimCmd() *cobra.Command {
 			"function then taints its Node, drains it (evictions respect PodDisruptionBudgets; the NodePool's\n" +
 			"terminationGracePeriod bounds the wait), terminates the instance and removes the Node, on its next\n" +
 			"run (within a minute). With --wait (the default) the command returns once the claims are gone.",
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			st, _, err := tf.open(cmd.Context())
-			if err != nil {
-				return err
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageError(fmt.Errorf("%s needs at least one NodeClaim name", cmd.CommandPath()))
 			}
-			return runDeleteNodeClaims(cmd.Context(), cmd.OutOrStdout(), st, args, o, time.Now)
+			return nil
 		},
+		RunE: tableRun(&tf, pf.check, func(ctx context.Context, cmd *cobra.Command, args []string, st *store.Store, _ string) error {
+			o.name = pf.Output == inspect.OutputName
+			return runDeleteNodeClaims(ctx, cmd.OutOrStdout(), st, args, o, time.Now)
+		}),
 	}
 	tf.register(cmd)
+	cmd.Flags().StringVarP(&pf.Output, "output", "o", "", "name: print nodeclaim.karpenter.sh/NAME for each claim")
+	pf.allowed = []string{inspect.OutputName}
 	cmd.Flags().BoolVar(&o.wait, "wait", true, "wait until the claims are gone")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 15*time.Minute, "how long --wait waits")
 	return cmd
@@ -71,11 +80,14 @@ func runDeleteNodeClaims(ctx context.Context, w io.Writer, st deleteStore, names
 		if err != nil {
 			return err
 		}
-		if !newly {
+		switch {
+		case o.name:
+			fmt.Fprintln(w, inspect.NodeClaimName(name))
+		case !newly:
 			fmt.Fprintf(w, "nodeclaim.karpenter.sh %q already being deleted\n", name)
-			continue
+		default:
+			fmt.Fprintf(w, "nodeclaim.karpenter.sh %q deleted\n", name)
 		}
-		fmt.Fprintf(w, "nodeclaim.karpenter.sh %q deleted\n", name)
 	}
 	if !o.wait {
 		return nil

@@ -50,7 +50,7 @@ or says what failed and exits 1.`,
 			if err != nil {
 				fmt.Fprintf(out, "DEMO FAILED: %v\n", err)
 				if logPath == "" {
-					fmt.Fprintln(out, "(run again with --logs FILE to keep the functions' JSON logs)")
+					fmt.Fprintln(cmd.ErrOrStderr(), "(run again with --logs FILE to keep the functions' JSON logs)")
 				}
 				return &exitError{code: 1, err: err}
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"time"
 
@@ -20,32 +21,47 @@ func newDescribeCmd() *cobra.Command {
 disruption decision (reason, message, when, drain deadline), labels,
 requirements, capacity, conditions with their transition times and the
 lifecycle events reconstructed from them. Deleted claims are found as
-tombstones for 7 days.`,
-		Example: `  nodewright describe nodeclaim default-7k2xq --cluster prod`,
+tombstones for 7 days. -o json|yaml prints the karpenter.sh/v1 NodeClaim
+itself (as 'kubectl get nodeclaim NAME -o yaml'), -o name its name.`,
+		Example: `  nodewright describe nodeclaim default-7k2xq --cluster prod
+  nodewright describe nodeclaim default-7k2xq --cluster prod -o yaml`,
+		RunE: dispatchResource("nodeclaim"),
 	}
 	var tf tableFlags
+	var pf printFlags
 	nc := &cobra.Command{
 		Use:     "nodeclaim NAME",
 		Aliases: []string{"nodeclaims", "nc"},
 		Short:   "Describe one NodeClaim (live or deleted)",
-		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			st, region, err := tf.open(ctx)
-			if err != nil {
-				return err
-			}
-			return runDescribeNodeClaim(ctx, cmd.OutOrStdout(), st, region, args[0], time.Now())
-		},
+		Args:    exactlyOneName,
+		RunE: tableRun(&tf, pf.check, func(ctx context.Context, cmd *cobra.Command, args []string, st *store.Store, region string) error {
+			return runDescribeNodeClaim(ctx, cmd.OutOrStdout(), st, region, args[0], pf.Output, time.Now())
+		}),
 	}
 	tf.register(nc)
+	pf.register(nc, inspect.OutputJSON, inspect.OutputYAML, inspect.OutputName)
 	cmd.AddCommand(nc)
 	return cmd
 }
 
-func runDescribeNodeClaim(ctx context.Context, w io.Writer, st *store.Store, region, name string, now time.Time) error {
+// exactlyOneName is cobra.ExactArgs(1) as a usage error.
+func exactlyOneName(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageError(fmt.Errorf("%s takes one NodeClaim name, got %d arguments", cmd.CommandPath(), len(args)))
+	}
+	return nil
+}
+
+func runDescribeNodeClaim(ctx context.Context, w io.Writer, st *store.Store, region, name, output string, now time.Time) error {
 	c, err := inspect.LoadClaim(ctx, st, name)
 	if err != nil {
+		return err
+	}
+	switch output {
+	case inspect.OutputJSON, inspect.OutputYAML:
+		return inspect.WriteObject(w, output, inspect.NodeClaimObject(c))
+	case inspect.OutputName:
+		_, err := fmt.Fprintln(w, inspect.NodeClaimName(c.Name))
 		return err
 	}
 	prices, err := inspect.LoadPrices(ctx, st, region)

@@ -56,7 +56,7 @@ func newLocalUpCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			comps, err := parseComponents(only)
 			if err != nil {
-				return err
+				return usageError(err)
 			}
 			opts.Components = comps
 			if st, err := localcloud.LoadState(); err == nil {

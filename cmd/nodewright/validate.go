@@ -33,7 +33,7 @@ every error as FILE:LINE: FIELD: MESSAGE and exits 1.`,
 			if len(args) == 0 {
 				err := errors.New("validate needs at least one file or directory")
 				fmt.Fprintf(cmd.ErrOrStderr(), "Error: %v\n%s", err, cmd.UsageString())
-				return &exitError{code: 1, err: err}
+				return usageError(err)
 			}
 			return runValidate(cmd.OutOrStdout(), cmd.ErrOrStderr(), args)
 		},

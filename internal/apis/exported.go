@@ -114,18 +114,22 @@ func removeKey(m *yaml.Node, key string) int {
 	return 0
 }
 
-// stripExported removes status and server-set metadata from an object
-// before it is decoded, and records them for the load's warning.
-func (l *loader) stripExported(file string, root *yaml.Node) {
-	var dropped []string
-	first, firstPath := 0, ""
+// StrippedField is a field StripServerSet removed, with the line it was on.
+type StrippedField struct {
+	Path string
+	Line int
+}
+
+// StripServerSet removes status and the metadata the API server and
+// controllers write (uid, resourceVersion, managedFields, finalizers,
+// Karpenter's hash annotations, ...) from an object, so what remains is the
+// configuration a person wrote. The loader drops the same fields from
+// exported objects; `nodewright import` uses it to write clean files.
+func StripServerSet(root *yaml.Node) []StrippedField {
+	var dropped []StrippedField
 	note := func(path string, line int) {
-		if line == 0 {
-			return
-		}
-		dropped = append(dropped, path)
-		if first == 0 || line < first {
-			first, firstPath = line, path
+		if line != 0 {
+			dropped = append(dropped, StrippedField{Path: path, Line: line})
 		}
 	}
 	if meta, _ := mappingValue(root, "metadata"); meta != nil && meta.Kind == yaml.MappingNode {
@@ -142,15 +146,23 @@ func (l *loader) stripExported(file string, root *yaml.Node) {
 		}
 	}
 	note("status", removeKey(root, "status"))
+	return dropped
+}
+
+// stripExported removes status and server-set metadata from an object
+// before it is decoded, and records them for the load's warning.
+func (l *loader) stripExported(file string, root *yaml.Node) {
+	dropped := StripServerSet(root)
 	if len(dropped) == 0 {
 		return
 	}
+	first := slices.MinFunc(dropped, func(a, b StrippedField) int { return a.Line - b.Line })
 	if l.exported.objects == 0 {
-		l.exported = exported{file: file, line: first, path: firstPath, fields: map[string]bool{}}
+		l.exported = exported{file: file, line: first.Line, path: first.Path, fields: map[string]bool{}}
 	}
 	l.exported.objects++
-	for _, p := range dropped {
-		l.exported.fields[p] = true
+	for _, d := range dropped {
+		l.exported.fields[d.Path] = true
 	}
 }
 

@@ -26,9 +26,5 @@ func notHonouredNodeClass(nc *EC2NodeClass) []fieldErr {
 	if s.PlacementGroupSelector != nil {
 		out = append(out, fieldErr{path: "spec.placementGroupSelector", msg: notHonoured + " (nodes are not launched into the placement group)"})
 	}
-	if nc.NestedVirtualization() {
-		out = append(out, fieldErr{path: "spec.cpuOptions.nestedVirtualization", msg: notHonoured + " in full: instance types are limited to those that support it, " +
-			"but the launch template does not request it yet (the EC2 SDK nodewright builds with has no field for it)"})
-	}
 	return out
 }

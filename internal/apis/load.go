@@ -47,8 +47,23 @@ func Load(paths ...string) (*Config, error) {
 
 // LoadData is Load for in-memory content; name is used in messages.
 func LoadData(name string, data []byte) (*Config, error) {
+	return LoadNamed(NamedData{Name: name, Data: data})
+}
+
+// NamedData is one in-memory file for LoadNamed.
+type NamedData struct {
+	Name string // used in messages as a file name would be
+	Data []byte
+}
+
+// LoadNamed is Load for several in-memory files loaded as one set (a
+// NodePool in one may reference an EC2NodeClass in another), such as the
+// objects read from a cluster, each named as its user knows it.
+func LoadNamed(files ...NamedData) (*Config, error) {
 	l := newLoader()
-	l.loadData(name, data)
+	for _, f := range files {
+		l.loadData(f.Name, f.Data)
+	}
 	return l.finish()
 }
 
@@ -359,7 +374,7 @@ func (l *loader) loadNodeClass(file string, root *yaml.Node) {
 func (l *loader) loadBetaNodeClass(file string, root *yaml.Node) {
 	beta := &betaEC2NodeClass{}
 	obj := l.decodeBeta(file, root, beta)
-	nc := convertEC2NodeClass(beta, obj.conv)
+	nc := convertEC2NodeClass(beta, obj.present, obj.conv)
 	obj.nc = nc
 	nc.SetDefaults()
 	errs := slices.Clone(obj.conv.errs)

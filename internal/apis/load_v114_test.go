@@ -70,8 +70,6 @@ func TestEveryV114FieldLoads(t *testing.T) {
 	const nh = "accepted but not yet honoured by nodewright"
 	want := []string{
 		"v114.yaml:22: spec.placementGroupSelector: " + nh + " (nodes are not launched into the placement group)",
-		"v114.yaml:37: spec.cpuOptions.nestedVirtualization: " + nh + " in full: instance types are limited to those that support it, " +
-			"but the launch template does not request it yet (the EC2 SDK nodewright builds with has no field for it)",
 		"v114.yaml:90: spec.replicas: " + nh + " (the pool scales with pending pods and is consolidated like a NodePool without replicas)",
 	}
 	if len(cfg.Warnings) != len(want) {

@@ -111,6 +111,8 @@ func TestV1Beta1Errors(t *testing.T) {
 			`beta.yaml:20: spec.disruption.expireAfter: "1w" is not a duration (e.g. 30s, 5m, 720h) or "Never"`},
 		{"v1 policy in v1beta1", edit(sprintf(betaPool, "a", 5), "WhenUnderutilized", "WhenEmptyOrUnderutilized") + "---\n" + betaClass,
 			`beta.yaml:19: spec.disruption.consolidationPolicy: "WhenEmptyOrUnderutilized" is not one of WhenEmpty, WhenUnderutilized`},
+		{"v1-only class field", betaClass + "  ipPrefixCount: 2\n",
+			`beta.yaml:14: spec.ipPrefixCount: exists only in karpenter.k8s.aws/v1: set apiVersion: karpenter.k8s.aws/v1 to use it`},
 		{"kubelet validated in the pool", edit(sprintf(betaPool, "a", 5), "maxPods: 5", "maxPods: -5") + "---\n" + betaClass,
 			`beta.yaml:13: spec.template.spec.kubelet.maxPods: -5 must not be negative`},
 	}

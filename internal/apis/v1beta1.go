@@ -56,21 +56,18 @@ type betaEC2NodeClass struct {
 	Spec              betaEC2NodeClassSpec `json:"spec"`
 }
 
+// betaEC2NodeClassSpec is the v1 spec with v1beta1's AMI selector terms
+// (no alias or ssmParameter); the fields v1 added are refused after
+// decoding (betaNodeClassV1Only) so a v1beta1 file stays strictly v1beta1.
 type betaEC2NodeClassSpec struct {
-	SubnetSelectorTerms        []SubnetSelectorTerm        `json:"subnetSelectorTerms"`
-	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
-	AssociatePublicIPAddress   *bool                       `json:"associatePublicIPAddress,omitempty"`
-	AMISelectorTerms           []betaAMISelectorTerm       `json:"amiSelectorTerms,omitempty"`
-	AMIFamily                  *string                     `json:"amiFamily,omitempty"`
-	UserData                   *string                     `json:"userData,omitempty"`
-	Role                       string                      `json:"role,omitempty"`
-	InstanceProfile            *string                     `json:"instanceProfile,omitempty"`
-	Tags                       map[string]string           `json:"tags,omitempty"`
-	BlockDeviceMappings        []*BlockDeviceMapping       `json:"blockDeviceMappings,omitempty"`
-	InstanceStorePolicy        *InstanceStorePolicy        `json:"instanceStorePolicy,omitempty"`
-	DetailedMonitoring         *bool                       `json:"detailedMonitoring,omitempty"`
-	MetadataOptions            *MetadataOptions            `json:"metadataOptions,omitempty"`
-	Context                    *string                     `json:"context,omitempty"`
+	EC2NodeClassSpec `json:",inline"`
+	AMISelectorTerms []betaAMISelectorTerm `json:"amiSelectorTerms,omitempty"`
+}
+
+// betaNodeClassV1Only are the spec fields karpenter.k8s.aws/v1 added.
+var betaNodeClassV1Only = []string{
+	"kubelet", "capacityReservationSelectorTerms", "placementGroupSelector",
+	"ipPrefixCount", "networkInterfaces", "connectionTracking", "cpuOptions",
 }
 
 type betaAMISelectorTerm struct {
@@ -196,24 +193,16 @@ var betaFamilyAliases = map[string]string{
 // conversion webhook does: an amiFamily without amiSelectorTerms becomes the
 // family's "@latest" alias; Ubuntu (gone in v1) becomes AL2 with the given
 // amiSelectorTerms.
-func convertEC2NodeClass(in *betaEC2NodeClass, c *conversion) *EC2NodeClass {
+func convertEC2NodeClass(in *betaEC2NodeClass, present func(string) bool, c *conversion) *EC2NodeClass {
 	s := in.Spec
 	out := &EC2NodeClass{ObjectMeta: in.ObjectMeta}
 	out.APIVersion, out.Kind = NodeClassAPIV1, EC2NodeClassKind
-	out.Spec = EC2NodeClassSpec{
-		SubnetSelectorTerms:        s.SubnetSelectorTerms,
-		SecurityGroupSelectorTerms: s.SecurityGroupSelectorTerms,
-		AssociatePublicIPAddress:   s.AssociatePublicIPAddress,
-		AMIFamily:                  s.AMIFamily,
-		UserData:                   s.UserData,
-		Role:                       s.Role,
-		InstanceProfile:            s.InstanceProfile,
-		Tags:                       s.Tags,
-		BlockDeviceMappings:        s.BlockDeviceMappings,
-		InstanceStorePolicy:        s.InstanceStorePolicy,
-		DetailedMonitoring:         s.DetailedMonitoring,
-		MetadataOptions:            s.MetadataOptions,
-		Context:                    s.Context,
+	out.Spec = s.EC2NodeClassSpec
+	out.Spec.AMISelectorTerms = nil
+	for _, f := range betaNodeClassV1Only {
+		if present("spec." + f) {
+			c.errs = append(c.errs, fieldErr{path: "spec." + f, msg: "exists only in karpenter.k8s.aws/v1: set apiVersion: karpenter.k8s.aws/v1 to use it"})
+		}
 	}
 	for _, t := range s.AMISelectorTerms {
 		out.Spec.AMISelectorTerms = append(out.Spec.AMISelectorTerms, AMISelectorTerm{Tags: t.Tags, ID: t.ID, Name: t.Name, Owner: t.Owner})

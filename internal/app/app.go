@@ -37,6 +37,9 @@ type App struct {
 	Kube      *kube.Client
 	EC2       *nwaws.Provider
 	SQS       *sqs.Client
+	// Wakeups is the disruption function's wake-up queue; nil when its URL
+	// is not configured.
+	Wakeups *queue.Queue
 	// Work is the lifecycle's delayed-work queue; nil when its URL is not
 	// configured. (The provision queue is the webhook's alone: controllers
 	// hold no right to send to it.)
@@ -143,6 +146,9 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 	}
 	if s.WorkQueueURL != "" {
 		a.Work = queue.New(sqsClient, s.WorkQueueURL)
+	}
+	if s.DisruptionQueueURL != "" {
+		a.Wakeups = queue.New(sqsClient, s.DisruptionQueueURL)
 	}
 	return a, nil
 }

@@ -11,8 +11,9 @@ import (
 // (lease, pending command, claims), the cluster, the EC2 provider (drift of
 // AMIs, subnets and security groups), the catalog and ICE set the
 // provisioner plans with, a provisioner over the same adapters for
-// replacements, and the lifecycle's work queue for drains. Tests and the
-// demo may wrap some of them or tune Settings before building a handler.
+// replacements, the lifecycle's work queue for drains and the disruption
+// queue for its own wake-ups. Tests and the demo may wrap some of them or
+// tune Settings before building a handler.
 func (a *App) DisruptionDeps() (disruption.Deps, error) {
 	return deps(a, "disruption", func() (disruption.Deps, error) {
 		pass, err := a.replacementPass("disruption", nil)
@@ -24,12 +25,14 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 			return disruption.Deps{}, err
 		}
 		s.SpotToSpotConsolidation = a.Settings.FeatureGates.SpotToSpotConsolidation
+		s.SchedulePeriod = a.Settings.DisruptionSchedule
 		return disruption.Deps{
 			Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
 			Catalog:     a.catalog(),
 			Unavailable: provisioning.ProviderICE(a.EC2),
 			Provision:   pass,
 			Requeue:     a.requeue("no work queue configured: drains start on the lifecycle's schedule"),
+			Wakeup:      a.wakeup(),
 			Holder:      holder("disruption"),
 			Settings:    s,
 		}, nil

@@ -62,6 +62,16 @@ func (a *App) requeue(noQueue string) func(ctx context.Context, msg queue.Messag
 	}
 }
 
+// wakeup is the disruption Deps.Wakeup over the disruption queue, or nil
+// (passes on the schedule only) when none is configured.
+func (a *App) wakeup() func(ctx context.Context, msg queue.Message, delay time.Duration) error {
+	if a.Wakeups == nil {
+		a.Log.Warn("no disruption queue configured: consolidateAfter and validation delays end on the schedule's ticks")
+		return nil
+	}
+	return a.Wakeups.Send
+}
+
 // catalog is the Deps.Catalog the provisioner plans with (and disruption
 // simulates with): EC2's instance types priced from the shared price cache,
 // with the capacity reservations the EC2NodeClasses select.

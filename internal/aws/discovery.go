@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -41,11 +40,7 @@ func tagMap(tags []ec2types.Tag) map[string]string {
 // tagFilters turns a selector's tags into EC2 filters: "*" means "has the
 // key"; other values are passed through (EC2 filters accept * wildcards).
 func tagFilters(tags map[string]string) []ec2types.Filter {
-	keys := make([]string, 0, len(tags))
-	for k := range tags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(tags))
 	var out []ec2types.Filter
 	for _, k := range keys {
 		if tags[k] == "*" {
@@ -109,39 +104,57 @@ func (p *Provider) Subnets(ctx context.Context, nc *apis.EC2NodeClass) ([]Subnet
 // describeSelectedSubnets lists every available subnet the selectors match,
 // exhausted or not, sorted by id.
 func (p *Provider) describeSelectedSubnets(ctx context.Context, nc *apis.EC2NodeClass) ([]Subnet, error) {
-	seen := map[string]Subnet{}
-	for i, term := range nc.Spec.SubnetSelectorTerms {
+	terms := nc.Spec.SubnetSelectorTerms
+	return unionOfTerms(len(terms), func(s Subnet) string { return s.ID }, func(i int) ([]Subnet, error) {
+		term := terms[i]
 		in := &ec2.DescribeSubnetsInput{Filters: tagFilters(term.Tags)}
 		if term.ID != "" {
 			in.SubnetIds = []string{term.ID}
 		}
 		pager := ec2.NewDescribeSubnetsPaginator(p.clients.EC2, in)
 		subnets, err := allPages(ctx, pager.HasMorePages, pager.NextPage, func(out *ec2.DescribeSubnetsOutput) []Subnet {
-			var matched []Subnet
-			for _, s := range out.Subnets {
+			return keepMatching(out.Subnets, func(s ec2types.Subnet) (Subnet, bool) {
 				sub := Subnet{
 					ID: sdkaws.ToString(s.SubnetId), Zone: sdkaws.ToString(s.AvailabilityZone),
 					ZoneID: sdkaws.ToString(s.AvailabilityZoneId), AvailableIPs: sdkaws.ToInt32(s.AvailableIpAddressCount),
 					Tags: tagMap(s.Tags),
 				}
-				if (term.ID != "" && sub.ID != term.ID) || !tagsMatch(term.Tags, sub.Tags) {
-					continue
-				}
-				if s.State != "" && s.State != ec2types.SubnetStateAvailable {
-					continue
-				}
-				matched = append(matched, sub)
-			}
-			return matched
+				available := s.State == "" || s.State == ec2types.SubnetStateAvailable
+				return sub, available && (term.ID == "" || sub.ID == term.ID) && tagsMatch(term.Tags, sub.Tags)
+			})
 		})
 		if err != nil {
 			return nil, fmt.Errorf("EC2NodeClass %s: subnetSelectorTerms[%d]: describe subnets: %w", nc.Name, i, err)
 		}
-		for _, sub := range subnets {
-			seen[sub.ID] = sub
+		return subnets, nil
+	})
+}
+
+// unionOfTerms runs one describe per selector term (terms are ORed) and
+// returns the union of what they found, by id and sorted by it.
+func unionOfTerms[T any](terms int, id func(T) string, describe func(i int) ([]T, error)) ([]T, error) {
+	seen := map[string]T{}
+	for i := range terms {
+		found, err := describe(i)
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range found {
+			seen[id(x)] = x
 		}
 	}
 	return valuesByKey(seen), nil
+}
+
+// keepMatching converts a page of EC2 items and keeps those that match.
+func keepMatching[S, T any](in []S, match func(S) (T, bool)) []T {
+	var out []T
+	for _, s := range in {
+		if x, ok := match(s); ok {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // valuesByKey returns m's values in key order (by id, for subnets and
@@ -177,8 +190,8 @@ func (p *Provider) SecurityGroups(ctx context.Context, nc *apis.EC2NodeClass) ([
 		return nil, fmt.Errorf("EC2NodeClass %s: %w: spec.securityGroupSelectorTerms is empty", nc.Name, ErrNodeClassNotReady)
 	}
 	return p.groups.get(ctx, selectorKey(terms), func(ctx context.Context) ([]SecurityGroup, error) {
-		seen := map[string]SecurityGroup{}
-		for i, term := range terms {
+		groups, err := unionOfTerms(len(terms), func(g SecurityGroup) string { return g.ID }, func(i int) ([]SecurityGroup, error) {
+			term := terms[i]
 			in := &ec2.DescribeSecurityGroupsInput{Filters: tagFilters(term.Tags)}
 			if term.ID != "" {
 				in.GroupIds = []string{term.ID}
@@ -188,27 +201,23 @@ func (p *Provider) SecurityGroups(ctx context.Context, nc *apis.EC2NodeClass) ([
 			}
 			pager := ec2.NewDescribeSecurityGroupsPaginator(p.clients.EC2, in)
 			groups, err := allPages(ctx, pager.HasMorePages, pager.NextPage, func(out *ec2.DescribeSecurityGroupsOutput) []SecurityGroup {
-				var matched []SecurityGroup
-				for _, g := range out.SecurityGroups {
+				return keepMatching(out.SecurityGroups, func(g ec2types.SecurityGroup) (SecurityGroup, bool) {
 					sg := SecurityGroup{ID: sdkaws.ToString(g.GroupId), Name: sdkaws.ToString(g.GroupName)}
-					if (term.ID != "" && sg.ID != term.ID) || (term.Name != "" && sg.Name != term.Name) || !tagsMatch(term.Tags, tagMap(g.Tags)) {
-						continue
-					}
-					matched = append(matched, sg)
-				}
-				return matched
+					return sg, (term.ID == "" || sg.ID == term.ID) && (term.Name == "" || sg.Name == term.Name) && tagsMatch(term.Tags, tagMap(g.Tags))
+				})
 			})
 			if err != nil {
 				return nil, fmt.Errorf("EC2NodeClass %s: securityGroupSelectorTerms[%d]: describe security groups: %w", nc.Name, i, err)
 			}
-			for _, sg := range groups {
-				seen[sg.ID] = sg
-			}
+			return groups, nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		if len(seen) == 0 {
+		if len(groups) == 0 {
 			return nil, fmt.Errorf("EC2NodeClass %s: %w: no security group matches spec.securityGroupSelectorTerms", nc.Name, ErrNodeClassNotReady)
 		}
-		return valuesByKey(seen), nil
+		return groups, nil
 	})
 }
 

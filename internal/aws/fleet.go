@@ -177,6 +177,9 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 		DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
 		IPPrefixCount: nc.Spec.IPPrefixCount, NetworkInterfaces: nc.Spec.NetworkInterfaces, ConnectionTracking: nc.Spec.ConnectionTracking,
 	}
+	if c := nc.Spec.CPUOptions; c != nil {
+		spec.NestedVirtualization = sdkaws.ToString(c.NestedVirtualization)
+	}
 	spec.CapacityReservation = tg.reserved.ReservationID
 	if spec.CapacityReservation == "" && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
 		// A class that selects reservations launches into them only when it

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
@@ -43,5 +45,34 @@ func TestLaunchTemplateCarriesInterfaceSettings(t *testing.T) {
 	}
 	if got, err := e.p.GetInstance(e.ctx, inst.ID); err != nil || got.Type != "m5.large" {
 		t.Errorf("instance %+v %v", got, err)
+	}
+}
+
+// cpuOptions.nestedVirtualization reaches the launch template, and the
+// simulator refuses it, as EC2 does, on a type without the feature.
+func TestNestedVirtualizationReachesTheInstance(t *testing.T) {
+	if awsDataDir() == "" {
+		t.Skip("needs ../shared/aws-data (the built-in catalog has no nested-virtualization type)")
+	}
+	e := newEnv(t, true)
+	nc := nodeClass("al2023@latest")
+	nc.Spec.CPUOptions = &apis.CPUOptions{NestedVirtualization: sdkaws.String("enabled")}
+	inst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("default-nv1", in("karpenter.sh/capacity-type", "on-demand")), NodeClass: nc, InstanceTypes: e.types("m7i.large")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lts := e.sim.Calls("ec2", "CreateLaunchTemplate")
+	if len(lts) != 1 || lts[0].Params["LaunchTemplateData.CpuOptions.NestedVirtualization"] != "enabled" {
+		t.Fatalf("CreateLaunchTemplate calls %v", lts)
+	}
+	out, err := e.clients.EC2.DescribeInstances(e.ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{inst.ID}})
+	if err != nil || len(out.Reservations) != 1 {
+		t.Fatalf("describe %v %v", out, err)
+	}
+	if got := out.Reservations[0].Instances[0].CpuOptions; got == nil || got.NestedVirtualization != ec2types.NestedVirtualizationSpecificationEnabled {
+		t.Errorf("instance cpu options %+v", got)
+	}
+	if _, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("default-nv2", in("karpenter.sh/capacity-type", "on-demand")), NodeClass: nc, InstanceTypes: e.types("m5.large")}); err == nil {
+		t.Error("m5.large launched with nested virtualization; EC2 refuses it")
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,6 +49,8 @@ type templateSpec struct {
 	IPPrefixCount      *int32                   `json:"ipPrefixCount,omitempty"`
 	NetworkInterfaces  []*apis.NetworkInterface `json:"networkInterfaces,omitempty"`
 	ConnectionTracking *apis.ConnectionTracking `json:"connectionTracking,omitempty"`
+	// NestedVirtualization is the class's cpuOptions.nestedVirtualization.
+	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
 }
 
 // Name is the deterministic launch template name: nodewright/<cluster>/<hash>.
@@ -275,6 +279,9 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 	if data.NetworkInterfaces = networkInterfaceRequests(spec); data.NetworkInterfaces == nil {
 		data.SecurityGroupIds = spec.SecurityGroupIDs
 	}
+	if spec.NestedVirtualization != "" {
+		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(spec.NestedVirtualization)}
+	}
 	if spec.CapacityReservation != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: sdkaws.String(spec.CapacityReservation)},
@@ -343,11 +350,7 @@ func networkInterfaceRequests(spec templateSpec) []ec2types.LaunchTemplateInstan
 }
 
 func ec2Tags(m map[string]string) []ec2types.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	tags := make([]ec2types.Tag, len(keys))
 	for i, k := range keys {
 		tags[i] = ec2types.Tag{Key: sdkaws.String(k), Value: sdkaws.String(m[k])}

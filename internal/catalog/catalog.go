@@ -245,6 +245,26 @@ func (c *Catalog) Get(name string) (*InstanceType, bool) {
 	return it, ok
 }
 
+// NodePrice is what a node of type typ in zone costs per hour: its
+// offering's price, or — for a zone the catalog does not list — the type's
+// cheapest offering of that capacity type. ok is false when the catalog has
+// neither.
+func (c *Catalog) NodePrice(typ, zone, capacityType string) (price float64, ok bool) {
+	it, found := c.Get(typ)
+	if !found {
+		return 0, false
+	}
+	if o, found := it.Offering(zone, capacityType); found {
+		return o.Price, true
+	}
+	for _, o := range it.Offerings {
+		if o.CapacityType == capacityType && (!ok || o.Price < price) {
+			price, ok = o.Price, true
+		}
+	}
+	return price, ok
+}
+
 // Zone returns the zone called name.
 func (c *Catalog) Zone(name string) (Zone, bool) {
 	for _, z := range c.Zones {

@@ -198,7 +198,7 @@ func FromInstanceTypeInfo(info *ec2types.InstanceTypeInfo) (*InstanceType, error
 		Burstable:         deref(info.BurstablePerformanceSupported),
 		CPUManufacturer:   deref(info.ProcessorInfo.Manufacturer),
 	}
-	it.NestedVirtualization = slices.Contains(info.ProcessorInfo.SupportedFeatures, featureNestedVirtualization)
+	it.NestedVirtualization = slices.Contains(info.ProcessorInfo.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
 	if ghz := deref(info.ProcessorInfo.SustainedClockSpeedInGhz); ghz > 0 {
 		it.CPUClockMHz = int64(math.Round(ghz * 1000))
 	}
@@ -309,10 +309,6 @@ func addNetwork(it *InstanceType, n *ec2types.NetworkInfo) {
 	}
 	it.NetworkBandwidthMbps = int64(math.Round(bw * 1000))
 }
-
-// featureNestedVirtualization is the SupportedFeatures value EC2 reports;
-// the SDK version in use has no constant for it yet.
-const featureNestedVirtualization ec2types.SupportedAdditionalProcessorFeature = "nested-virtualization"
 
 var kubeArch = map[string]string{"x86_64": "amd64", "arm64": "arm64"}
 

@@ -88,7 +88,8 @@ func (d *run) deployStack(ctx context.Context) (*deployed, error) {
 	// Each function signs its AWS calls as its role of the stack, under the
 	// IAM policy `cdk synth` produced for it (when the cloud enforces IAM).
 	qs := st.qs
-	st.stack, err = d.cloud.Deploy(localcloud.StackResources{Table: st.table, ProvisionQueue: qs.ProvisionURL, WorkQueue: qs.WorkURL, InterruptionQueue: qs.InterruptionURL})
+	st.stack, err = d.cloud.Deploy(localcloud.StackResources{Table: st.table, ProvisionQueue: qs.ProvisionURL, WorkQueue: qs.WorkURL,
+		InterruptionQueue: qs.InterruptionURL, DisruptionQueue: qs.DisruptionURL})
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +99,14 @@ func (d *run) deployStack(ctx context.Context) (*deployed, error) {
 	secret := randomSecret()
 	batchIdle := time.Second
 	env := functionEnv(d.cloud, st.table, qs, configDir, secret, batchIdle)
+	// The disruption function wakes itself when the schedule would come
+	// too late; it needs the schedule's period to tell.
+	env[settings.EnvDisruptionSchedule] = d.o.Tick.String()
 	d.closers = append(d.closers, setEnv(env))
 	if st.settings, err = settings.FromEnv(os.Getenv); err != nil {
 		return nil, fmt.Errorf("function settings: %w", err)
 	}
-	d.tl.printf("stack resources: DynamoDB table %s, SQS queues provision/work/interruption (+DLQs), 4 EventBridge rules -> interruption queue", st.table)
+	d.tl.printf("stack resources: DynamoDB table %s, SQS queues provision/work/interruption/disruption (+DLQs), 4 EventBridge rules -> interruption queue", st.table)
 	return st, nil
 }
 

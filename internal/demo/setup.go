@@ -29,6 +29,7 @@ type queueSet struct {
 	ProvisionURL, ProvisionARN       string
 	WorkURL, WorkARN                 string
 	InterruptionURL, InterruptionARN string
+	DisruptionURL, DisruptionARN     string
 }
 
 // createTable creates the functions' DynamoDB table from store.Schema (the
@@ -47,8 +48,8 @@ func createTable(ctx context.Context, db *dynamodb.Client, table string) error {
 	return nil
 }
 
-// createQueues creates the provision, work and interruption queues with
-// their dead-letter queues, as the CDK stack does.
+// createQueues creates the provision, work, interruption and disruption
+// queues with their dead-letter queues, as the CDK stack does.
 func createQueues(ctx context.Context, client *sqs.Client, prefix string) (queueSet, error) {
 	mk := func(name string, attrs map[string]string) (string, string, error) {
 		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(name), Attributes: attrs})
@@ -84,6 +85,9 @@ func createQueues(ctx context.Context, client *sqs.Client, prefix string) (queue
 		return qs, err
 	}
 	if qs.InterruptionURL, qs.InterruptionARN, err = withDLQ(prefix+"-interruption", 40*time.Second); err != nil {
+		return qs, err
+	}
+	if qs.DisruptionURL, qs.DisruptionARN, err = withDLQ(prefix+"-disruption", 300*time.Second); err != nil {
 		return qs, err
 	}
 	return qs, nil
@@ -143,6 +147,7 @@ func functionEnv(cloud *localcloud.Cloud, table string, qs queueSet, configDir, 
 	env[settings.EnvWorkQueueURL] = qs.WorkURL
 	env[settings.EnvProvisionQueueURL] = qs.ProvisionURL
 	env[settings.EnvInterruptionQueue] = qs.InterruptionURL
+	env[settings.EnvDisruptionQueueURL] = qs.DisruptionURL
 	env[settings.EnvWebhookSecret] = secret
 	env[settings.EnvConfigDir] = configDir
 	env[settings.EnvBatchIdle] = batchIdle.String()

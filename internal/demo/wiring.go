@@ -129,9 +129,10 @@ func (d *run) startEventSources(ctx context.Context, st *deployed, h handlers) {
 	disrFn := &function{name: "disruption", handle: h.disruption, timeout: 300 * time.Second, singleton: true, onResult: report}
 	intrFn := &function{name: "interruption", handle: h.interruption, timeout: 40 * time.Second, onResult: report}
 	qs := st.qs
-	pollQueue(runCtx, &d.wg, st.sqsClient, qs.ProvisionURL, qs.ProvisionARN, Region, provFn, onErr)
-	pollQueue(runCtx, &d.wg, st.sqsClient, qs.WorkURL, qs.WorkARN, Region, lifeFn, onErr)
-	pollQueue(runCtx, &d.wg, st.sqsClient, qs.InterruptionURL, qs.InterruptionARN, Region, intrFn, onErr)
+	pollQueue(runCtx, &d.wg, st.sqsClient, qs.ProvisionURL, qs.ProvisionARN, provFn, onErr)
+	pollQueue(runCtx, &d.wg, st.sqsClient, qs.WorkURL, qs.WorkARN, lifeFn, onErr)
+	pollQueue(runCtx, &d.wg, st.sqsClient, qs.InterruptionURL, qs.InterruptionARN, intrFn, onErr)
+	pollQueue(runCtx, &d.wg, st.sqsClient, qs.DisruptionURL, qs.DisruptionARN, disrFn, onErr)
 	schedule(runCtx, &d.wg, d.o.Tick, Region, awssim.DefaultAccountID, provFn, lifeFn, disrFn)
-	d.tl.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, interruption queue -> interruption, schedule every %s -> provisioner + lifecycle + disruption", d.o.Tick)
+	d.tl.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, interruption queue -> interruption, disruption queue -> disruption (its wake-ups), schedule every %s -> provisioner + lifecycle + disruption", d.o.Tick)
 }

@@ -240,23 +240,11 @@ func firstNonEmpty(vs ...string) string {
 	return ""
 }
 
-// offeringPrice is what the node costs per hour; the on-demand price of
-// its type when the exact offering is unknown.
+// offeringPrice is what the node costs per hour (catalog.NodePrice); 0 when
+// the catalog does not know its type.
 func offeringPrice(cat *catalog.Catalog, typ, zone, capacityType string) float64 {
-	it, ok := cat.Get(typ)
-	if !ok {
-		return 0
-	}
-	if o, ok := it.Offering(zone, capacityType); ok {
-		return o.Price
-	}
-	best := 0.0
-	for _, o := range it.Offerings {
-		if o.CapacityType == capacityType && (best == 0 || o.Price < best) {
-			best = o.Price
-		}
-	}
-	return best
+	price, _ := cat.NodePrice(typ, zone, capacityType)
+	return price
 }
 
 // cheapestPrice is the lowest available price of typ for capacityType.

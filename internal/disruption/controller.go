@@ -28,6 +28,9 @@ const (
 	HistoryKey = "disruption/history"
 )
 
+// waitingValidation is Result.Waiting of a command saved for validation.
+const waitingValidation = "validation"
+
 // Store is what the controller needs of internal/store (*store.Store).
 type Store interface {
 	AcquireLease(ctx context.Context, name, holder string, d time.Duration) (*store.Lease, error)
@@ -71,7 +74,11 @@ type Deps struct {
 	Provision provisioning.Pass
 	// Requeue hands claims marked for deletion to the lifecycle at once
 	// (optional: the lifecycle's schedule picks them up within a minute).
-	Requeue  func(ctx context.Context, msg queue.Message, delay time.Duration) error
+	Requeue func(ctx context.Context, msg queue.Message, delay time.Duration) error
+	// Wakeup sends a message to the disruption queue, which invokes the
+	// function again after delay (optional: without it, passes run on the
+	// schedule only; see wakeup.go).
+	Wakeup   func(ctx context.Context, msg queue.Message, delay time.Duration) error
 	Config   *apis.Config
 	Metrics  *metrics.Recorder
 	Log      *slog.Logger
@@ -129,6 +136,12 @@ type Result struct {
 	Eligible   map[string]int `json:"eligible,omitempty"`
 	// CostPerHour is what the managed nodes cost at the start of the pass.
 	CostPerHour float64 `json:"costPerHour"`
+	// WakeAt is when the next pass is due (a candidate's consolidateAfter
+	// runs out, the pending command is due for validation), WakeFor says
+	// which, and WakeSent that a wake-up message was sent for it.
+	WakeAt   time.Time `json:"wakeAt,omitzero"`
+	WakeFor  string    `json:"wakeFor,omitempty"`
+	WakeSent bool      `json:"wakeSent,omitempty"`
 }
 
 // Run performs one disruption pass: continue the pending command if there
@@ -170,9 +183,20 @@ func (c *Controller) Run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if cmd != nil {
-		return res, c.advance(ctx, v, cmd, version, res)
+		if err := c.advance(ctx, v, cmd, version, res); err != nil {
+			return res, err
+		}
+		if res.Waiting != waitingValidation {
+			c.nextEligible(ctx, v, res)
+		}
+		c.wake(ctx, res)
+		return res, nil
 	}
-	return c.decide(ctx, v, res)
+	res, err = c.decide(ctx, v, res)
+	if err == nil {
+		c.wake(ctx, res)
+	}
+	return res, err
 }
 
 // decide looks for a new command when none is pending. A command without
@@ -189,6 +213,7 @@ func (c *Controller) decide(ctx context.Context, v *View, res *Result) (*Result,
 		return nil, err
 	}
 	res.Eligible = dec.Eligible
+	res.wakeAt(dec.NextEligible, "consolidateAfter of node "+dec.NextEligibleNode)
 	for m, n := range dec.Eligible {
 		c.d.Metrics.Gauge(metrics.DisruptionEligibleNodes, float64(n), metrics.Dimensions{"method": m})
 	}
@@ -215,7 +240,8 @@ func (c *Controller) decide(ctx context.Context, v *View, res *Result) (*Result,
 		return nil, err
 	}
 	res.Phase = cmd.Phase
-	res.Waiting = "validation"
+	res.Waiting = waitingValidation
+	res.wakeAt(cmd.ValidateAfter, "validation of the "+cmd.Method+" decision")
 	return res, nil
 }
 
@@ -232,7 +258,8 @@ func (c *Controller) advance(ctx context.Context, v *View, cmd *Command, version
 	switch cmd.Phase {
 	case PhaseValidating:
 		if v.Now.Before(cmd.ValidateAfter) {
-			res.Waiting = "validation"
+			res.Waiting = waitingValidation
+			res.wakeAt(cmd.ValidateAfter, "validation of the "+cmd.Method+" decision")
 			return nil
 		}
 		ok, why, err := Validate(ctx, v, cmd)

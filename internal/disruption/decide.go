@@ -46,6 +46,10 @@ type Settings struct {
 	LeaseDuration time.Duration
 	// MaxEvents caps the Kubernetes events one pass emits (100).
 	MaxEvents int
+	// SchedulePeriod is how often the schedule runs a pass (1 min): a
+	// candidate becoming eligible, or a decision due for validation,
+	// sooner than that gets a wake-up message (Deps.Wakeup).
+	SchedulePeriod time.Duration
 }
 
 // Defaults fills zero values.
@@ -65,6 +69,7 @@ func (s *Settings) Defaults() {
 	basedeps.Default(&s.RepackMinSavingsFraction, 0.10)
 	basedeps.Default(&s.RepackMinSavings, 0.05)
 	basedeps.Default(&s.MaxEvents, 100)
+	basedeps.Default(&s.SchedulePeriod, time.Minute)
 }
 
 // Finding is something a decision wants people to know about a node
@@ -81,6 +86,11 @@ type Decision struct {
 	// Eligible counts candidates per method.
 	Eligible map[string]int
 	Findings []Finding
+	// NextEligible is when the first candidate still inside its
+	// consolidateAfter becomes eligible (zero when none is), and
+	// NextEligibleNode names it (NextEligible).
+	NextEligible     time.Time
+	NextEligibleNode string
 }
 
 // Decide runs the methods in Karpenter's order — emptiness, drift,
@@ -97,6 +107,7 @@ func Decide(ctx context.Context, v *View) (*Decision, error) {
 		return nil, err
 	}
 	d := &Decision{Eligible: map[string]int{}}
+	d.NextEligible, d.NextEligibleNode = NextEligible(cands, v.Now)
 	for _, b := range blocked {
 		if b.Voluntary && b.Node != nil {
 			d.Findings = append(d.Findings, Finding{Node: b.Node.Name, Reason: ReasonBlocked, Text: "Cannot disrupt Node: " + b.Reason})

@@ -3,8 +3,10 @@
 // emptiness, drift, multi-node consolidation, single-node consolidation —
 // followed by a global re-pack check Karpenter lacks.
 //
-// A pass (one scheduled invocation, under the "disruption" lease) either
-// moves the pending command on or decides a new one:
+// A pass (one scheduled invocation, or one woken by the disruption queue
+// when a consolidateAfter or validation delay runs out before the next
+// tick: wakeup.go; under the "disruption" lease) either moves the pending
+// command on or decides a new one:
 //
 //   - Decide builds the candidates (Candidates: initialized, not deleting,
 //     not nominated, no do-not-disrupt, no PDB forbidding an eviction now),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -318,49 +319,45 @@ func fleetCallsSince(e *env, since time.Time) []time.Time {
 	return out
 }
 
-// interruptionFunction is the interruption function as deployed: the
-// stack's EventBridge rules feed its queue, and an event source mapping
-// hands batches to the real handler built by the composition root over the
+// queueFunction is a function as deployed behind an SQS queue: an event
+// source mapping polls the queue as the stack's controller role and hands
+// each batch to the real handler, built by the composition root over the
 // environment's table, configuration and work queue (so the lifecycle the
-// environment steps carries the drain on).
-type interruptionFunction struct {
+// environment steps carries drains on). What the handler did not report
+// failed is deleted (nothing when the invocation failed).
+type queueFunction struct {
 	logs cloudtest.SyncBuffer
 
 	mu      sync.Mutex
-	batches []interruptionBatch
+	batches []queueBatch
 }
 
-type interruptionBatch struct {
+type queueBatch struct {
 	received time.Time
 	bodies   []string
 	resp     events.SQSEventResponse
 	err      error
 }
 
-func startInterruptionFunction(e *env) *interruptionFunction {
+// functionApp builds function fn's App as the stack's controller role,
+// over the environment's settings adjusted by edit.
+func functionApp(e *env, fn string, stack *localcloud.Stack, logs io.Writer, edit func(*settings.Settings)) *app.App {
 	e.t.Helper()
-	t := e.t
-	fn := &interruptionFunction{}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("interruption function logs:\n%s", fn.logs.String())
-		}
-	})
-	name := fmt.Sprintf("dintr-%s-%d", e.pool, time.Now().UnixNano()%1e6)
-	url := cloudtest.CreateQueue(e.ctx, t, e.admin, name, map[string]string{"VisibilityTimeout": "30"})
-	stack := cloudtest.Deploy(t, e.cloud, localcloud.StackResources{Table: e.st.Table(), WorkQueue: e.work, InterruptionQueue: name})
-	poller := sqs.NewFromConfig(cloudtest.RoleConfig(e.ctx, t, stack.Controller))
-	cloudtest.RouteInterruptionEvents(t, e.cloud.AWS, name, name)
 	s := settings.Settings{ClusterName: e.cloud.ClusterName, TableName: e.st.Table(), Owner: cloudtest.Owner(e.cloud, e.st.Table()), WorkQueueURL: e.work,
-		Rebalance: interruption.RebalanceIgnore, BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelInfo}
-	a, err := app.New(e.ctx, s, app.Options{Function: "interruption", Out: &fn.logs, KubeREST: e.cloud.ControllerREST, Config: e.cfg, AWSCredentials: stack.Controller})
+		BatchIdle: 100 * time.Millisecond, BatchMax: 2 * time.Second, LogLevel: slog.LevelInfo}
+	edit(&s)
+	a, err := app.New(e.ctx, s, app.Options{Function: fn, Out: logs, KubeREST: e.cloud.ControllerREST, Config: e.cfg, AWSCredentials: stack.Controller})
 	if err != nil {
-		t.Fatalf("interruption app: %v", err)
+		e.t.Fatalf("%s app: %v", fn, err)
 	}
-	h, err := a.InterruptionHandler()
-	if err != nil {
-		t.Fatalf("interruption handler: %v", err)
-	}
+	return a
+}
+
+// serve is the event source mapping of queue name (URL url) for handle,
+// until the test ends.
+func (f *queueFunction) serve(e *env, stack *localcloud.Stack, name, url string, handle func(context.Context, json.RawMessage) (any, error)) {
+	t := e.t
+	poller := sqs.NewFromConfig(cloudtest.RoleConfig(e.ctx, t, stack.Controller))
 	ctx, cancel := context.WithCancel(e.ctx)
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
@@ -370,7 +367,7 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 			if err != nil || len(out.Messages) == 0 {
 				continue
 			}
-			b := interruptionBatch{received: time.Now()}
+			b := queueBatch{received: time.Now()}
 			ev := events.SQSEvent{}
 			for _, m := range out.Messages {
 				ev.Records = append(ev.Records, events.SQSMessage{MessageId: sdkaws.ToString(m.MessageId), ReceiptHandle: sdkaws.ToString(m.ReceiptHandle),
@@ -380,7 +377,7 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 			raw, _ := json.Marshal(ev)
 			// e.ctx, not ctx: stopping the loop must not abort a batch midway
 			// (dynalite does not survive aborted requests well).
-			res, err := h.Handle(e.ctx, raw)
+			res, err := handle(e.ctx, raw)
 			b.err = err
 			if err == nil {
 				b.resp = res.(events.SQSEventResponse)
@@ -394,16 +391,15 @@ func startInterruptionFunction(e *env) *interruptionFunction {
 					_, _ = poller.DeleteMessage(e.ctx, &sqs.DeleteMessageInput{QueueUrl: &url, ReceiptHandle: sdkaws.String(r.ReceiptHandle)})
 				}
 			}
-			fn.mu.Lock()
-			fn.batches = append(fn.batches, b)
-			fn.mu.Unlock()
+			f.mu.Lock()
+			f.batches = append(f.batches, b)
+			f.mu.Unlock()
 		}
 	})
-	return fn
 }
 
 // handled returns the first batch that carried a message containing s.
-func (f *interruptionFunction) handled(s string) (interruptionBatch, bool) {
+func (f *queueFunction) handled(s string) (queueBatch, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, b := range f.batches {
@@ -413,5 +409,37 @@ func (f *interruptionFunction) handled(s string) (interruptionBatch, bool) {
 			}
 		}
 	}
-	return interruptionBatch{}, false
+	return queueBatch{}, false
+}
+
+// received returns the batches handled so far.
+func (f *queueFunction) received() []queueBatch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]queueBatch(nil), f.batches...)
+}
+
+// startInterruptionFunction deploys the interruption function: the
+// stack's EventBridge rules feed its queue, which an event source mapping
+// hands to the real handler.
+func startInterruptionFunction(e *env) *queueFunction {
+	e.t.Helper()
+	t := e.t
+	fn := &queueFunction{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("interruption function logs:\n%s", fn.logs.String())
+		}
+	})
+	name := fmt.Sprintf("dintr-%s-%d", e.pool, time.Now().UnixNano()%1e6)
+	url := cloudtest.CreateQueue(e.ctx, t, e.admin, name, map[string]string{"VisibilityTimeout": "30"})
+	stack := cloudtest.Deploy(t, e.cloud, localcloud.StackResources{Table: e.st.Table(), WorkQueue: e.work, InterruptionQueue: name})
+	cloudtest.RouteInterruptionEvents(t, e.cloud.AWS, name, name)
+	a := functionApp(e, "interruption", stack, &fn.logs, func(s *settings.Settings) { s.Rebalance = interruption.RebalanceIgnore })
+	h, err := a.InterruptionHandler()
+	if err != nil {
+		t.Fatalf("interruption handler: %v", err)
+	}
+	fn.serve(e, stack, name, url, h.Handle)
+	return fn
 }

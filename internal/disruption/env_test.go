@@ -73,6 +73,8 @@ type env struct {
 	pool  string
 	// spec is the NodePool the env loaded (named pool).
 	spec apistest.Pool
+	// disr is the disruption queue's URL (cloudtest.DisruptionQueue).
+	disr string
 
 	prov *provisioning.Provisioner
 	life *lifecycle.Handler
@@ -84,16 +86,16 @@ type env struct {
 	results []*disruption.Result
 }
 
-func newEnv(t *testing.T, spec apistest.Pool) *env {
+func newEnv(t *testing.T, spec apistest.Pool, opts ...cloudtest.Option) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end disruption scenarios need the local cloud (skipped in -short)")
 	}
 	spec.Name = fmt.Sprintf("dis%d-%d", time.Now().UnixNano()%1e5, seq.Add(1))
-	ce := cloudtest.NewEnv(t, shared, cloudtest.Timeout(8*time.Minute), cloudtest.PoolName(spec.Name), cloudtest.NodeClass("default"),
-		cloudtest.PoolYAML(spec.YAML()), cloudtest.WorkQueue())
+	ce := cloudtest.NewEnv(t, shared, append([]cloudtest.Option{cloudtest.Timeout(8 * time.Minute), cloudtest.PoolName(spec.Name), cloudtest.NodeClass("default"),
+		cloudtest.PoolYAML(spec.YAML()), cloudtest.WorkQueue()}, opts...)...)
 	e := &env{t: t, ctx: ce.Ctx, cloud: ce.Cloud, cs: ce.Cloud.KubeClient, pool: ce.Pool, spec: spec, cfg: ce.Config, ns: ce.Namespace,
-		work: ce.WorkQueue, stack: ce.Stack, admin: sqs.NewFromConfig(ce.AWS)}
+		work: ce.WorkQueue, disr: ce.DisruptionQueue, stack: ce.Stack, admin: sqs.NewFromConfig(ce.AWS)}
 	e.connect(ce)
 	var err error
 	if e.cat, err = e.p.Catalog(e.ctx, nil); err != nil {

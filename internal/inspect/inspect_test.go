@@ -147,33 +147,69 @@ func golden(t *testing.T, name string, got []byte) {
 func TestWriteNodeClaimsGolden(t *testing.T) {
 	prices := fixturePrices(t)
 	claims := fixtureClaims()
-	for _, tc := range []struct{ name, output string }{
-		{"nodeclaims", OutputTable}, {"nodeclaims-wide", OutputWide}, {"nodeclaims-json", OutputJSON}, {"nodeclaims-yaml", OutputYAML},
+	for _, tc := range []struct {
+		name string
+		o    PrintOptions
+	}{
+		{"nodeclaims", PrintOptions{}}, {"nodeclaims-wide", PrintOptions{Output: OutputWide}},
+		{"nodeclaims-json", PrintOptions{Output: OutputJSON}}, {"nodeclaims-yaml", PrintOptions{Output: OutputYAML}},
+		{"nodeclaims-name", PrintOptions{Output: OutputName}}, {"nodeclaims-no-headers", PrintOptions{NoHeaders: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			if err := WriteNodeClaims(&b, claims, tc.output, prices, now); err != nil {
+			if err := WriteNodeClaims(&b, claims, tc.o, prices, now); err != nil {
 				t.Fatal(err)
 			}
 			golden(t, tc.name, b.Bytes())
 		})
 	}
 	var b bytes.Buffer
-	if err := WriteNodeClaims(&b, nil, OutputTable, prices, now); err != nil || b.String() != "No nodeclaims found.\n" {
-		t.Errorf("empty: %v %q", err, b.String())
+	if err := WriteNodeClaims(&b, nil, PrintOptions{}, prices, now); err != nil || b.String() != "" {
+		t.Errorf("empty table: %v %q", err, b.String())
 	}
-	if err := WriteNodeClaims(&b, claims, "xml", prices, now); err == nil || !strings.Contains(err.Error(), `"xml"`) {
+	if err := WriteNodeClaims(&b, nil, PrintOptions{Output: OutputJSON}, prices, now); err != nil || !strings.Contains(b.String(), `"items": []`) {
+		t.Errorf("empty list: %v %q", err, b.String())
+	}
+	if err := WriteNodeClaims(&b, claims, PrintOptions{Output: "xml"}, prices, now); err == nil || !strings.Contains(err.Error(), `"xml"`) {
 		t.Errorf("unknown output accepted or unnamed: %v", err)
 	}
 }
 
 func TestWriteNodePoolsGolden(t *testing.T) {
-	var b bytes.Buffer
 	pools := Usage(fixtureConfig(t), fixtureClaims(), fixturePrices(t))
-	if err := WriteNodePools(&b, pools); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		o    PrintOptions
+	}{
+		{"nodepools", PrintOptions{}}, {"nodepools-json", PrintOptions{Output: OutputJSON}},
+		{"nodepools-name", PrintOptions{Output: OutputName}}, {"nodepools-no-headers", PrintOptions{NoHeaders: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := WriteNodePools(&b, pools, tc.o); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.name, b.Bytes())
+		})
 	}
-	golden(t, "nodepools", b.Bytes())
+	var b bytes.Buffer
+	if err := WriteNodePools(&b, nil, PrintOptions{}); err != nil || b.String() != "" {
+		t.Errorf("no pools: %v %q", err, b.String())
+	}
+	if err := WriteNodePools(&b, pools, PrintOptions{Output: "csv"}); err == nil || !strings.Contains(err.Error(), `"csv"`) {
+		t.Errorf("unknown output: %v", err)
+	}
+}
+
+func TestCheckOutput(t *testing.T) {
+	for _, o := range []string{"", "wide", "json", "yaml", "name"} {
+		if err := CheckOutput(o); err != nil {
+			t.Errorf("%q: %v", o, err)
+		}
+	}
+	if err := CheckOutput("wide", OutputJSON, OutputYAML); err == nil || err.Error() != `unknown output format "wide": use json, yaml` {
+		t.Errorf("restricted: %v", err)
+	}
 }
 
 func TestUsage(t *testing.T) {

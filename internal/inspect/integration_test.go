@@ -71,12 +71,12 @@ func TestStoreRoundTripGolden(t *testing.T) {
 		c.ResourceVersion = ""
 	}
 	var b bytes.Buffer
-	if err := WriteNodeClaims(&b, all, OutputWide, prices, now); err != nil {
+	if err := WriteNodeClaims(&b, all, PrintOptions{Output: OutputWide}, prices, now); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "nodeclaims-wide", b.Bytes())
 	b.Reset()
-	if err := WriteNodeClaims(&b, all, OutputJSON, prices, now); err != nil {
+	if err := WriteNodeClaims(&b, all, PrintOptions{Output: OutputJSON}, prices, now); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "nodeclaims-json", b.Bytes())
@@ -89,7 +89,7 @@ func TestStoreRoundTripGolden(t *testing.T) {
 		t.Errorf("live claims: %d, want %d", len(live), len(fx)-1)
 	}
 	b.Reset()
-	if err := WriteNodePools(&b, Usage(fixtureConfig(t), live, prices)); err != nil {
+	if err := WriteNodePools(&b, Usage(fixtureConfig(t), live, prices), PrintOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "nodepools", b.Bytes())

@@ -18,21 +18,31 @@ import (
 // up to (as Karpenter's nodepool.status.resources) against its limits, and
 // what its nodes cost per hour.
 type PoolUsage struct {
-	Name string
+	Name string `json:"name"`
 	// Configured is false for a pool that has claims but is absent from the
 	// configuration given (removed, or no --config).
-	Configured bool
-	NodeClass  string
-	Weight     *int32
-	Nodes      int
-	Ready      int
-	Deleting   int
-	Used       corev1.ResourceList
-	Limits     apis.Limits
+	Configured bool                `json:"configured"`
+	NodeClass  string              `json:"nodeClass,omitempty"`
+	Weight     *int32              `json:"weight,omitempty"`
+	Nodes      int                 `json:"nodes"`
+	Ready      int                 `json:"ready"`
+	Deleting   int                 `json:"deleting"`
+	Used       corev1.ResourceList `json:"used"`
+	Limits     apis.Limits         `json:"limits,omitempty"`
 	// CostPerHour sums the known prices; Unpriced counts claims without one.
-	CostPerHour float64
-	Unpriced    int
+	CostPerHour float64 `json:"costPerHour"`
+	Unpriced    int     `json:"unpriced,omitempty"`
 }
+
+// poolsOutput is the json/yaml shape of `get nodepools`.
+type poolsOutput struct {
+	NodePools   []PoolUsage `json:"nodePools"`
+	Nodes       int         `json:"nodes"`
+	CostPerHour float64     `json:"costPerHour"`
+}
+
+// NodePoolName is the pool as `kubectl get -o name` prints it.
+func NodePoolName(name string) string { return "nodepool.karpenter.sh/" + name }
 
 // resourceNodes is the "nodes" key of NodePool limits.
 const resourceNodes corev1.ResourceName = "nodes"
@@ -94,60 +104,71 @@ func Usage(cfg *apis.Config, claims []Claim, prices Prices) []PoolUsage {
 	return out
 }
 
-// WriteNodePools prints pool usage as a table: NODES, CPU and MEMORY as
-// used/limit (just used when unlimited), other limited resources in LIMITS,
-// and the pool's cost per hour. A final line gives the cluster total.
-func WriteNodePools(w io.Writer, pools []PoolUsage) error {
-	if len(pools) == 0 {
-		_, err := fmt.Fprintln(w, "No nodepools found (give --config DIR to list configured pools without nodes).")
-		return err
-	}
-	tw := newTabWriter(w)
-	fmt.Fprintln(tw, "NAME\tNODECLASS\tWEIGHT\tNODES\tREADY\tCPU\tMEMORY\tLIMITS\tCOST/H")
+// WriteNodePools prints pool usage in one of the Output* formats (wide is
+// the table). The table has NODES, CPU and MEMORY as used/limit (just used
+// when unlimited), other limited resources in LIMITS, the pool's cost per
+// hour and, unless NoHeaders, a final line with the cluster total. No pools
+// print nothing (the caller tells people).
+func WriteNodePools(w io.Writer, pools []PoolUsage, o PrintOptions) error {
 	var total float64
 	var nodes int
+	names := make([]string, 0, len(pools))
 	for _, u := range pools {
-		nodeClass := orNone(u.NodeClass)
-		if !u.Configured {
-			nodeClass = "<not configured>"
-		}
-		weight := ""
-		if u.Weight != nil {
-			weight = strconv.Itoa(int(*u.Weight))
-		}
-		nodesCol := strconv.Itoa(u.Nodes)
-		if l, ok := u.Limits[resourceNodes]; ok {
-			nodesCol += "/" + l.String()
-		}
-		if u.Deleting > 0 {
-			nodesCol += fmt.Sprintf(" (%d deleting)", u.Deleting)
-		}
-		var others []string
-		keys := make([]string, 0, len(u.Limits))
-		for k := range u.Limits {
-			if k != corev1.ResourceCPU && k != corev1.ResourceMemory && k != resourceNodes {
-				keys = append(keys, string(k))
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			others = append(others, k+"="+usedOf(u, corev1.ResourceName(k), formatQuantity))
-		}
-		cost := fmt.Sprintf("$%.4f", u.CostPerHour)
-		if u.Unpriced > 0 {
-			cost += fmt.Sprintf(" (+%d unpriced)", u.Unpriced)
-		}
 		total += u.CostPerHour
 		nodes += u.Nodes
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", u.Name, nodeClass, orNone(weight), nodesCol, u.Ready,
-			usedOf(u, corev1.ResourceCPU, formatQuantity), usedOf(u, corev1.ResourceMemory, formatMemory),
-			orNone(strings.Join(others, ",")), cost)
+		names = append(names, NodePoolName(u.Name))
 	}
-	if err := tw.Flush(); err != nil {
+	obj := poolsOutput{NodePools: append([]PoolUsage{}, pools...), Nodes: nodes, CostPerHour: total}
+	if done, err := writeData(w, o.Output, obj, names); done || len(pools) == 0 {
+		return err
+	}
+	header := o.header([]string{"NAME", "NODECLASS", "WEIGHT", "NODES", "READY", "CPU", "MEMORY", "LIMITS", "COST/H"})
+	rows := make([][]string, 0, len(pools))
+	for _, u := range pools {
+		rows = append(rows, poolRow(u))
+	}
+	if err := WriteTable(w, header, rows); err != nil || o.NoHeaders {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "\nTotal: %d nodes, $%.4f/h (~$%.0f/month at 730 h)\n", nodes, total, total*730)
 	return err
+}
+
+// poolRow is one pool's row of the table.
+func poolRow(u PoolUsage) []string {
+	nodeClass := orNone(u.NodeClass)
+	if !u.Configured {
+		nodeClass = "<not configured>"
+	}
+	weight := ""
+	if u.Weight != nil {
+		weight = strconv.Itoa(int(*u.Weight))
+	}
+	nodesCol := strconv.Itoa(u.Nodes)
+	if l, ok := u.Limits[resourceNodes]; ok {
+		nodesCol += "/" + l.String()
+	}
+	if u.Deleting > 0 {
+		nodesCol += fmt.Sprintf(" (%d deleting)", u.Deleting)
+	}
+	var others []string
+	keys := make([]string, 0, len(u.Limits))
+	for k := range u.Limits {
+		if k != corev1.ResourceCPU && k != corev1.ResourceMemory && k != resourceNodes {
+			keys = append(keys, string(k))
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		others = append(others, k+"="+usedOf(u, corev1.ResourceName(k), formatQuantity))
+	}
+	cost := fmt.Sprintf("$%.4f", u.CostPerHour)
+	if u.Unpriced > 0 {
+		cost += fmt.Sprintf(" (+%d unpriced)", u.Unpriced)
+	}
+	return []string{u.Name, nodeClass, orNone(weight), nodesCol, strconv.Itoa(u.Ready),
+		usedOf(u, corev1.ResourceCPU, formatQuantity), usedOf(u, corev1.ResourceMemory, formatMemory),
+		orNone(strings.Join(others, ",")), cost}
 }
 
 // usedOf formats "used/limit" (just "used" when the pool has no such limit).

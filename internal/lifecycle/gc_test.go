@@ -69,6 +69,20 @@ func TestGCLeavesAnotherStacksFleet(t *testing.T) {
 	if n, err := first.cs.CoreV1().Nodes().Get(first.ctx, node.Name, metav1.GetOptions{}); err != nil || hasTaint(n, apis.DisruptedTaintKey) {
 		t.Errorf("the first stack's node was touched: %v", err)
 	}
+
+	// The first stack's instance dies: its Node (karpenter.sh labels, an
+	// AWS providerID, no claim of the second stack) is still not the
+	// second stack's to delete.
+	if err := first.cloud.AWS.EC2().Terminate(fleet[0].Status.InstanceID, "test"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, first, fleet[0].Status.InstanceID, "terminated")
+	if res := second.tick(h); len(res.DeletedNodes) != 0 {
+		t.Errorf("the second stack deleted the first's Nodes: %v", res.DeletedNodes)
+	}
+	if n, err := first.cs.CoreV1().Nodes().Get(first.ctx, node.Name, metav1.GetOptions{}); err != nil || n.DeletionTimestamp != nil {
+		t.Errorf("the first stack's dead node was deleted by the second: %v", err)
+	}
 }
 
 // The same owner with an empty table (a table restored under the same name,

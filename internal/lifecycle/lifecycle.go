@@ -64,7 +64,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
@@ -110,9 +109,6 @@ type Cluster interface {
 	PatchNodeLabels(ctx context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error)
 	PatchNodeAnnotations(ctx context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error)
 	AddNodeFinalizer(ctx context.Context, node, finalizer string) (*corev1.Node, error)
-	// DeleteNode deletes a Node without touching its finalizers: for Nodes
-	// no live claim owns, which may be another autoscaler's.
-	DeleteNode(ctx context.Context, name string, uid types.UID) error
 	UpdateNodeTaints(ctx context.Context, node string, mutate func([]corev1.Taint) ([]corev1.Taint, bool)) (*corev1.Node, error)
 }
 

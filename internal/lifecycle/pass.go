@@ -167,9 +167,9 @@ func (c *Controller) wantsChain(out Outcome) bool {
 	return !out.Done && out.RequeueAfter > 0 && out.RequeueAfter < scheduleInterval
 }
 
-// collectNodes deletes nodewright Nodes (karpenter.sh/nodepool label, an
-// AWS providerID) that no live claim owns and whose instance EC2 confirms
-// gone.
+// collectNodes deletes the Nodes of this stack's instances (its tags) that
+// no live claim owns and whose instance EC2 confirms gone, releasing
+// nodewright's finalizer.
 func (c *Controller) collectNodes(ctx context.Context, v *snapView, res *PassResult) error {
 	var errs []error
 	for _, n := range v.snap.Nodes {
@@ -188,10 +188,13 @@ func (c *Controller) collectNodes(ctx context.Context, v *snapView, res *PassRes
 			errs = append(errs, err)
 			continue
 		}
-		if !gone {
+		if !gone || !c.d.Cloud.Owns(inst) {
+			// Another autoscaler's or stack's Node (or one whose instance
+			// EC2 no longer describes): its own controller, or the cloud
+			// controller manager, removes it. nodewright touches only its own.
 			continue
 		}
-		if err := c.deleteDeadNode(ctx, n, inst); err != nil {
+		if err := c.d.Cluster.ReleaseNode(ctx, n.Name, n.UID); err != nil {
 			errs = append(errs, fmt.Errorf("lifecycle: delete node %s of terminated instance %s: %w", n.Name, id, err))
 			continue
 		}
@@ -199,17 +202,6 @@ func (c *Controller) collectNodes(ctx context.Context, v *snapView, res *PassRes
 		res.DeletedNodes = append(res.DeletedNodes, n.Name)
 	}
 	return errors.Join(errs...)
-}
-
-// deleteDeadNode deletes the Node of a dead instance. A Node of this
-// stack's instance (its claim lost) carries nodewright's finalizer, which
-// is released; any other keeps its finalizers for its own controller
-// (Karpenter's has the same name).
-func (c *Controller) deleteDeadNode(ctx context.Context, n *corev1.Node, inst nwaws.Instance) error {
-	if c.d.Cloud.Owns(inst) {
-		return c.d.Cluster.ReleaseNode(ctx, n.Name, n.UID)
-	}
-	return c.d.Cluster.DeleteNode(ctx, n.Name, n.UID)
 }
 
 // snapView answers from one pass's snapshot and instance listing.

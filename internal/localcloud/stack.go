@@ -22,8 +22,9 @@ import (
 type StackResources struct {
 	Table string // the NodeClaim table (construct "Table"); required
 	// Queue names or URLs (constructs ProvisionQueue, WorkQueue,
-	// InterruptionQueue); empty when the deployment has none.
-	ProvisionQueue, WorkQueue, InterruptionQueue string
+	// InterruptionQueue, DisruptionQueue); empty when the deployment has
+	// none.
+	ProvisionQueue, WorkQueue, InterruptionQueue, DisruptionQueue string
 	// WebhookSecret is the webhook secret's name or ARN.
 	WebhookSecret string
 	// NodeRole is the role the EC2NodeClasses name (default
@@ -116,7 +117,8 @@ func (s *Stack) finish() *Stack {
 func (c *Cloud) binding(r StackResources) iam.Binding {
 	phys := map[string]string{"Table": r.Table, "NodeRole": r.NodeRole,
 		"NodeInstanceProfile": nwaws.InstanceProfileName(r.ClusterName, r.NodeRole)}
-	for construct, name := range map[string]string{"ProvisionQueue": r.ProvisionQueue, "WorkQueue": r.WorkQueue, "InterruptionQueue": r.InterruptionQueue, "WebhookSecret": r.WebhookSecret} {
+	for construct, name := range map[string]string{"ProvisionQueue": r.ProvisionQueue, "WorkQueue": r.WorkQueue, "InterruptionQueue": r.InterruptionQueue,
+		"DisruptionQueue": r.DisruptionQueue, "WebhookSecret": r.WebhookSecret} {
 		if name != "" {
 			// A queue may be given by URL; the template names it by name.
 			phys[construct] = name[strings.LastIndex(name, "/")+1:]

@@ -18,6 +18,7 @@ func FuzzDecodeInvocation(f *testing.F) {
 	f.Add(eventsamples.Read(f, "sqs-batch.json"))
 	f.Add([]byte(`{"version":"0","id":"1","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`))
 	f.Add([]byte(`{"Records":[{"messageId":"m1","body":"{\"kind\":\"lifecycle\",\"subject\":\"c\",\"chain\":\"ab\",\"notBefore\":\"2026-11-25T00:00:00Z\"}"}]}`))
+	f.Add([]byte(`{"Records":[{"messageId":"m2","body":"{\"kind\":\"disruption\",\"reason\":\"consolidateAfter of node n\"}"}]}`))
 	f.Add([]byte(`{"Records":null,"detail-type":"Scheduled Event"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		inv, err := DecodeInvocation(raw)
@@ -35,7 +36,7 @@ func FuzzDecodeInvocation(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			if msg.Kind != KindProvision && msg.Kind != KindLifecycle {
+			if msg.Kind != KindProvision && msg.Kind != KindLifecycle && msg.Kind != KindDisruption {
 				t.Fatalf("accepted kind %q", msg.Kind)
 			}
 			b, err := json.Marshal(msg)

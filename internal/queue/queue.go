@@ -1,6 +1,6 @@
 // Package queue sends and parses the work messages nodewright functions pass
-// to each other through SQS: provisioner nudges and delayed requeues (the
-// serverless form of a controller's requeueAfter).
+// to each other through SQS: provisioner nudges, delayed requeues (the
+// serverless form of a controller's requeueAfter) and disruption wake-ups.
 package queue
 
 import (
@@ -17,6 +17,10 @@ import (
 const (
 	KindProvision = "provision" // wake the provisioner; the payload is a hint
 	KindLifecycle = "lifecycle" // resume a NodeClaim's lifecycle step
+	// KindDisruption wakes the disruption function when a candidate's
+	// consolidateAfter (or a decision's validation delay) runs out before
+	// the next scheduled pass; the payload is a hint.
+	KindDisruption = "disruption"
 )
 
 // MaxDelay is SQS's limit on DelaySeconds; longer waits are chained by the
@@ -95,9 +99,9 @@ func Parse(body string) (Message, error) {
 		return Message{}, fmt.Errorf("decode work message: %w", err)
 	}
 	switch m.Kind {
-	case KindProvision, KindLifecycle:
+	case KindProvision, KindLifecycle, KindDisruption:
 	default:
-		return Message{}, fmt.Errorf("work message kind %q is not one of %s, %s", m.Kind, KindProvision, KindLifecycle)
+		return Message{}, fmt.Errorf("work message kind %q is not one of %s, %s, %s", m.Kind, KindProvision, KindLifecycle, KindDisruption)
 	}
 	return m, nil
 }

@@ -164,17 +164,19 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 		st.reservedUsed[bestOffering.ReservationID]++
 	}
 	cp := &NodeClaimPlan{
-		NodePool:     p.np.Name,
-		NodeClass:    p.np.NodeClass,
-		InstanceType: t.it.Name,
-		CapacityType: ct,
-		Zone:         bestOffering.Zone,
-		PricePerHour: bestOffering.Price,
-		// Options past the fleet cap are never sent, so they cannot launch.
-		ExpectedPricePerHour: launchPrice(ct, keep),
-		Labels:               claimLabels(c, t, bestOffering, ct),
-		Taints:               append([]corev1.Taint{}, p.np.Taints...),
-		Allocatable:          t.it.Allocatable.DeepCopy(),
+		ClaimSummary: ClaimSummary{
+			NodePool:     p.np.Name,
+			NodeClass:    p.np.NodeClass,
+			InstanceType: t.it.Name,
+			CapacityType: ct,
+			Zone:         bestOffering.Zone,
+			PricePerHour: bestOffering.Price,
+			// Options past the fleet cap are never sent, so they cannot launch.
+			ExpectedPricePerHour: launchPrice(ct, keep),
+		},
+		Labels:      claimLabels(c, t, bestOffering, ct),
+		Taints:      append([]corev1.Taint{}, p.np.Taints...),
+		Allocatable: t.it.Allocatable.DeepCopy(),
 	}
 	if len(p.np.StartupTaints) > 0 {
 		cp.StartupTaints = append([]corev1.Taint(nil), p.np.StartupTaints...)

@@ -128,8 +128,9 @@ func (p *Plan) CostOverLowerBound() float64 {
 	return p.CostPerHour / p.LowerBoundPerHour
 }
 
-// NodeClaimPlan is one new node to launch.
-type NodeClaimPlan struct {
+// ClaimSummary is what a planned claim is: its name, pool and class, and
+// the offering it buys. simulate's output embeds it as it is.
+type ClaimSummary struct {
 	Name         string  `json:"name"`
 	NodePool     string  `json:"nodePool"`
 	NodeClass    string  `json:"nodeClass,omitempty"`
@@ -140,6 +141,11 @@ type NodeClaimPlan struct {
 	// ExpectedPricePerHour is what the claim is expected to launch at:
 	// PricePerHour for on-demand, more for spot (see launchPrice).
 	ExpectedPricePerHour float64 `json:"expectedPricePerHour"`
+}
+
+// NodeClaimPlan is one new node to launch.
+type NodeClaimPlan struct {
+	ClaimSummary `json:",inline"`
 	// InstanceTypeOptions are the types CreateFleet may launch, cheapest
 	// first, at most 60.
 	InstanceTypeOptions []string                                 `json:"instanceTypeOptions"`

@@ -46,6 +46,15 @@ const (
 	EnvGCMaxInstances = "NODEWRIGHT_GC_MAX_INSTANCES"
 )
 
+// The disruption function's wake-up queue (its delayed messages re-invoke
+// the function before the next tick) and the period of its schedule
+// (default 1m), so a pass knows whether the next tick comes too late for a
+// candidate that becomes eligible sooner.
+const (
+	EnvDisruptionQueueURL = "NODEWRIGHT_DISRUPTION_QUEUE_URL"
+	EnvDisruptionSchedule = "NODEWRIGHT_DISRUPTION_SCHEDULE"
+)
+
 // Settings is what a function knows about its deployment.
 type Settings struct {
 	ClusterName string
@@ -74,6 +83,11 @@ type Settings struct {
 	GCMaxInstances int
 	// FeatureGates are the Karpenter-style gates (see EnvFeatureGates).
 	FeatureGates FeatureGates
+	// DisruptionQueueURL is the disruption function's wake-up queue.
+	DisruptionQueueURL string
+	// DisruptionSchedule is the disruption schedule's period (0: the
+	// disruption function's default).
+	DisruptionSchedule time.Duration
 }
 
 // FromEnv reads Settings from getenv (os.Getenv in production).
@@ -106,6 +120,10 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	if s.BatchMax, err = duration(getenv, EnvBatchMax, s.BatchMax); err != nil {
+		return s, err
+	}
+	s.DisruptionQueueURL = getenv(EnvDisruptionQueueURL)
+	if s.DisruptionSchedule, err = duration(getenv, EnvDisruptionSchedule, 0); err != nil {
 		return s, err
 	}
 	if s.BatchMax < s.BatchIdle {

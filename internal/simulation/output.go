@@ -25,28 +25,22 @@ type Output struct {
 	CostOverLowerBound float64 `json:"costOverLowerBound"`
 	// ExpectedCostPerHour sums the claims' expected launch prices.
 	ExpectedCostPerHour float64 `json:"expectedCostPerHour"`
+	// CurrentFleet is what the cluster's nodes cost now, when the plan is
+	// a from-scratch plan for their pods (`simulate --repack`).
+	CurrentFleet *FleetOutput `json:"currentFleet,omitempty"`
 }
 
 type ClaimOutput struct {
-	Name         string  `json:"name"`
-	NodePool     string  `json:"nodePool"`
-	NodeClass    string  `json:"nodeClass,omitempty"`
-	InstanceType string  `json:"instanceType"`
-	CapacityType string  `json:"capacityType"`
-	Zone         string  `json:"zone"`
-	PricePerHour float64 `json:"pricePerHour"`
-	// ExpectedPricePerHour is what the claim is expected to launch at
-	// (spot: the mean of its cheapest options, see the solver).
-	ExpectedPricePerHour float64             `json:"expectedPricePerHour"`
-	PriceSource          string              `json:"priceSource,omitempty"`
-	InstanceTypeOptions  []string            `json:"instanceTypeOptions"`
-	Labels               map[string]string   `json:"labels"`
-	Taints               []TaintOutput       `json:"taints"`
-	StartupTaints        []TaintOutput       `json:"startupTaints,omitempty"`
-	Allocatable          map[string]string   `json:"allocatable"`
-	Requests             map[string]string   `json:"requests,omitempty"`
-	Requirements         []RequirementOutput `json:"requirements,omitempty"`
-	Pods                 []string            `json:"pods"`
+	scheduling.ClaimSummary `json:",inline"`
+	PriceSource             string              `json:"priceSource,omitempty"`
+	InstanceTypeOptions     []string            `json:"instanceTypeOptions"`
+	Labels                  map[string]string   `json:"labels"`
+	Taints                  []TaintOutput       `json:"taints"`
+	StartupTaints           []TaintOutput       `json:"startupTaints,omitempty"`
+	Allocatable             map[string]string   `json:"allocatable"`
+	Requests                map[string]string   `json:"requests,omitempty"`
+	Requirements            []RequirementOutput `json:"requirements,omitempty"`
+	Pods                    []string            `json:"pods"`
 }
 
 type TaintOutput struct {
@@ -80,8 +74,7 @@ func NewOutput(cat *catalog.Catalog, plan *scheduling.Plan) Output {
 	}
 	for _, c := range plan.NodeClaims {
 		co := ClaimOutput{
-			Name: c.Name, NodePool: c.NodePool, NodeClass: c.NodeClass, InstanceType: c.InstanceType,
-			CapacityType: c.CapacityType, Zone: c.Zone, PricePerHour: c.PricePerHour, ExpectedPricePerHour: c.ExpectedPricePerHour,
+			ClaimSummary:        c.ClaimSummary,
 			InstanceTypeOptions: nonNil(c.InstanceTypeOptions),
 			Labels:              claimLabels(cat, c),
 			Taints:              Taints(c.Taints),
@@ -198,6 +191,10 @@ func WriteTable(w io.Writer, out Output, cat *catalog.Catalog) error {
 	if n := derivedPrices(out); n > 0 {
 		fmt.Fprintf(w, "note: %d claim(s) are priced from a derived spot price (%s): the catalog has no spot price feed, so their cost is an estimate\n",
 			n, catalog.PriceSourceDerivedSpot)
+	}
+	if out.CurrentFleet != nil {
+		fmt.Fprintln(w)
+		return writeFleet(w, out.CurrentFleet, out.CostPerHour, len(out.Unschedulable))
 	}
 	return nil
 }

@@ -86,10 +86,10 @@ type Env struct {
 	// reach it as Stack's controller role (see Controller).
 	Store *store.Store
 	Stack *localcloud.Stack
-	// WorkQueue and InterruptionQueue are the URLs of the queues the
-	// options WorkQueue and InterruptionQueue ask for.
-	WorkQueue, InterruptionQueue string
-	Namespace                    string
+	// WorkQueue, InterruptionQueue and DisruptionQueue are the URLs of the
+	// queues the options of those names ask for.
+	WorkQueue, InterruptionQueue, DisruptionQueue string
+	Namespace                                     string
 	// Pool is the NodePool's name, Config the loaded NodePool and
 	// EC2NodeClass, ConfigDir the directory they were loaded from (what
 	// settings.Settings.ConfigDir names).
@@ -110,6 +110,7 @@ type envOptions struct {
 	yaml      string
 	work      bool
 	intr      bool
+	disr      bool
 	resources func(*Env) localcloud.StackResources
 	dynamo    []func(*dynamodb.Options)
 	setenv    func(*Env)
@@ -164,6 +165,10 @@ func WorkQueue() Option { return func(o *envOptions) { o.work = true } }
 // (Env.InterruptionQueue) with the CDK stack's EventBridge rules routing
 // EC2's and AWS Health's events to it.
 func InterruptionQueue() Option { return func(o *envOptions) { o.intr = true } }
+
+// DisruptionQueue gives the stack a disruption (wake-up) queue
+// (Env.DisruptionQueue).
+func DisruptionQueue() Option { return func(o *envOptions) { o.disr = true } }
 
 // Resources builds the stack's resources itself (e.g. queues with their
 // own attributes) once the table exists; the table is filled in.
@@ -260,6 +265,10 @@ func (e *Env) resources(o envOptions) localcloud.StackResources {
 		e.InterruptionQueue = CreateQueue(e.Ctx, e.T, admin, e.Table+"-intr", nil)
 		RouteInterruptionEvents(e.T, e.Cloud.AWS, e.Table, e.Table+"-intr")
 		r.InterruptionQueue = e.InterruptionQueue
+	}
+	if o.disr {
+		e.DisruptionQueue = CreateQueue(e.Ctx, e.T, admin, e.Table+"-disr", nil)
+		r.DisruptionQueue = e.DisruptionQueue
 	}
 	return r
 }

@@ -58,8 +58,10 @@ func claimOutput(cat *catalog.Catalog, n *kscheduler.NodeClaim, name string) (si
 	}
 	best := ranked[0]
 	co := simulation.ClaimOutput{
-		Name: name, NodePool: n.NodePoolName, NodeClass: n.Spec.NodeClassRef.Name,
-		InstanceType: best.it.Name, CapacityType: ct, Zone: best.offering.Zone(), PricePerHour: best.offering.Price,
+		ClaimSummary: scheduling.ClaimSummary{
+			Name: name, NodePool: n.NodePoolName, NodeClass: n.Spec.NodeClassRef.Name,
+			InstanceType: best.it.Name, CapacityType: ct, Zone: best.offering.Zone(), PricePerHour: best.offering.Price,
+		},
 		Labels:      claimLabels(cat, n, best),
 		Taints:      simulation.Taints(n.Spec.Taints),
 		Allocatable: simulation.Quantities(best.it.Allocatable()),

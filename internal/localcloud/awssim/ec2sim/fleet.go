@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -212,6 +213,9 @@ func (c *Cloud) candidate(lt *launchTemplate, spec *types.FleetLaunchTemplateSpe
 	}
 	if !archOK {
 		return nil, "InvalidParameterValue", fmt.Sprintf("The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI.", info.ProcessorInfo.SupportedArchitectures[0], cd.image.Architecture)
+	}
+	if wantsNestedVirtualization(&lt.data) && !slices.Contains(info.ProcessorInfo.SupportedFeatures, types.SupportedAdditionalProcessorFeatureNestedVirtualization) {
+		return nil, "Unsupported", fmt.Sprintf("Nested virtualization is not supported for instance type '%s'.", cd.itype)
 	}
 	return cd, "", ""
 }

@@ -125,8 +125,8 @@ func (c *Cloud) newInstance(in *ec2.CreateFleetInput, cd *candidate, life types.
 	return inst
 }
 
-// applyTemplateOptions applies the launch template's instance profile and
-// metadata options.
+// applyTemplateOptions applies the launch template's instance profile, CPU
+// and metadata options.
 func (c *Cloud) applyTemplateOptions(inst *instance, data *types.RequestLaunchTemplateData) {
 	if p := data.IamInstanceProfile; p != nil {
 		arn := aws.ToString(p.Arn)
@@ -134,6 +134,9 @@ func (c *Cloud) applyTemplateOptions(inst *instance, data *types.RequestLaunchTe
 			arn = fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", c.cfg.Account, aws.ToString(p.Name))
 		}
 		inst.IamInstanceProfile = &types.IamInstanceProfile{Arn: aws.String(arn), Id: aws.String("AIPA" + strings.ToUpper(c.newID("x")[2:]))}
+	}
+	if wantsNestedVirtualization(data) {
+		inst.CpuOptions = &types.CpuOptions{NestedVirtualization: types.NestedVirtualizationSpecificationEnabled}
 	}
 	if m := data.MetadataOptions; m != nil {
 		if m.HttpTokens != "" {
@@ -143,6 +146,12 @@ func (c *Cloud) applyTemplateOptions(inst *instance, data *types.RequestLaunchTe
 			inst.MetadataOptions.HttpPutResponseHopLimit = m.HttpPutResponseHopLimit
 		}
 	}
+}
+
+// wantsNestedVirtualization: the template's CPU options enable nested
+// virtualization, which EC2 accepts only on the types that support it.
+func wantsNestedVirtualization(data *types.RequestLaunchTemplateData) bool {
+	return data.CpuOptions != nil && data.CpuOptions.NestedVirtualization == types.NestedVirtualizationSpecificationEnabled
 }
 
 // privateDNSName follows EC2's naming: us-east-1 uses ec2.internal, other
