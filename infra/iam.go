@@ -230,7 +230,7 @@ func (p *controllerPolicy) readStatements() {
 	p.add(&awsiam.PolicyStatementProps{
 		Sid: jsii.String("RegionalRead"),
 		Actions: jsii.Strings(
-			"ec2:DescribeAvailabilityZones", "ec2:DescribeImages",
+			"ec2:DescribeAvailabilityZones", "ec2:DescribeCapacityReservations", "ec2:DescribeImages",
 			"ec2:DescribeInstances", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
 			"ec2:DescribeLaunchTemplates", "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory",
 			"ec2:DescribeSubnets",

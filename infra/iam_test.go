@@ -194,7 +194,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	}
 	for _, a := range []string{"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate", "ec2:CreateTags", "ec2:TerminateInstances",
 		"ec2:DeleteLaunchTemplate", "iam:PassRole", "ssm:GetParameter", "pricing:GetProducts", "eks:DescribeCluster",
-		"ec2:DescribeSpotPriceHistory", "sqs:ReceiveMessage", "sqs:SendMessage", "dynamodb:PutItem", "secretsmanager:GetSecretValue"} {
+		"ec2:DescribeSpotPriceHistory", "ec2:DescribeCapacityReservations", "sqs:ReceiveMessage", "sqs:SendMessage", "dynamodb:PutItem", "secretsmanager:GetSecretValue"} {
 		if !seen[a] {
 			t.Errorf("no policy grants %s", a)
 		}

@@ -69,9 +69,7 @@ func TestEveryV114FieldLoads(t *testing.T) {
 	// What nodewright does not act on yet is said, never silently dropped.
 	const nh = "accepted but not yet honoured by nodewright"
 	want := []string{
-		"v114.yaml:16: spec.capacityReservationSelectorTerms: " + nh + " (reservations are neither discovered nor launched into)",
 		"v114.yaml:22: spec.placementGroupSelector: " + nh + " (nodes are not launched into the placement group)",
-		"v114.yaml:65: spec.template.spec.requirements[0].values[0]: " + nh + " (capacity reservations are not used: nodes launch as spot or on-demand only)",
 	}
 	if len(cfg.Warnings) != len(want) {
 		t.Fatalf("warnings %v", cfg.Warnings)

@@ -29,6 +29,11 @@ const (
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"
 	CapacityTypeReserved = "reserved"
+
+	// Labels only nodes in a capacity reservation carry.
+	CapacityReservationIDLabelKey            = "karpenter.k8s.aws/capacity-reservation-id"
+	CapacityReservationTypeLabelKey          = "karpenter.k8s.aws/capacity-reservation-type"
+	CapacityReservationInterruptibleLabelKey = "karpenter.k8s.aws/capacity-reservation-interruptible"
 )
 
 // NodeClaim condition types (status.conditions[].type).

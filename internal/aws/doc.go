@@ -45,6 +45,24 @@
 //     claim (new name, new tokens); should the doubted instance appear after
 //     all, it has no live claim and the lifecycle's GC terminates it.
 //
+// # Capacity reservations
+//
+// CapacityReservations resolves an EC2NodeClass's
+// capacityReservationSelectorTerms to its active reservations, read anew
+// every pass (their room changes with every launch); WithReservations
+// hands them to the catalog, which offers each as a reserved offering of
+// its type and zone (catalog.ForNodeClass). A claim that allows reserved
+// capacity launches into a reservation first, as Karpenter's does: one
+// launch template per reservation targets it, the fleet names only those
+// templates (on-demand, or capacity-block for capacity blocks) and, of
+// several reservations of one type and zone, the one with the most room.
+// A full reservation (ReservationCapacityExceeded) marks (type, zone,
+// reserved) in the ICE set; the claim then falls back to spot or on-demand
+// when its requirements allow. The class's other launches set the
+// reservation preference "none", so EC2 never puts them into an open
+// reservation the plan did not choose. DescribeInstances reports an
+// instance in a reservation as capacity type reserved (Instance.Reservation).
+//
 // # Tags
 //
 // Instances, volumes, network interfaces and fleets carry

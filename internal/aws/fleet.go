@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -16,12 +17,23 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 )
 
+// fleetTemplates is what an attempt's launch templates hold that its
+// answer is read with: each template's image and, for a reserved launch,
+// the reservation each template targets.
+type fleetTemplates struct {
+	images   map[string]string           // template name -> image id
+	reserved map[string]catalog.Offering // template name -> its reserved offering
+}
+
 // fleetInput is the CreateFleet request of one attempt: a launch template
-// config per (AMI, max pods) with the options' offerings as prioritized
-// overrides, tagged, with the capacity type's allocation strategy.
+// config per (AMI, max pods, reservation) with the options' offerings as
+// prioritized overrides, tagged, with the capacity type's allocation
+// strategy. A reserved launch names only reservations, each through a
+// template that targets it, and falls back nowhere: the next attempt (or
+// claim) does, as in Karpenter.
 func (p *Provider) fleetInput(ctx context.Context, l *launch, zonal map[string]Subnet, capacityType string, opts []option, attempt int,
-) (*ec2.CreateFleetInput, map[string]string, error) {
-	configs, images, err := p.templateConfigs(ctx, l, zonal, capacityType, opts)
+) (*ec2.CreateFleetInput, *fleetTemplates, error) {
+	configs, fts, err := p.templateConfigs(ctx, l, zonal, capacityType, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -32,7 +44,7 @@ func (p *Provider) fleetInput(ctx context.Context, l *launch, zonal map[string]S
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity:       sdkaws.Int32(1),
-			DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+			DefaultTargetCapacityType: targetCapacityType(capacityType, opts),
 		},
 		// The fleet is tagged too: IAM policies scope CreateFleet by request tags
 		// on every resource it creates (the CDK app's do).
@@ -53,17 +65,30 @@ func (p *Provider) fleetInput(ctx context.Context, l *launch, zonal map[string]S
 	} else {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
-	return in, images, nil
+	return in, fts, nil
 }
 
-// templateConfigs ensures one launch template per (AMI, max pods) and
-// returns the fleet's launch template configs, in the order the options
-// first need them, and the image of each template. The kubelet's max pods
+// targetCapacityType is the fleet's target capacity type: reserved
+// capacity launches as on-demand into its reservations, or as
+// capacity-block into capacity blocks.
+func targetCapacityType(capacityType string, opts []option) ec2types.DefaultTargetCapacityType {
+	if capacityType != catalog.CapacityTypeReserved {
+		return ec2types.DefaultTargetCapacityType(capacityType)
+	}
+	if len(opts) > 0 && reservationKind(opts[0].offerings[0]) == catalog.ReservationTypeCapacityBlock {
+		return ec2types.DefaultTargetCapacityTypeCapacityBlock
+	}
+	return ec2types.DefaultTargetCapacityTypeOnDemand
+}
+
+// templateConfigs ensures one launch template per (AMI, max pods,
+// reservation) and returns the fleet's launch template configs, in the
+// order the options first need them, and what each template holds. The kubelet's max pods
 // must be what the scheduler assumed for the type, and it differs between
 // types (ENI-limited density), as in Karpenter. Overrides keep the price
 // rank as priority across templates.
 func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[string]Subnet, capacityType string, opts []option,
-) ([]ec2types.FleetLaunchTemplateConfigRequest, map[string]string, error) {
+) ([]ec2types.FleetLaunchTemplateConfigRequest, *fleetTemplates, error) {
 	udOpts, err := userDataOptions(l.nc, l.cluster, NodeLabels(l.claim, capacityType), RegisterTaints(l.claim))
 	if err != nil {
 		return nil, nil, err
@@ -79,22 +104,25 @@ func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[str
 	}
 	groups := map[string]*group{}
 	var order []string
-	images := map[string]string{} // template name -> image id
+	fts := &fleetTemplates{images: map[string]string{}, reserved: map[string]catalog.Offering{}}
 	for rank, o := range opts {
 		maxPods := int32(min(o.it.MaxPods(allocOpts), math.MaxInt32))
-		key := fmt.Sprintf("%s/%d", o.ami.ID, maxPods)
-		g, ok := groups[key]
-		if !ok {
-			lt, err := p.groupTemplate(ctx, l, udOpts, bdm, o.ami.ID, maxPods)
-			if err != nil {
-				return nil, nil, err
-			}
-			g = &group{template: lt}
-			groups[key] = g
-			order = append(order, key)
-			images[lt] = o.ami.ID
-		}
 		for _, off := range o.offerings {
+			key := fmt.Sprintf("%s/%d/%s", o.ami.ID, maxPods, off.ReservationID)
+			g, ok := groups[key]
+			if !ok {
+				lt, err := p.groupTemplate(ctx, l, udOpts, bdm, templateGroup{image: o.ami.ID, maxPods: maxPods, reserved: off})
+				if err != nil {
+					return nil, nil, err
+				}
+				g = &group{template: lt}
+				groups[key] = g
+				order = append(order, key)
+				fts.images[lt] = o.ami.ID
+				if off.ReservationID != "" {
+					fts.reserved[lt] = off
+				}
+			}
 			g.overrides = append(g.overrides, ec2types.FleetLaunchTemplateOverridesRequest{
 				InstanceType:     ec2types.InstanceType(o.it.Name),
 				SubnetId:         sdkaws.String(zonal[off.Zone].ID),
@@ -113,15 +141,29 @@ func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[str
 			Overrides: g.overrides,
 		})
 	}
-	return configs, images, nil
+	return configs, fts, nil
+}
+
+// templateGroup is what distinguishes the templates of one launch: the
+// image, the kubelet's max pods and the reservation (zero for none).
+type templateGroup struct {
+	image    string
+	maxPods  int32
+	reserved catalog.Offering
 }
 
 // groupTemplate ensures the launch template of one (AMI, max pods) group
 // and returns its name.
 func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Options, bdm []ec2types.LaunchTemplateBlockDeviceMappingRequest,
-	imageID string, maxPods int32) (string, error) {
+	tg templateGroup) (string, error) {
+	maxPods := tg.maxPods
 	if ud.Family != userdata.Custom {
 		ud.Kubelet.MaxPods = &maxPods
+	}
+	if id := tg.reserved.ReservationID; id != "" {
+		// The node registers with its reservation's labels (Karpenter's).
+		ud.Labels = maps.Clone(ud.Labels)
+		maps.Copy(ud.Labels, catalog.ReservationLabels(tg.reserved))
 	}
 	text, err := userdata.Generate(ud)
 	if err != nil {
@@ -130,7 +172,7 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 	nc := l.nc
 	spec := templateSpec{
 		Cluster: p.opts.ClusterName, Owner: p.opts.Owner, NodeClass: nc.Name, NodeClassHash: nc.Hash(),
-		ImageID: imageID, UserData: base64UserData(text), SecurityGroupIDs: securityGroupIDs(l.groups),
+		ImageID: tg.image, UserData: base64UserData(text), SecurityGroupIDs: securityGroupIDs(l.groups),
 		InstanceProfile: l.profile, BlockDeviceMappings: bdm, MetadataOptions: metadataOptions(nc),
 		DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
 		IPPrefixCount: nc.Spec.IPPrefixCount, NetworkInterfaces: nc.Spec.NetworkInterfaces, ConnectionTracking: nc.Spec.ConnectionTracking,
@@ -138,17 +180,25 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 	if c := nc.Spec.CPUOptions; c != nil {
 		spec.NestedVirtualization = sdkaws.ToString(c.NestedVirtualization)
 	}
+	spec.CapacityReservation = tg.reserved.ReservationID
+	if spec.CapacityReservation == "" && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		// A class that selects reservations launches into them only when it
+		// means to: its other launches must not join an open reservation
+		// EC2 would pick, or the node would drift from what was planned.
+		spec.CapacityReservationPreference = string(ec2types.CapacityReservationPreferenceNone)
+	}
 	return p.ensureLaunchTemplate(ctx, spec)
 }
 
 // launched extracts the instance of a successful fleet.
-func (p *Provider) launched(out *ec2.CreateFleetOutput, zonal map[string]Subnet, capacityType string, images map[string]string) (Instance, bool) {
+func (p *Provider) launched(out *ec2.CreateFleetOutput, zonal map[string]Subnet, capacityType string, fts *fleetTemplates) (Instance, bool) {
+	images := fts.images
 	for _, fi := range out.Instances {
 		if len(fi.InstanceIds) == 0 {
 			continue
 		}
 		inst := Instance{ID: fi.InstanceIds[0], Type: string(fi.InstanceType), CapacityType: capacityType, State: "pending"}
-		if fi.Lifecycle != "" {
+		if fi.Lifecycle != "" && capacityType != catalog.CapacityTypeReserved {
 			inst.CapacityType = lifecycleCapacityType(string(fi.Lifecycle))
 		}
 		if lo := fi.LaunchTemplateAndOverrides; lo != nil {
@@ -168,6 +218,9 @@ func (p *Provider) launched(out *ec2.CreateFleetOutput, zonal map[string]Subnet,
 			inst.Zone = zoneOfSubnet(zonal, inst.SubnetID)
 		}
 		inst.ZoneID = zonal[inst.Zone].ZoneID
+		if r, ok := fts.reserved[inst.LaunchTemplate]; ok {
+			inst.Reservation = &r
+		}
 		if inst.ImageID == "" {
 			inst.ImageID = images[inst.LaunchTemplate]
 		}
@@ -260,7 +313,7 @@ func (p *Provider) recordFleetErrors(ctx context.Context, claim string, errs []e
 			zone = zoneOfSubnet(zonal, sdkaws.ToString(lo.Overrides.SubnetId))
 		}
 		ct := capacityType
-		if e.Lifecycle != "" {
+		if e.Lifecycle != "" && ct != catalog.CapacityTypeReserved {
 			ct = lifecycleCapacityType(string(e.Lifecycle))
 		}
 		key := OfferingKey{InstanceType: string(lo.Overrides.InstanceType), Zone: zone, CapacityType: ct}

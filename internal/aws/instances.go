@@ -11,6 +11,8 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/internal/catalog"
 )
 
 // Instance is an EC2 instance launched for (or found belonging to) this cluster.
@@ -34,6 +36,11 @@ type Instance struct {
 	// (set by Launch; GC of templates keeps the ones live claims name).
 	LaunchTemplate string
 	Tags           map[string]string
+	// Reservation is the reserved offering (capacity reservation) the
+	// instance runs in; nil when it runs in none (CapacityType is then
+	// spot or on-demand). DescribeInstances knows only the id and whether
+	// it is a capacity block.
+	Reservation *catalog.Offering
 }
 
 // ProviderID is the Kubernetes node providerID of the instance: aws:///<zone>/<id>.
@@ -70,8 +77,17 @@ func instanceFromEC2(in ec2types.Instance) Instance {
 		Owner:        tags[TagOwner],
 		Tags:         tags,
 	}
-	if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+	switch {
+	case in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:
 		out.CapacityType = "spot"
+	case sdkaws.ToString(in.CapacityReservationId) != "":
+		// As Karpenter: an instance in a reservation is reserved capacity.
+		out.CapacityType = catalog.CapacityTypeReserved
+		out.Reservation = &catalog.Offering{CapacityType: catalog.CapacityTypeReserved, ReservationID: *in.CapacityReservationId,
+			ReservationType: catalog.ReservationTypeDefault}
+		if in.InstanceLifecycle == ec2types.InstanceLifecycleTypeCapacityBlock {
+			out.Reservation.ReservationType = catalog.ReservationTypeCapacityBlock
+		}
 	}
 	if in.Placement != nil {
 		out.Zone = sdkaws.ToString(in.Placement.AvailabilityZone)

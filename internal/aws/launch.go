@@ -134,7 +134,7 @@ func (p *Provider) launchAttempt(ctx context.Context, l *launch, attempt int) (i
 	if err := checkMinValues(l.claim.Spec.Requirements, opts); err != nil {
 		return Instance{}, true, &LaunchError{NodeClaim: name, Errors: l.lastErrs, Err: err}
 	}
-	in, images, err := p.fleetInput(ctx, l, zonal, capacityType, opts, attempt)
+	in, fts, err := p.fleetInput(ctx, l, zonal, capacityType, opts, attempt)
 	if err != nil {
 		return Instance{}, true, fmt.Errorf("launch nodeclaim %s: %w", name, err)
 	}
@@ -142,7 +142,7 @@ func (p *Provider) launchAttempt(ctx context.Context, l *launch, attempt int) (i
 	if err != nil {
 		return p.fleetCallFailed(ctx, name, err)
 	}
-	return p.fleetAnswered(ctx, l, out, zonal, capacityType, images)
+	return p.fleetAnswered(ctx, l, out, zonal, capacityType, fts)
 }
 
 // fleetCallFailed handles a CreateFleet call the API refused as a whole.
@@ -172,9 +172,9 @@ func (p *Provider) fleetCallFailed(ctx context.Context, name string, err error) 
 // fleetAnswered takes a CreateFleet answer: its instance, or its errors
 // recorded so the next attempt avoids what failed.
 func (p *Provider) fleetAnswered(ctx context.Context, l *launch, out *ec2.CreateFleetOutput, zonal map[string]Subnet,
-	capacityType string, images map[string]string) (inst Instance, done bool, err error) {
+	capacityType string, fts *fleetTemplates) (inst Instance, done bool, err error) {
 	name := l.claim.Name
-	if inst, ok := p.launched(out, zonal, capacityType, images); ok {
+	if inst, ok := p.launched(out, zonal, capacityType, fts); ok {
 		// Pools the fleet tried before succeeding are short of capacity too;
 		// record them so the next claim does not start there.
 		_, _ = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType)

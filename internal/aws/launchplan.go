@@ -11,10 +11,40 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 )
 
-// plan picks the capacity type (spot when the claim allows it and a spot
-// offering is available, else on-demand, as Karpenter does) and the options
-// for it, cheapest first, at most MaxInstanceTypes.
+// plan picks the capacity type (reserved when the claim allows it and a
+// reservation has room, else spot when allowed and available, else
+// on-demand, as Karpenter does) and the options for it, cheapest first, at
+// most MaxInstanceTypes.
 func (p *Provider) plan(claim *apis.NodeClaim, types []*catalog.InstanceType, zonal map[string]Subnet, amis []AMI) (string, []option) {
+	byCT := p.optionsByCapacityType(claim, types, zonal, amis)
+	ct := catalog.CapacityTypeOnDemand
+	switch {
+	case len(byCT[catalog.CapacityTypeReserved]) > 0:
+		ct = catalog.CapacityTypeReserved
+	case len(byCT[catalog.CapacityTypeSpot]) > 0:
+		ct = catalog.CapacityTypeSpot
+	}
+	opts := byCT[ct]
+	if od := byCT[catalog.CapacityTypeOnDemand]; ct == catalog.CapacityTypeSpot && len(od) > 0 {
+		// As Karpenter does: when on-demand is allowed too, spot types dearer
+		// than the cheapest on-demand option are not worth their interruptions.
+		limit := od[0].offerings[0].Price
+		cheaper := slices.DeleteFunc(slices.Clone(opts), func(o option) bool { return o.offerings[0].Price > limit })
+		if len(cheaper) > 0 {
+			opts = cheaper
+		}
+	}
+	if len(opts) > p.opts.MaxInstanceTypes {
+		opts = opts[:p.opts.MaxInstanceTypes]
+	}
+	return ct, opts
+}
+
+// optionsByCapacityType groups the launchable offerings of the claim's
+// types by capacity type, each group cheapest first. Of several
+// reservations of one type in one zone only the one with the most room is
+// kept: a fleet cannot name two for the same type and zone.
+func (p *Provider) optionsByCapacityType(claim *apis.NodeClaim, types []*catalog.InstanceType, zonal map[string]Subnet, amis []AMI) map[string][]option {
 	reqs := claim.Spec.Requirements
 	byCT := map[string][]option{}
 	for _, it := range types {
@@ -38,6 +68,9 @@ func (p *Provider) plan(claim *apis.NodeClaim, types []*catalog.InstanceType, zo
 			}
 			per[o.CapacityType] = append(per[o.CapacityType], o)
 		}
+		if r := per[catalog.CapacityTypeReserved]; len(r) > 0 {
+			per[catalog.CapacityTypeReserved] = roomiestPerZone(r)
+		}
 		for ct, offs := range per {
 			sort.Slice(offs, func(i, j int) bool {
 				if offs[i].Price != offs[j].Price {
@@ -51,24 +84,53 @@ func (p *Provider) plan(claim *apis.NodeClaim, types []*catalog.InstanceType, zo
 	for _, o := range byCT {
 		sortOptions(o)
 	}
-	ct := catalog.CapacityTypeOnDemand
-	if len(byCT[catalog.CapacityTypeSpot]) > 0 {
-		ct = catalog.CapacityTypeSpot
+	if r := byCT[catalog.CapacityTypeReserved]; len(r) > 0 {
+		byCT[catalog.CapacityTypeReserved] = oneReservationType(r)
 	}
-	opts := byCT[ct]
-	if od := byCT[catalog.CapacityTypeOnDemand]; ct == catalog.CapacityTypeSpot && len(od) > 0 {
-		// As Karpenter does: when on-demand is allowed too, spot types dearer
-		// than the cheapest on-demand option are not worth their interruptions.
-		limit := od[0].offerings[0].Price
-		cheaper := slices.DeleteFunc(slices.Clone(opts), func(o option) bool { return o.offerings[0].Price > limit })
-		if len(cheaper) > 0 {
-			opts = cheaper
+	return byCT
+}
+
+// roomiestPerZone keeps, per zone, the reserved offering whose reservation
+// takes the most instances (ties by id).
+func roomiestPerZone(offs []catalog.Offering) []catalog.Offering {
+	best := map[string]catalog.Offering{}
+	for _, o := range offs {
+		cur, ok := best[o.Zone]
+		if !ok || o.ReservationCapacity > cur.ReservationCapacity ||
+			(o.ReservationCapacity == cur.ReservationCapacity && o.ReservationID < cur.ReservationID) {
+			best[o.Zone] = o
 		}
 	}
-	if len(opts) > p.opts.MaxInstanceTypes {
-		opts = opts[:p.opts.MaxInstanceTypes]
+	return valuesByKey(best)
+}
+
+// oneReservationType keeps the options of one reservation type, since a
+// fleet launches either default reservations (as on-demand) or capacity
+// blocks: default ODCRs when there are any.
+func oneReservationType(opts []option) []option {
+	kind := catalog.ReservationTypeCapacityBlock
+	for _, o := range opts {
+		for _, off := range o.offerings {
+			if off.ReservationType != catalog.ReservationTypeCapacityBlock {
+				kind = catalog.ReservationTypeDefault
+			}
+		}
 	}
-	return ct, opts
+	var out []option
+	for _, o := range opts {
+		o.offerings = slices.DeleteFunc(slices.Clone(o.offerings), func(off catalog.Offering) bool { return reservationKind(off) != kind })
+		if len(o.offerings) > 0 {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+func reservationKind(o catalog.Offering) string {
+	if o.ReservationType == catalog.ReservationTypeCapacityBlock {
+		return o.ReservationType
+	}
+	return catalog.ReservationTypeDefault
 }
 
 func sortOptions(opts []option) {

@@ -41,6 +41,9 @@ type templateSpec struct {
 	DetailedMonitoring  bool                                               `json:"detailedMonitoring"`
 	AssociatePublicIP   *bool                                              `json:"associatePublicIP,omitempty"`
 	CapacityReservation string                                             `json:"capacityReservation,omitempty"`
+	// CapacityReservationPreference "none" keeps a launch out of open
+	// reservations (omitted when unset, so older templates keep their names).
+	CapacityReservationPreference string `json:"capacityReservationPreference,omitempty"`
 	// The interface layout; all omitted when unset so that templates made
 	// before these fields existed keep their names.
 	IPPrefixCount      *int32                   `json:"ipPrefixCount,omitempty"`
@@ -282,6 +285,10 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 	if spec.CapacityReservation != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: sdkaws.String(spec.CapacityReservation)},
+		}
+	} else if spec.CapacityReservationPreference != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreference(spec.CapacityReservationPreference),
 		}
 	}
 	out, err := p.clients.EC2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{

@@ -3,6 +3,11 @@
 // it will report as allocatable (computed the way Karpenter computes them) and
 // the offerings (zone x capacity type) with their prices.
 //
+// Capacity reservations an EC2NodeClass selects are carried beside the
+// region's types (WithReservations) and become reserved offerings, priced
+// near zero with the reservation's room as their count, in the catalog that
+// class sees (ForNodeClass).
+//
 // A Catalog is immutable once built: the solver caches per-pod-shape filtering
 // keyed by *InstanceType, so nothing may mutate a type after Build returns.
 // Filtering returns a new Catalog sharing the same *InstanceType values.
@@ -10,7 +15,9 @@ package catalog
 
 import (
 	"fmt"
+	"maps"
 	"sort"
+	"time"
 )
 
 // Capacity types, as used in the karpenter.sh/capacity-type label.
@@ -45,10 +52,18 @@ type GPU struct {
 type Offering struct {
 	Zone         string  `json:"zone"`
 	ZoneID       string  `json:"zoneID"`
-	CapacityType string  `json:"capacityType"` // on-demand | spot
+	CapacityType string  `json:"capacityType"` // on-demand | spot | reserved
 	Price        float64 `json:"price"`        // $/hour
 	Available    bool    `json:"available"`
 	PriceSource  string  `json:"priceSource"`
+	// The reservation of a reserved offering (see ForNodeClass):
+	// ReservationCapacity is how many more instances it takes.
+	ReservationID       string `json:"reservationID,omitempty"`
+	ReservationType     string `json:"reservationType,omitempty"`
+	ReservationCapacity int    `json:"reservationCapacity,omitempty"`
+	Interruptible       bool   `json:"interruptible,omitempty"`
+	// ReservationEnd is when the reservation ends (nil: no end date).
+	ReservationEnd *time.Time `json:"reservationEnd,omitempty"`
 }
 
 // InstanceType is one EC2 instance type with its offerings in one region.
@@ -166,6 +181,9 @@ func (it *InstanceType) NodeLabels(o Offering) map[string]string {
 		out[LabelTopologyZoneID] = o.ZoneID
 	}
 	out[LabelCapacityType] = o.CapacityType
+	if o.CapacityType == CapacityTypeReserved {
+		maps.Copy(out, ReservationLabels(o))
+	}
 	return out
 }
 
@@ -176,6 +194,9 @@ type Catalog struct {
 	Types  []*InstanceType `json:"types"` // sorted by name
 
 	byName map[string]*InstanceType
+	// reservations are the capacity reservations per EC2NodeClass name
+	// (WithReservations).
+	reservations map[string][]Reservation
 }
 
 // New builds a catalog, sorting types by name and indexing them.
@@ -257,7 +278,7 @@ func (c *Catalog) Zone(name string) (Zone, bool) {
 // Filter returns a catalog holding the types keep accepts. The types are
 // shared, not copied.
 func (c *Catalog) Filter(keep func(*InstanceType) bool) *Catalog {
-	out := &Catalog{Region: c.Region, Zones: c.Zones, byName: map[string]*InstanceType{}}
+	out := &Catalog{Region: c.Region, Zones: c.Zones, byName: map[string]*InstanceType{}, reservations: c.reservations}
 	for _, it := range c.Types {
 		if keep(it) {
 			out.Types = append(out.Types, it)
@@ -281,7 +302,8 @@ func (c *Catalog) Names() []string {
 // such offering are shared; affected types are copied, so the receiver is
 // unchanged.
 func (c *Catalog) WithUnavailable(unavailable func(instanceType, zone, capacityType string) bool) *Catalog {
-	out := &Catalog{Region: c.Region, Zones: c.Zones, Types: make([]*InstanceType, len(c.Types)), byName: make(map[string]*InstanceType, len(c.Types))}
+	out := &Catalog{Region: c.Region, Zones: c.Zones, Types: make([]*InstanceType, len(c.Types)), byName: make(map[string]*InstanceType, len(c.Types)),
+		reservations: c.reservations}
 	for i, it := range c.Types {
 		cp := it
 		for j, o := range it.Offerings {

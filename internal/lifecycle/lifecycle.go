@@ -4,7 +4,10 @@
 // WhenEmpty pools (static pools' never) for deletion, runs the termination workflow
 // (internal/termination) on claims marked for deletion, and garbage
 // collects both ways (instances without claims, claims without instances,
-// Nodes of terminated instances).
+// Nodes of terminated instances). A reserved claim whose instance has left
+// its capacity reservation (it expired or was cancelled) is relabelled
+// on-demand, claim and Node, and a claim whose capacity block ends within
+// 40 minutes is drained as interrupted, as Karpenter does.
 //
 // It is driven by two events: the one-minute schedule, which reconciles
 // every claim (Controller.ReconcileAll), and lifecycle work messages on the
@@ -229,6 +232,8 @@ const (
 	ActionNone         = ""
 	ActionNotFound     = "not-found"
 	ActionBudgetBlocks = "budget-blocked"
+	// ActionCapacityBlockEnding: the claim's capacity block ends soon.
+	ActionCapacityBlockEnding = "capacity-block-ending"
 )
 
 // Reconcile looks at one claim (a work message's subject).
@@ -272,18 +277,20 @@ type claimPhase func(c *Controller, ctx context.Context, s *claimState) (done bo
 // claimPhases are the state machine in order. The first that applies to
 // the claim decides what this reconcile does.
 var claimPhases = []claimPhase{
-	(*Controller).collectVanished, // vanished.go: the instance is gone
-	(*Controller).terminateMarked, // terminate.go: marked for deletion
-	(*Controller).launchLiveness,  // liveness.go: not launched (yet)
-	(*Controller).expiry,          // expiry.go: past expireAfter
-	(*Controller).observeNode,     // registration.go
-	(*Controller).nodeDeleting,    // liveness.go: someone deletes the Node
-	(*Controller).keepFinalizer,   // registration.go: Nodes registered without it
-	(*Controller).registration,    // registration.go (and its TTL in liveness.go)
-	(*Controller).nodeLiveness,    // liveness.go: the Node was deleted
-	(*Controller).repair,          // repair.go: unhealthy too long
-	(*Controller).initialization,  // initialization.go
-	(*Controller).emptiness,       // emptynodes.go: always settles
+	(*Controller).collectVanished,     // vanished.go: the instance is gone
+	(*Controller).terminateMarked,     // terminate.go: marked for deletion
+	(*Controller).launchLiveness,      // liveness.go: not launched (yet)
+	(*Controller).expiry,              // expiry.go: past expireAfter
+	(*Controller).capacityBlockEnding, // reservation.go: its capacity block ends soon
+	(*Controller).observeNode,         // registration.go
+	(*Controller).nodeDeleting,        // liveness.go: someone deletes the Node
+	(*Controller).keepFinalizer,       // registration.go: Nodes registered without it
+	(*Controller).registration,        // registration.go (and its TTL in liveness.go)
+	(*Controller).nodeLiveness,        // liveness.go: the Node was deleted
+	(*Controller).reservationEnded,    // reservation.go: out of its capacity reservation
+	(*Controller).repair,              // repair.go: unhealthy too long
+	(*Controller).initialization,      // initialization.go
+	(*Controller).emptiness,           // emptynodes.go: always settles
 }
 
 // reconcile runs one claim through claimPhases.

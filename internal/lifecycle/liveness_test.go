@@ -147,3 +147,40 @@ func TestExpiration(t *testing.T) {
 		t.Fatalf("tombstone %+v %v", ts, err)
 	}
 }
+
+// A claim in a capacity block is drained and terminated 40 minutes before
+// the block ends (EC2 starts reclaiming 30 minutes before; Karpenter drains
+// 10 minutes ahead of that), as an interruption.
+func TestCapacityBlockIsDrainedBeforeItEnds(t *testing.T) {
+	e := newEnv(t)
+	c := e.newController(e.deps())
+	cl := e.launchClaim("block")
+	end := e.clock.Now().Add(50 * time.Minute).UTC().Format(time.RFC3339)
+	if _, err := e.st.MutateNodeClaim(e.ctx, cl.Name, func(x *apis.NodeClaim) error {
+		x.Labels[apis.CapacityTypeLabelKey] = apis.CapacityTypeReserved
+		x.Labels[apis.CapacityReservationIDLabelKey] = "cr-0123456789abcdef0"
+		x.Labels[apis.CapacityReservationTypeLabelKey] = "capacity-block"
+		x.Annotations[nwaws.AnnotationCapacityBlockEnd] = end
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := c.Reconcile(e.ctx, cl.Name); err != nil || out.Action == lifecycle.ActionCapacityBlockEnding {
+		t.Fatalf("50 min before the end: %+v %v", out, err)
+	}
+	e.clock.Advance(11 * time.Minute)
+	out, err := c.Reconcile(e.ctx, cl.Name)
+	if err != nil || out.Action != lifecycle.ActionCapacityBlockEnding {
+		t.Fatalf("39 min before the end: %+v %v", out, err)
+	}
+	// No Node to drain here, so the termination finishes at once.
+	reason := ""
+	if cur, err := e.st.GetNodeClaim(e.ctx, cl.Name); err == nil && cur.Deleting() {
+		reason = cur.DeletionReason()
+	} else if ts, err := e.st.GetTombstone(e.ctx, cl.Name); err == nil {
+		reason = ts.Claim.DeletionReason()
+	}
+	if reason != apis.DeletionReasonInterrupted {
+		t.Fatalf("claim deleted with reason %q, want %s", reason, apis.DeletionReasonInterrupted)
+	}
+}

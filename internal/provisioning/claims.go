@@ -125,9 +125,13 @@ func newClaim(name string, p *scheduling.NodeClaimPlan, np *apis.NodePool, nc *a
 	return cl
 }
 
-// launchTypes resolves a claim's options in the catalog. Options the catalog
-// no longer lists are skipped; none left means the claim cannot launch.
+// launchTypes resolves a claim's options in the catalog, with the reserved
+// offerings of its EC2NodeClass. Options the catalog no longer lists are
+// skipped; none left means the claim cannot launch.
 func launchTypes(cat *catalog.Catalog, cl *apis.NodeClaim) []*catalog.InstanceType {
+	if cl.Spec.NodeClassRef != nil {
+		cat = cat.ForNodeClass(cl.Spec.NodeClassRef.Name)
+	}
 	names := catalog.ClaimTypeOptions(cl)
 	out := make([]*catalog.InstanceType, 0, len(names))
 	for _, n := range names {
@@ -153,6 +157,7 @@ func recordLaunch(cl *apis.NodeClaim, inst launched, now metav1.Time) {
 		cl.Labels[catalog.LabelTopologyZone] = inst.Zone
 	}
 	cl.Labels[apis.CapacityTypeLabelKey] = inst.CapacityType
+	inst.RecordReservation(cl)
 	if inst.LaunchTemplate != "" {
 		if cl.Annotations == nil {
 			cl.Annotations = map[string]string{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -28,6 +29,20 @@ func ProviderCatalog(p *nwaws.Provider, prices nwaws.PriceStore, region string, 
 			return nil, fmt.Errorf("%w; embedded catalog: %w", err, berr)
 		}
 		return builtin, nil
+	}
+}
+
+// WithReservations wraps a Deps.Catalog so the catalog it returns knows
+// the capacity reservations each of cfg's EC2NodeClasses selects (read
+// from EC2 on every call: their room changes with every launch). A class
+// whose reservations cannot be read plans without them.
+func WithReservations(next func(context.Context) (*catalog.Catalog, error), p *nwaws.Provider, cfg *apis.Config) func(context.Context) (*catalog.Catalog, error) {
+	return func(ctx context.Context) (*catalog.Catalog, error) {
+		cat, err := next(ctx)
+		if err != nil || cfg == nil {
+			return cat, err
+		}
+		return p.WithReservations(ctx, cat, cfg.NodeClasses), nil
 	}
 }
 

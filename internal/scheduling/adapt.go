@@ -52,6 +52,9 @@ func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts 
 	if opts != nil {
 		o = *opts
 	}
+	if nc != nil {
+		cat = cat.ForNodeClass(nc.Name) // the class's reserved offerings
+	}
 	out := make([]*InstanceType, 0, len(cat.Types))
 	for _, it := range cat.Types {
 		if !it.SupportsNodeClass(nc) {
@@ -63,7 +66,8 @@ func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts 
 		}
 		t := &InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity(o), Allocatable: alloc}
 		for _, off := range it.Offerings {
-			t.Offerings = append(t.Offerings, Offering{Zone: off.Zone, ZoneID: off.ZoneID, CapacityType: off.CapacityType, Price: off.Price, Available: off.Available})
+			t.Offerings = append(t.Offerings, Offering{Zone: off.Zone, ZoneID: off.ZoneID, CapacityType: off.CapacityType, Price: off.Price,
+				Available: off.Available, ReservationID: off.ReservationID, ReservationCapacity: off.ReservationCapacity})
 		}
 		out = append(out, t)
 	}

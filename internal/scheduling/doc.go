@@ -85,5 +85,7 @@
 // Resolution (plan.go). Each claim launches, as CreateFleet would, in the
 // preferred capacity type it allows and some option offers (reserved, spot,
 // on-demand), at the cheapest available offering; its options are the
-// fitting types with that capacity type, cheapest first, at most 60.
+// fitting types with that capacity type, cheapest first, at most 60. A
+// reserved offering takes at most its ReservationCapacity claims of the
+// plan; later claims resolve to the next capacity type their pool allows.
 package scheduling

@@ -22,8 +22,11 @@ type rankedOption struct {
 // by preference (reserved, then spot, then on-demand, among those the
 // claim allows and some option offers), then the cheapest offering of
 // that capacity type; the options are the fitting types that have such an
-// offering, cheapest first. buf is reused across claims.
-func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
+// offering, cheapest first. buf is reused across claims. used counts the
+// claims already resolved into each capacity reservation; a reservation
+// that has taken its ReservationCapacity is not offered again (nil: no
+// counting).
+func resolve(c *claimState, buf []rankedOption, used map[string]int) (string, []rankedOption) {
 	f := launchFilterOf(c.reqs)
 	for _, ct := range []string{CapacityTypeReserved, CapacityTypeSpot, CapacityTypeOnDemand} {
 		if f.ct != nil && !f.ct.Has(ct) {
@@ -35,7 +38,7 @@ func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
 			best := -1
 			for j := range t.offerings {
 				o := &t.offerings[j]
-				if o.CapacityType != ct || !f.allows(o) {
+				if o.CapacityType != ct || !f.allows(o) || full(o, used) {
 					continue
 				}
 				if best < 0 || o.Price < t.offerings[best].Price || (o.Price == t.offerings[best].Price && o.Zone < t.offerings[best].Zone) {
@@ -59,6 +62,11 @@ func resolve(c *claimState, buf []rankedOption) (string, []rankedOption) {
 		return ct, ranked
 	}
 	return "", buf[:0]
+}
+
+// full reports whether o's reservation has taken all the claims it can.
+func full(o *Offering, used map[string]int) bool {
+	return used != nil && o.ReservationCapacity > 0 && used[o.ReservationID] >= o.ReservationCapacity
 }
 
 // spotExpectedPools is how many of a spot claim's cheapest options its
@@ -101,6 +109,7 @@ func ExpectedLaunchPrice(ct string, prices []float64) float64 {
 
 func (st *state) plan() *Plan {
 	out := &Plan{ExistingNodes: []*NodePlacement{}, NodeClaims: []*NodeClaimPlan{}, Unschedulable: []*Unschedulable{}}
+	st.reservedUsed = map[string]int{}
 	for _, nd := range st.nodes {
 		if len(nd.placed) == 0 {
 			continue
@@ -136,7 +145,7 @@ func (st *state) plan() *Plan {
 func (st *state) finalize(nd *node) *NodeClaimPlan {
 	c := nd.claim
 	p := c.pool
-	ct, ranked := resolve(c, st.rankBuf)
+	ct, ranked := resolve(c, st.rankBuf, st.reservedUsed)
 	st.rankBuf = ranked[:0]
 	if len(ranked) == 0 {
 		// commitClaim only keeps options with a launchable offering, so this
@@ -151,6 +160,9 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 	keep := capOptions(c, ranked)
 	t := p.types[keep[0].idx]
 	bestOffering := t.offerings[keep[0].offering]
+	if ct == CapacityTypeReserved && bestOffering.ReservationID != "" {
+		st.reservedUsed[bestOffering.ReservationID]++
+	}
 	cp := &NodeClaimPlan{
 		ClaimSummary: ClaimSummary{
 			NodePool:     p.np.Name,

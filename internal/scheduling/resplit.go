@@ -262,7 +262,7 @@ func (st *state) launchCost(nodes []*node) float64 {
 		if len(nd.placed) == 0 {
 			continue
 		}
-		ct, ranked := resolve(nd.claim, st.rankBuf)
+		ct, ranked := resolve(nd.claim, st.rankBuf, nil)
 		st.rankBuf = ranked[:0]
 		total += launchPrice(ct, ranked[:min(len(ranked), MaxInstanceTypeOptions)])
 	}

@@ -54,6 +54,8 @@ type state struct {
 	roomy    []int32  // nodes with room for the smallest pod (zero-cost pass)
 	minReq   resVec   // per-resource minimum request over all shapes
 	candBuf  []int32  // reused by every shape's candidate list
+	// reservedUsed counts the plan's claims per capacity reservation.
+	reservedUsed map[string]int
 }
 
 // Options tune a solve.

@@ -64,6 +64,11 @@ type Offering struct {
 	CapacityType string
 	Price        float64
 	Available    bool
+	// ReservationID names the capacity reservation of a reserved
+	// offering; ReservationCapacity is how many new claims it takes
+	// (0: no limit, for offerings without a reservation).
+	ReservationID       string
+	ReservationCapacity int
 }
 
 // InstanceType is the solver's view of a catalog type for one NodePool.

@@ -19,6 +19,11 @@
 //     InvalidLaunchTemplateName.NotFoundException, ...) and ClientToken
 //     idempotency; instances go pending -> running -> shutting-down ->
 //     terminated after Options.Delays, divided by Options.TimeScale;
+//   - capacity reservations (EC2().AddCapacityReservation, ended by their end
+//     date or EC2().EndCapacityReservation): DescribeCapacityReservations with
+//     filters, targeted and open launches that take and give back slots,
+//     ReservationCapacityExceeded when full; an ended ODCR's instances run on
+//     outside it, an ended capacity block's are terminated;
 //   - an EKS token webhook (TokenReviewURL) for kube-apiserver;
 //   - a kubelet emulation (SetKube) that registers a KWOK-managed Node for
 //     every running instance from its user data and instance type;

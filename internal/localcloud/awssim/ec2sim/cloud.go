@@ -1,5 +1,6 @@
 // Package ec2sim is the simulated EC2 region: VPC, subnets, security groups,
-// EKS AMIs, launch templates, fleets and instances with their state machine.
+// EKS AMIs, launch templates, fleets, capacity reservations and instances
+// with their state machine.
 // Handlers take decoded aws-sdk-go-v2 input structs and return SDK output
 // structs; package wire turns those into the EC2 query protocol.
 package ec2sim
@@ -63,7 +64,9 @@ type Cloud struct {
 	releases      map[string]int    // AMI releases published per family
 	ssm           map[string]string // SSM parameter name -> value (EKS AMI parameters)
 	observers     []func(Transition)
-	hideNew       int // see HideNewInstances
+	hideNew       int                                   // see HideNewInstances
+	reservations  map[string]*types.CapacityReservation // by id
+	resOrder      []string                              // reservation ids in creation order
 }
 
 // Pool is an EC2 capacity pool.
@@ -106,6 +109,7 @@ func New(cfg Config) (*Cloud, error) {
 		ssm:           map[string]string{},
 		releases:      map[string]int{},
 		resourceTags:  map[string]*[]types.Tag{},
+		reservations:  map[string]*types.CapacityReservation{},
 	}
 	c.seedNetwork()
 	c.seedImages()

@@ -73,7 +73,8 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 		switch tcs.DefaultTargetCapacityType {
 		case types.DefaultTargetCapacityTypeSpot:
 			spot += rest
-		case types.DefaultTargetCapacityTypeOnDemand:
+		case types.DefaultTargetCapacityTypeOnDemand, types.DefaultTargetCapacityTypeCapacityBlock:
+			// Capacity blocks launch as on-demand instances into their reservation.
 			od += rest
 		default:
 			return nil, protocol.Errorf("InvalidTargetCapacitySpecification", "DefaultTargetCapacityType (spot or on-demand) is required when TotalTargetCapacity exceeds OnDemandTargetCapacity + SpotTargetCapacity")
@@ -81,6 +82,8 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 	}
 
 	c.mu.Lock()
+	doomed := c.expireReservations()
+	defer c.terminateAll(doomed)
 	token := aws.ToString(in.ClientToken)
 	fp := fingerprint(in)
 	if r, ok := c.fleets[token]; ok && token != "" {
@@ -314,7 +317,12 @@ func (c *Cloud) unavailable(cd *candidate, life types.InstanceLifecycle) (string
 	if life == types.InstanceLifecycleSpot && len(info.SupportedUsageClasses) > 0 && !hasUsage(info.SupportedUsageClasses, types.UsageClassTypeSpot) {
 		return "Unsupported", fmt.Sprintf("The instance type %s is not supported for Spot Instances.", cd.itype)
 	}
-	if n, limited := c.remaining(Pool{cd.itype, cd.zone, string(life)}); limited && n <= 0 {
+	if id := reservationOf(cd); id != "" {
+		// Reserved capacity is the reservation's, not the pool's.
+		if code, msg := c.reservationUnavailable(cd, id); code != "" {
+			return code, msg
+		}
+	} else if n, limited := c.remaining(Pool{cd.itype, cd.zone, string(life)}); limited && n <= 0 {
 		return "InsufficientInstanceCapacity", fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing another Availability Zone.", cd.itype, cd.zone, cd.itype)
 	}
 	if life == types.InstanceLifecycleSpot && cd.ov.MaxPrice != nil {

@@ -37,6 +37,7 @@ var handlers = map[string]handler{
 	"DescribeInstanceTypeOfferings": op((*Cloud).DescribeInstanceTypeOfferings),
 	"DescribeSpotPriceHistory":      op((*Cloud).DescribeSpotPriceHistory),
 	"DescribeAvailabilityZones":     op((*Cloud).DescribeAvailabilityZones),
+	"DescribeCapacityReservations":  op((*Cloud).DescribeCapacityReservations),
 }
 
 // Handle runs one EC2 query-protocol action and returns the SDK output

@@ -45,6 +45,7 @@ func (c *Cloud) setState(in *instance, to types.InstanceStateName, reason string
 		if s := c.subnetByID(aws.ToString(in.SubnetId)); s != nil {
 			s.releaseIP(aws.ToString(in.PrivateIpAddress))
 		}
+		c.leaveReservation(in)
 	}
 	return Transition{Instance: in.snapshot(), From: from, To: to, CapacityType: in.capacityType, UserData: in.userData}
 }
@@ -187,6 +188,9 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 		return nil, protocol.Errorf("InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults")
 	}
 	c.mu.Lock()
+	// Deferred calls run last first: the lock is released before the
+	// instances of an ended capacity block are terminated.
+	defer c.terminateAll(c.expireReservations())
 	defer c.mu.Unlock()
 	ids := c.order
 	if len(in.InstanceIds) > 0 {

@@ -13,7 +13,7 @@ import (
 // checked the pool with unavailable.
 func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.InstanceLifecycle, fleetID string) *instance {
 	pool := Pool{cd.itype, cd.zone, string(life)}
-	if n, limited := c.remaining(pool); limited {
+	if n, limited := c.remaining(pool); limited && reservationOf(cd) == "" {
 		c.capacity[pool] = n - 1
 	}
 	ip, _ := cd.subnet.allocateIP()
@@ -31,6 +31,7 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 		inst.SpotInstanceRequestId = aws.String(c.newID("sir"))
 	}
 	c.applyTemplateOptions(inst, data)
+	c.joinReservation(inst, cd, life)
 	c.instances[id] = inst
 	c.order = append(c.order, id)
 	return inst

@@ -1,0 +1,100 @@
+package aws_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
+)
+
+func TestCapacityReservationSelection(t *testing.T) {
+	e := newEnv(t, false)
+	sim := e.sim.EC2()
+	zones := zoneNames(nwaws.ZonalSubnets(e.subnets(t, nodeClass("al2023@latest"))))
+	tagged := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 2, Tags: map[string]string{"team": "ml"}})
+	shared := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.xlarge", Zone: zones[1], Count: 1, OwnerID: "222233334444"})
+	ended := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[1], Count: 1, Tags: map[string]string{"team": "ml"}})
+	if err := sim.EndCapacityReservation(ended, "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	nc := nodeClass("al2023@latest")
+	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{
+		{Tags: map[string]string{"team": "ml"}}, {OwnerID: "222233334444"}, {ID: "cr-0123456789abcdef0"}}
+	rs, err := e.p.CapacityReservations(e.ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Active ones only; an id that does not exist selects nothing.
+	if len(rs) != 2 || rs[0].ID > rs[1].ID {
+		t.Fatalf("reservations %+v", rs)
+	}
+	byID := map[string]catalog.Reservation{rs[0].ID: rs[0], rs[1].ID: rs[1]}
+	if r := byID[tagged]; r.InstanceType != "m5.large" || r.Zone != zones[0] || r.Available != 2 || r.Type != catalog.ReservationTypeDefault {
+		t.Errorf("tagged reservation %+v", r)
+	}
+	if r := byID[shared]; r.OwnerID != "222233334444" {
+		t.Errorf("shared reservation %+v", r)
+	}
+}
+
+// A reserved claim launches into its reservation through a template that
+// targets it and carries its labels; once the reservation is full the
+// offering goes into the ICE set and a claim that allows on-demand falls
+// back to it, from a template that stays out of open reservations.
+func TestReservedLaunchAndFallback(t *testing.T) {
+	e := newEnv(t, false)
+	sim := e.sim.EC2()
+	zones := zoneNames(nwaws.ZonalSubnets(e.subnets(t, nodeClass("al2023@latest"))))
+	id := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 1, Tags: map[string]string{"team": "ml"}})
+	nc := nodeClass("al2023@latest")
+	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}
+	cat, err := e.p.Catalog(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reservedTypes := func() []*catalog.InstanceType {
+		it, _ := e.p.WithReservations(e.ctx, cat, []*apis.EC2NodeClass{nc}).ForNodeClass("default").Get("m5.large")
+		return []*catalog.InstanceType{it}
+	}
+	types := reservedTypes()
+	reserved := in(apis.CapacityTypeLabelKey, apis.CapacityTypeReserved)
+
+	inst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("odcr-1", reserved), NodeClass: nc, InstanceTypes: types})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.CapacityType != catalog.CapacityTypeReserved || inst.Reservation == nil || inst.Reservation.ReservationID != id || inst.Zone != zones[0] {
+		t.Fatalf("reserved launch: %+v", inst)
+	}
+	if got, _, _ := sim.Instance(inst.ID); sdkaws.ToString(got.CapacityReservationId) != id {
+		t.Fatalf("instance not in reservation %s", id)
+	}
+	// The planner's view is a pass old: the reservation looks free but is full.
+	_, err = e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("odcr-2", reserved), NodeClass: nc, InstanceTypes: types})
+	if !errors.Is(err, nwaws.ErrInsufficientCapacity) || !e.p.ICE().IsUnavailable("m5.large", zones[0], catalog.CapacityTypeReserved) {
+		t.Fatalf("full reservation: %v", err)
+	}
+	inst, err = e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("odcr-3", in(apis.CapacityTypeLabelKey, "reserved", "on-demand")),
+		NodeClass: nc, InstanceTypes: reservedTypes()})
+	if err != nil || inst.CapacityType != catalog.CapacityTypeOnDemand || inst.Reservation != nil {
+		t.Fatalf("fallback to on-demand: %v %+v", err, inst)
+	}
+	if got, _, _ := sim.Instance(inst.ID); got.CapacityReservationId != nil {
+		t.Errorf("the on-demand instance joined reservation %s", sdkaws.ToString(got.CapacityReservationId))
+	}
+}
+
+func zoneNames(zonal map[string]nwaws.Subnet) []string {
+	out := make([]string, 0, len(zonal))
+	for z := range zonal {
+		out = append(out, z)
+	}
+	slices.Sort(out)
+	return out
+}

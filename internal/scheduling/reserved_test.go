@@ -1,0 +1,62 @@
+package scheduling_test
+
+import (
+	"testing"
+
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// reservedTypes: m.large has a reservation of n in zone-a (near-zero
+// price); every type is on-demand in zone-a and zone-b.
+func reservedTypes(n int) []*scheduling.InstanceType {
+	return []*scheduling.InstanceType{
+		mkType("m.large", 2, 8, 30, "amd64", 0.10, od("zone-a", 0.10), od("zone-b", 0.10),
+			scheduling.Offering{Zone: "zone-a", CapacityType: scheduling.CapacityTypeReserved, Price: 0.10 / 1e7, Available: true,
+				ReservationID: "cr-1", ReservationCapacity: n}),
+		mkType("c.large", 2, 4, 30, "amd64", 0.08, od("zone-a", 0.08), od("zone-b", 0.08)),
+	}
+}
+
+func reservedPool(cts ...string) *scheduling.NodePool {
+	p := &scheduling.NodePool{Name: "default"}
+	p.Requirements = p.Requirements.Add(req(scheduling.LabelCapacityType, in, cts...))
+	return p
+}
+
+func TestReservationsAreUsedFirstUpToTheirCount(t *testing.T) {
+	// Three pods that each fill a node: two go into the reservation of
+	// two, the third falls back to the cheapest on-demand type.
+	in := &scheduling.Input{Pods: pods(3, podOpts{cpu: "1500m", mem: "1Gi"}),
+		NodePools: []*scheduling.NodePool{reservedPool(scheduling.CapacityTypeReserved, "on-demand")}, DefaultInstanceTypes: reservedTypes(2)}
+	expect(t, mustSolve(t, in),
+		"m.large/zone-a/reserved:default/p0", "m.large/zone-a/reserved:default/p1", "c.large/zone-a/on-demand:default/p2")
+}
+
+func TestReservationsOnlyWhenThePoolAllowsReserved(t *testing.T) {
+	in := &scheduling.Input{Pods: pods(1, podOpts{cpu: "1500m", mem: "1Gi"}),
+		NodePools: []*scheduling.NodePool{reservedPool("on-demand")}, DefaultInstanceTypes: reservedTypes(2)}
+	expect(t, mustSolve(t, in), "c.large/zone-a/on-demand:default/p0")
+}
+
+func TestFullOrUnavailableReservationFallsBack(t *testing.T) {
+	pool := reservedPool(scheduling.CapacityTypeReserved, "on-demand")
+	in := &scheduling.Input{Pods: pods(1, podOpts{cpu: "1500m", mem: "1Gi"}), NodePools: []*scheduling.NodePool{pool},
+		DefaultInstanceTypes: reservedTypes(2),
+		Unavailable:          map[scheduling.OfferingKey]bool{{InstanceType: "m.large", Zone: "zone-a", CapacityType: scheduling.CapacityTypeReserved}: true}}
+	expect(t, mustSolve(t, in), "c.large/zone-a/on-demand:default/p0")
+
+	// A pool that allows only reserved capacity leaves pods past the
+	// reservation's count pending.
+	in = &scheduling.Input{Pods: pods(2, podOpts{cpu: "1500m", mem: "1Gi"}),
+		NodePools: []*scheduling.NodePool{reservedPool(scheduling.CapacityTypeReserved)}, DefaultInstanceTypes: reservedTypes(1)}
+	plan := mustSolve(t, in)
+	reserved := 0
+	for _, c := range plan.NodeClaims {
+		if c.CapacityType == scheduling.CapacityTypeReserved {
+			reserved++
+		}
+	}
+	if reserved != 1 {
+		t.Errorf("%d reserved claims for a reservation of 1: %q", reserved, summary(plan))
+	}
+}
