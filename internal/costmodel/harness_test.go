@@ -204,7 +204,7 @@ func newEnv(t testing.TB, name string, level slog.Level) *env {
 	// and reach the cluster through EKS DescribeCluster and an STS token,
 	// never a kubeconfig (as in Lambda); DynamoDB and the simulator are
 	// behind the counting proxies.
-	ce := cloudtest.NewEnv(t, shared, append(pool(name), cloudtest.Timeout(15*time.Minute), cloudtest.WorkQueue(),
+	ce := cloudtest.NewEnv(t, shared, append(pool(name), cloudtest.Timeout(15*time.Minute), cloudtest.WorkQueue(), cloudtest.DisruptionQueue(),
 		cloudtest.Setenv(func(ce *cloudtest.Env) {
 			for _, kv := range ce.Cloud.ControllerEnv() {
 				k, v, _ := strings.Cut(kv, "=")
@@ -216,7 +216,7 @@ func newEnv(t testing.TB, name string, level slog.Level) *env {
 		}))...)
 	cloud, ctx, stack := ce.Cloud, ce.Ctx, ce.Stack
 	e.ctx, e.cloud, e.logs, e.table, e.st, e.workURL, e.cfgDir, e.ns = ctx, cloud, ce.Logs, ce.Table, ce.Store, ce.WorkQueue, ce.ConfigDir, ce.Namespace
-	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: e.table, Owner: cloud.TableARN(e.table), WorkQueueURL: e.workURL, ConfigDir: e.cfgDir,
+	s := settings.Settings{ClusterName: cloud.ClusterName, TableName: e.table, Owner: cloud.TableARN(e.table), WorkQueueURL: e.workURL, DisruptionQueueURL: ce.DisruptionQueue, ConfigDir: e.cfgDir,
 		BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, LogLevel: slog.LevelDebug, Rebalance: "ignore"}
 	for _, fn := range []string{"provisioner", "lifecycle", "disruption", "interruption"} {
 		a, err := app.New(ctx, s, app.Options{Function: fn, Out: e.logs, AWSCredentials: stack.Controller})

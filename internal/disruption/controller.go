@@ -139,9 +139,11 @@ type Result struct {
 	// WakeAt is when the next pass is due (a candidate's consolidateAfter
 	// runs out, the pending command is due for validation), WakeFor says
 	// which, and WakeSent that a wake-up message was sent for it.
-	WakeAt   time.Time `json:"wakeAt,omitzero"`
-	WakeFor  string    `json:"wakeFor,omitempty"`
-	WakeSent bool      `json:"wakeSent,omitempty"`
+	WakeAt  time.Time `json:"wakeAt,omitzero"`
+	WakeFor string    `json:"wakeFor,omitempty"`
+	// WakeNodes are the nodes the wake-up is for.
+	WakeNodes []string `json:"wakeNodes,omitempty"`
+	WakeSent  bool     `json:"wakeSent,omitempty"`
 }
 
 // Run performs one disruption pass: continue the pending command if there
@@ -214,7 +216,7 @@ func (c *Controller) decide(ctx context.Context, v *View, res *Result) (*Result,
 		return nil, err
 	}
 	res.Eligible = dec.Eligible
-	res.wakeAt(dec.NextEligible, "consolidateAfter of node "+dec.NextEligibleNode)
+	res.wakeAt(dec.NextEligible, "consolidateAfter", dec.NextEligibleNode)
 	for m, n := range dec.Eligible {
 		c.d.Metrics.Gauge(metrics.DisruptionEligibleNodes, float64(n), metrics.Dimensions{"method": m})
 	}
@@ -242,7 +244,7 @@ func (c *Controller) decide(ctx context.Context, v *View, res *Result) (*Result,
 	}
 	res.Phase = cmd.Phase
 	res.Waiting = waitingValidation
-	res.wakeAt(cmd.ValidateAfter, "validation of the "+cmd.Method+" decision")
+	res.wakeAt(cmd.ValidateAfter, "validation of the "+cmd.Method+" decision", cmd.NodeNames()...)
 	return res, nil
 }
 
@@ -260,7 +262,7 @@ func (c *Controller) advance(ctx context.Context, v *View, cmd *Command, version
 	case PhaseValidating:
 		if v.Now.Before(cmd.ValidateAfter) {
 			res.Waiting = waitingValidation
-			res.wakeAt(cmd.ValidateAfter, "validation of the "+cmd.Method+" decision")
+			res.wakeAt(cmd.ValidateAfter, "validation of the "+cmd.Method+" decision", cmd.NodeNames()...)
 			return nil
 		}
 		ok, why, err := Validate(ctx, v, cmd)

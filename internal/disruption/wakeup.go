@@ -77,12 +77,12 @@ func pendingCovers(pending, at, now time.Time) bool {
 }
 
 // wakeAt sets the result's wake-up to at when that is earlier (or none is
-// set), saying why.
-func (r *Result) wakeAt(at time.Time, why string) {
+// set), saying why and for which nodes.
+func (r *Result) wakeAt(at time.Time, why string, nodes ...string) {
 	if at.IsZero() || (!r.WakeAt.IsZero() && !at.Before(r.WakeAt)) {
 		return
 	}
-	r.WakeAt, r.WakeFor = at, why
+	r.WakeAt, r.WakeFor, r.WakeNodes = at, why, nodes
 }
 
 // nextEligible fills the result's wake-up from the candidates of v, for a
@@ -94,7 +94,7 @@ func (c *Controller) nextEligible(ctx context.Context, v *View, res *Result) {
 		return
 	}
 	at, node := NextEligible(cands, v.Now)
-	res.wakeAt(at, "consolidateAfter of node "+node)
+	res.wakeAt(at, "consolidateAfter", node)
 }
 
 // pendingWakeup is WakeupKey's value.
@@ -116,7 +116,7 @@ func (c *Controller) wake(ctx context.Context, res *Result) {
 	if !ok {
 		return
 	}
-	log := c.log.With("wake-at", res.WakeAt.UTC().Format(time.RFC3339), "for", res.WakeFor)
+	log := c.log.With("wake-at", res.WakeAt.UTC().Format(time.RFC3339), "for", res.WakeFor, "nodes", res.WakeNodes)
 	var pending pendingWakeup
 	var version int64
 	kv, err := c.d.Store.GetKV(ctx, WakeupKey)
