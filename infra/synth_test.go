@@ -82,9 +82,11 @@ func TestCDKSynth(t *testing.T) {
 	}
 	env := synthEnv(t)
 
-	t.Run("valid configuration", func(t *testing.T) {
+	// synthesize runs the synth over configDir and returns the stack's
+	// template and the cloud assembly's folder.
+	synthesize := func(t *testing.T, configDir string) (map[string]interface{}, string) {
 		outDir := t.TempDir()
-		out, err := run(t, append(env, "CLUSTER_NAME="+testCluster, "CONFIG_DIR=infra/testdata/config"), "--output", outDir)
+		out, err := run(t, append(env, "CLUSTER_NAME="+testCluster, "CONFIG_DIR="+configDir), "--output", outDir)
 		if err != nil {
 			t.Fatalf("cdk synth: %v\n%s", err, out)
 		}
@@ -96,6 +98,11 @@ func TestCDKSynth(t *testing.T) {
 		if err := json.Unmarshal(b, &tpl); err != nil {
 			t.Fatal(err)
 		}
+		return tpl, outDir
+	}
+
+	t.Run("valid configuration", func(t *testing.T) {
+		tpl, outDir := synthesize(t, "infra/testdata/config")
 		for typ, want := range map[string]int{
 			"AWS::Lambda::Function": len(Functions), "AWS::DynamoDB::Table": 1, "AWS::SQS::Queue": 8,
 			// The example's second EC2NodeClass names an existing role: one
@@ -112,19 +119,7 @@ func TestCDKSynth(t *testing.T) {
 	})
 
 	t.Run("every v1.14 field", func(t *testing.T) {
-		outDir := t.TempDir()
-		out, err := run(t, append(env, "CLUSTER_NAME="+testCluster, "CONFIG_DIR=infra/testdata/everyfield"), "--output", outDir)
-		if err != nil {
-			t.Fatalf("cdk synth: %v\n%s", err, out)
-		}
-		b, err := os.ReadFile(filepath.Join(outDir, StackName(testCluster)+".template.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tpl map[string]interface{}
-		if err := json.Unmarshal(b, &tpl); err != nil {
-			t.Fatal(err)
-		}
+		tpl, _ := synthesize(t, "infra/testdata/everyfield")
 		assertEveryFieldTemplate(t, tpl)
 	})
 
