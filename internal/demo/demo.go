@@ -1,25 +1,10 @@
 // Package demo is `nodewright demo` (`make demo`): on the local cloud it
-// runs nodewright's real function handlers, built through internal/app
-// exactly as the Lambda functions are and fed the events AWS would deliver,
-// while a Deployment scales from 0 to N pods and back.
-//
-//   - the admission webhook: the local kube-apiserver calls it through a real
-//     ValidatingWebhookConfiguration (pods/status UPDATE, match conditions for
-//     Unschedulable, failurePolicy Ignore, timeoutSeconds 2) at an HTTPS
-//     endpoint with a CA generated for the run; it nudges the provisioner
-//     through the provision queue;
-//   - the provisioner: invoked with SQS batches polled from the provision
-//     queue and with EventBridge "Scheduled Event"s (the backstop);
-//   - the lifecycle: invoked with SQS batches from the work queue (the
-//     provisioner's and its own delayed requeues) and schedule ticks; it
-//     registers and initializes the nodes and, for the WhenEmpty pool,
-//     deletes empty nodes after consolidateAfter and drains and terminates
-//     them.
-//
-// The functions reach the cluster the way they do in AWS: EKS
-// DescribeCluster and an STS-presigned token that the API server checks with
-// the simulator's token webhook. The timeline printed is rendered from the
-// functions' own logs and from what the cluster and the cloud show.
+// runs nodewright's real function handlers as AWS runs them
+// (internal/localrun: the webhook called by the API server, the functions
+// fed by their queues and schedules, signing as the stack's roles) while a
+// Deployment scales from 0 to N pods and back, and measures. The timeline
+// printed is rendered from the functions' own logs and from what the
+// cluster and the cloud show.
 package demo
 
 import (
@@ -28,15 +13,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodewright/nodewright/internal/apis"
-	"github.com/nodewright/nodewright/internal/app"
 	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localrun"
 )
 
 //go:embed testdata/default.yaml testdata/inflate.yaml
@@ -164,17 +148,17 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		return res, fmt.Errorf("consolidation policy %q: want %s or %s", o.ConsolidationPolicy,
 			apis.ConsolidationPolicyWhenEmpty, apis.ConsolidationPolicyWhenEmptyOrUnderutilized)
 	}
-	tl := &timeline{out: o.Out, start: time.Now()}
+	tl := localrun.NewTimeline(o.Out, time.Now())
 
 	cloud := o.Cloud
 	if cloud == nil {
-		tl.printf("starting the local cloud (kube-apiserver + KWOK, dynalite, AWS simulator; the first run builds them)")
+		tl.Printf("starting the local cloud (kube-apiserver + KWOK, dynalite, AWS simulator; the first run builds them)")
 		cloud, err = localcloud.Start(ctx, CloudOptions(o.Progress))
 		if err != nil {
 			return res, fmt.Errorf("start the local cloud: %w", err)
 		}
 		defer cloud.Close()
-		tl.printf("local cloud ready in %s (EKS cluster %s in %s)", cloud.StartupTimes["total"].Round(time.Millisecond), cloud.ClusterName, cloud.Region)
+		tl.Printf("local cloud ready in %s (EKS cluster %s in %s)", cloud.StartupTimes["total"].Round(time.Millisecond), cloud.ClusterName, cloud.Region)
 	}
 	if cloud.Region != Region || cloud.ClusterName != ClusterName {
 		return res, fmt.Errorf("the local cloud is %s in %s; the demo needs %s in %s (CloudOptions)", cloud.ClusterName, cloud.Region, ClusterName, Region)
@@ -191,24 +175,18 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 // run is one demo run's state.
 type run struct {
 	o     Options
-	tl    *timeline
+	tl    *localrun.Timeline
 	cloud *localcloud.Cloud
 	kc    kubernetes.Interface
 
-	prov, life *app.App
-	webhook    *webhookServer
-	errs       errorLog
-
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
+	sys     *localrun.System
 	closers []func()
 }
 
 func (d *run) cleanup() {
-	if d.stop != nil {
-		d.stop()
+	if d.sys != nil {
+		d.sys.Close()
 	}
-	d.wg.Wait()
 	for i := len(d.closers) - 1; i >= 0; i-- {
 		d.closers[i]()
 	}

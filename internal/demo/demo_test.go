@@ -193,8 +193,8 @@ func TestDemoSeedPolicy(t *testing.T) {
 		t.Errorf("the disruption function did not mark the empty node")
 	}
 	// Everything the run registered in the cluster is gone.
-	if _, err := cloud.KubeClient.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, webhookName, metav1.GetOptions{}); err == nil {
-		t.Errorf("webhook configuration %s left behind", webhookName)
+	if _, err := cloud.KubeClient.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "nodewright-demo", metav1.GetOptions{}); err == nil {
+		t.Errorf("webhook configuration nodewright-demo left behind")
 	}
 	if _, err := cloud.KubeClient.AppsV1().Deployments("default").Get(ctx, "inflate", metav1.GetOptions{}); err == nil {
 		t.Errorf("deployment inflate left behind")

@@ -86,7 +86,7 @@ func (o *observer) poll(ctx context.Context, first bool) {
 		o.podC = c
 		o.mu.Unlock()
 		if changed && !first {
-			tl.printf("%-12s %s", "cluster", c)
+			tl.Printf("%-12s %s", "cluster", c)
 		}
 	}
 	if nodes, err := o.d.kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: apis.NodePoolLabelKey}); err == nil {
@@ -101,10 +101,10 @@ func (o *observer) poll(ctx context.Context, first bool) {
 			o.mu.Unlock()
 			switch {
 			case !ok:
-				tl.printf("%-12s node %s joined (%s, %s, %s), Ready=%v", "cluster", n.Name, n.Labels[corev1.LabelInstanceTypeStable],
+				tl.Printf("%-12s node %s joined (%s, %s, %s), Ready=%v", "cluster", n.Name, n.Labels[corev1.LabelInstanceTypeStable],
 					n.Labels[corev1.LabelTopologyZone], n.Labels[apis.CapacityTypeLabelKey], ready)
 			case was != ready:
-				tl.printf("%-12s node %s Ready=%v", "cluster", n.Name, ready)
+				tl.Printf("%-12s node %s Ready=%v", "cluster", n.Name, ready)
 			}
 		}
 		o.mu.Lock()
@@ -112,7 +112,7 @@ func (o *observer) poll(ctx context.Context, first bool) {
 			if !seen[name] {
 				delete(o.nodes, name)
 				o.mu.Unlock()
-				tl.printf("%-12s node %s gone", "cluster", name)
+				tl.Printf("%-12s node %s gone", "cluster", name)
 				o.mu.Lock()
 			}
 		}
@@ -142,7 +142,7 @@ func (o *observer) poll(ctx context.Context, first bool) {
 		o.instances[id] = v
 		o.mu.Unlock()
 		if !ok || prev.state != v.state {
-			tl.printf("%-12s instance %s (%s %s %s $%.4f/h) %s", "ec2", id, v.typ, v.zone, v.capacity, v.price, v.state)
+			tl.Printf("%-12s instance %s (%s %s %s $%.4f/h) %s", "ec2", id, v.typ, v.zone, v.capacity, v.price, v.state)
 		}
 	}
 }

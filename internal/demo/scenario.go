@@ -62,7 +62,7 @@ func (d *run) scenario(ctx context.Context) (Result, error) {
 	if err := d.checkIAM(); err != nil {
 		return res, err
 	}
-	if err := d.errs.err(); err != nil {
+	if err := d.sys.Err(); err != nil {
 		return res, fmt.Errorf("the functions reported errors during the demo: %w", err)
 	}
 	return res, d.checkRights()
@@ -78,12 +78,12 @@ func (d *run) scaleUp(ctx context.Context, obs *observer, dep *appsv1.Deployment
 			return err
 		}
 		res.CreateSpread = time.Since(upStart)
-		d.tl.printf("created %d inflate pods at once in %.2fs (pause image, 1 CPU / 1Gi each)", d.o.Replicas, res.CreateSpread.Seconds())
+		d.tl.Printf("created %d inflate pods at once in %.2fs (pause image, 1 CPU / 1Gi each)", d.o.Replicas, res.CreateSpread.Seconds())
 	} else {
 		if err := scale(ctx, d.kc.AppsV1().Deployments(dep.Namespace), dep.Name, int32(d.o.Replicas)); err != nil {
 			return err
 		}
-		d.tl.printf("kubectl scale deployment/inflate --replicas=%d (pause image, 1 CPU / 1Gi each)", d.o.Replicas)
+		d.tl.Printf("kubectl scale deployment/inflate --replicas=%d (pause image, 1 CPU / 1Gi each)", d.o.Replicas)
 	}
 	err := d.waitFor(ctx, "every pod Running", func() (bool, error) {
 		c := obs.pods()
@@ -104,14 +104,14 @@ func (d *run) measureScaleUp(ctx context.Context, obs *observer, fleetBefore int
 	if fleets := d.cloud.AWS.Calls("ec2", "CreateFleet"); len(fleets) > fleetBefore {
 		at := fleets[fleetBefore].Time
 		var first, last time.Time
-		res.WebhookCalls, first, last = d.webhook.stats(at)
+		res.WebhookCalls, first, last = d.sys.WebhookStats(at)
 		if res.WebhookCalls > 0 && !last.IsZero() {
 			res.WebhookToFleet = at.Sub(first)
 			res.LastVerdictToFleet = at.Sub(last)
 		}
 	}
 	if res.WebhookCalls == 0 {
-		d.tl.printf("WARNING the API server never called the webhook; the schedule provisioned")
+		d.tl.Printf("WARNING the API server never called the webhook; the schedule provisioned")
 	}
 	live := obs.liveInstances()
 	res.Nodes = len(live)
@@ -119,10 +119,10 @@ func (d *run) measureScaleUp(ctx context.Context, obs *observer, fleetBefore int
 		res.CostPerHour += in.price
 		res.InstanceTypes[in.typ]++
 	}
-	if claims, err := d.prov.Store.ListNodeClaims(ctx); err == nil {
+	if claims, err := d.sys.Provisioner.Store.ListNodeClaims(ctx); err == nil {
 		res.NodeClaims = len(claims)
 	}
-	d.tl.printf("all %d pods Running after %.1fs on %d nodes (%s), $%.4f/h; first webhook call -> CreateFleet %s (last Unschedulable verdict before it -> CreateFleet %s); %d AdmissionReviews",
+	d.tl.Printf("all %d pods Running after %.1fs on %d nodes (%s), $%.4f/h; first webhook call -> CreateFleet %s (last Unschedulable verdict before it -> CreateFleet %s); %d AdmissionReviews",
 		res.Running, res.TimeToRunning.Seconds(), res.Nodes, typesString(res.InstanceTypes), res.CostPerHour,
 		res.WebhookToFleet.Round(time.Millisecond), res.LastVerdictToFleet.Round(time.Millisecond), res.WebhookCalls)
 }
@@ -136,12 +136,12 @@ func (d *run) scaleDown(ctx context.Context, obs *observer, dep *appsv1.Deployme
 		if err != nil {
 			return fmt.Errorf("delete the inflate pods: %w", err)
 		}
-		d.tl.printf("deleted the %d pods; %s", d.o.Replicas, d.scaleDownHow())
+		d.tl.Printf("deleted the %d pods; %s", d.o.Replicas, d.scaleDownHow())
 	} else {
 		if err := scale(ctx, d.kc.AppsV1().Deployments(dep.Namespace), dep.Name, 0); err != nil {
 			return err
 		}
-		d.tl.printf("kubectl scale deployment/inflate --replicas=0; %s", d.scaleDownHow())
+		d.tl.Printf("kubectl scale deployment/inflate --replicas=0; %s", d.scaleDownHow())
 	}
 	err := d.waitFor(ctx, "every node drained and terminated", func() (bool, error) {
 		if c := obs.pods(); c.Total != 0 {
@@ -150,7 +150,7 @@ func (d *run) scaleDown(ctx context.Context, obs *observer, dep *appsv1.Deployme
 		if len(obs.liveInstances()) != 0 || obs.nodeCount() != 0 {
 			return false, nil
 		}
-		claims, err := d.prov.Store.ListNodeClaims(ctx)
+		claims, err := d.sys.Provisioner.Store.ListNodeClaims(ctx)
 		if err != nil {
 			return false, nil // transient; the deadline reports a lasting failure
 		}
@@ -160,7 +160,7 @@ func (d *run) scaleDown(ctx context.Context, obs *observer, dep *appsv1.Deployme
 		return err
 	}
 	res.ScaleDown = time.Since(downStart)
-	d.tl.printf("scaled down in %.1fs: no pods, no nodes, no NodeClaims, every instance terminated", res.ScaleDown.Seconds())
+	d.tl.Printf("scaled down in %.1fs: no pods, no nodes, no NodeClaims, every instance terminated", res.ScaleDown.Seconds())
 	return nil
 }
 
@@ -169,7 +169,7 @@ func (d *run) scaleDown(ctx context.Context, obs *observer, dep *appsv1.Deployme
 // deployed stack would lack in AWS.
 func (d *run) checkIAM() error {
 	if !d.cloud.IAMEnforced() {
-		d.tl.printf("WARNING IAM is not enforced: the functions' AWS calls were not checked against the stack's policy")
+		d.tl.Printf("WARNING IAM is not enforced: the functions' AWS calls were not checked against the stack's policy")
 		return nil
 	}
 	denied := d.cloud.IAMDenials()
@@ -187,7 +187,7 @@ func (d *run) checkIAM() error {
 			used++
 		}
 	}
-	d.tl.printf("every AWS call was evaluated under the synthesized stack's IAM policy for its function's role: none refused (%d of the roles' %d statements used)", used, total)
+	d.tl.Printf("every AWS call was evaluated under the synthesized stack's IAM policy for its function's role: none refused (%d of the roles' %d statements used)", used, total)
 	return nil
 }
 
@@ -202,7 +202,7 @@ func (d *run) checkRights() error {
 	if len(denied) > 0 {
 		return fmt.Errorf("the API server refused the functions %d kinds of request (RBAC): %s", len(denied), strings.Join(denied, "; "))
 	}
-	d.tl.printf("the functions ran as group %s with only its ClusterRole's rights: the API server refused them nothing", access.ControllerGroup)
+	d.tl.Printf("the functions ran as group %s with only its ClusterRole's rights: the API server refused them nothing", access.ControllerGroup)
 	return nil
 }
 
@@ -226,7 +226,7 @@ func (d *run) waitFor(ctx context.Context, what string, cond func() (bool, error
 		}
 		if time.Now().After(deadline) {
 			msg := fmt.Sprintf("timed out after %s waiting for %s", d.o.Timeout, what)
-			if e := d.errs.err(); e != nil {
+			if e := d.sys.Err(); e != nil {
 				return fmt.Errorf("%s; function errors: %w", msg, e)
 			}
 			return errors.New(msg)

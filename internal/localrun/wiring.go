@@ -1,4 +1,4 @@
-package demo
+package localrun
 
 import (
 	"context"
@@ -23,20 +23,20 @@ type handlers struct {
 
 // buildFunctions builds the functions as functions/<name>/main.go builds
 // them, through internal/app.
-func (d *run) buildFunctions(ctx context.Context, st *deployed) (handlers, error) {
+func (s *System) buildFunctions(ctx context.Context, st *deployed) (handlers, error) {
 	mkApp := func(fn string) (*app.App, error) {
-		tap := &logTap{fn: fn, tl: d.tl, raw: d.o.Logs}
-		a, err := app.New(ctx, st.settings, app.Options{Function: fn, Out: tap, AWSCredentials: st.stack.Controller})
+		tap := &logTap{fn: fn, tl: s.tl, raw: s.o.Logs}
+		a, err := app.New(ctx, s.Settings, app.Options{Function: fn, Out: tap, AWSCredentials: st.stack.Controller})
 		if err != nil {
 			return nil, fmt.Errorf("build the %s function: %w", fn, err)
 		}
 		return a, nil
 	}
 	var err error
-	if d.prov, err = mkApp("provisioner"); err != nil {
+	if s.Provisioner, err = mkApp("provisioner"); err != nil {
 		return handlers{}, err
 	}
-	if d.life, err = mkApp("lifecycle"); err != nil {
+	if s.Lifecycle, err = mkApp("lifecycle"); err != nil {
 		return handlers{}, err
 	}
 	disr, err := mkApp("disruption")
@@ -47,18 +47,20 @@ func (d *run) buildFunctions(ctx context.Context, st *deployed) (handlers, error
 	if err != nil {
 		return handlers{}, err
 	}
-	// The provisioner's handler as ProvisionerHandler builds it, with the
-	// demo's shorter registration follow-up.
-	pd, err := d.prov.ProvisionerDeps()
+	// The provisioner's handler as ProvisionerHandler builds it, with a
+	// shorter registration follow-up when asked.
+	pd, err := s.Provisioner.ProvisionerDeps()
 	if err != nil {
 		return handlers{}, err
 	}
-	pd.Settings.RegistrationCheck = d.o.RegistrationCheck
+	if s.o.RegistrationCheck > 0 {
+		pd.Settings.RegistrationCheck = s.o.RegistrationCheck
+	}
 	ph, err := provisioning.NewHandler(pd)
 	if err != nil {
 		return handlers{}, err
 	}
-	lh, err := d.life.LifecycleHandler()
+	lh, err := s.Lifecycle.LifecycleHandler()
 	if err != nil {
 		return handlers{}, err
 	}
@@ -70,43 +72,44 @@ func (d *run) buildFunctions(ctx context.Context, st *deployed) (handlers, error
 	if err != nil {
 		return handlers{}, err
 	}
-	d.tl.printf("functions built through internal/app: provisioner, lifecycle, disruption and interruption reach EKS cluster %s via DescribeCluster + STS token", st.settings.ClusterName)
+	s.printf("functions built through internal/app: provisioner, lifecycle, disruption and interruption reach EKS cluster %s via DescribeCluster + STS token", s.Settings.ClusterName)
 	return handlers{provisioner: ph.Handle, lifecycle: lh.Handle, disruption: dh.Handle, interruption: ih.Handle}, nil
 }
 
 // startWebhookFunction runs the webhook function behind its function URL
 // and registers it with the API server.
-func (d *run) startWebhookFunction(ctx context.Context, st *deployed) error {
-	s := st.settings
-	webhookLog := settings.Logger(&logTap{fn: "webhook", tl: d.tl, raw: d.o.Logs}, s.LogLevel, "webhook")
-	wh, err := admission.NewHandler(admission.Options{Secret: s.WebhookSecret, Coalesce: s.BatchIdle, Logger: webhookLog,
-		Nudger: queueNudger{ProvisionNudger: admission.ProvisionNudger{Queue: queue.New(sqs.NewFromConfig(st.webhookCfg), s.ProvisionQueueURL)}}})
+func (s *System) startWebhookFunction(ctx context.Context, st *deployed) error {
+	set := s.Settings
+	webhookLog := settings.Logger(&logTap{fn: "webhook", tl: s.tl, raw: s.o.Logs}, set.LogLevel, "webhook")
+	wh, err := admission.NewHandler(admission.Options{Secret: set.WebhookSecret, Coalesce: set.BatchIdle, Logger: webhookLog,
+		Nudger: admission.ProvisionNudger{Queue: queue.New(sqs.NewFromConfig(st.webhookCfg), set.ProvisionQueueURL)}})
 	if err != nil {
 		return err
 	}
-	d.webhook, err = startWebhook(wh, s.WebhookSecret, nil)
+	s.webhook, err = startWebhook(wh, set.WebhookSecret, nil)
 	if err != nil {
 		return err
 	}
-	d.closers = append(d.closers, func() { _ = d.webhook.Close() })
-	if err := registerWebhook(ctx, d.kc, d.webhook.url, d.webhook.caPEM); err != nil {
+	s.closers = append(s.closers, func() { _ = s.webhook.Close() })
+	kc := s.cloud.KubeClient
+	if err := registerWebhook(ctx, kc, s.o.Name, s.webhook.url, s.webhook.caPEM); err != nil {
 		return err
 	}
-	d.closers = append(d.closers, func() {
+	s.closers = append(s.closers, func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = d.kc.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(cctx, webhookName, metav1.DeleteOptions{})
+		_ = kc.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(cctx, s.o.Name, metav1.DeleteOptions{})
 	})
-	d.tl.printf("ValidatingWebhookConfiguration %s registered: pods/status UPDATE where Unschedulable -> https://%s/admit/<secret> (failurePolicy Ignore, timeout 2s)",
-		webhookName, d.webhook.ln.Addr())
+	s.printf("ValidatingWebhookConfiguration %s registered: pods/status UPDATE where Unschedulable -> https://%s/admit/<secret> (failurePolicy Ignore, timeout 2s)",
+		s.o.Name, s.webhook.ln.Addr())
 	return nil
 }
 
 // startEventSources feeds the functions their queues and schedule until
 // cleanup (or ctx ends).
-func (d *run) startEventSources(ctx context.Context, st *deployed, h handlers) {
+func (s *System) startEventSources(ctx context.Context, st *deployed, h handlers) {
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	d.stop = stop
+	s.stop = stop
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -114,11 +117,7 @@ func (d *run) startEventSources(ctx context.Context, st *deployed, h handlers) {
 		case <-runCtx.Done():
 		}
 	}()
-	onErr := func(err error) {
-		if d.errs.add(err) {
-			d.tl.printf("ERROR %v", err)
-		}
-	}
+	onErr := s.errorf
 	report := func(fn, trigger string, res any, err error, took time.Duration) {
 		if err != nil {
 			onErr(fmt.Errorf("%s (%s) failed after %s: %w", fn, trigger, took.Round(time.Millisecond), err))
@@ -128,11 +127,11 @@ func (d *run) startEventSources(ctx context.Context, st *deployed, h handlers) {
 	lifeFn := &function{name: "lifecycle", handle: h.lifecycle, timeout: 120 * time.Second, onResult: report}
 	disrFn := &function{name: "disruption", handle: h.disruption, timeout: 300 * time.Second, singleton: true, onResult: report}
 	intrFn := &function{name: "interruption", handle: h.interruption, timeout: 40 * time.Second, onResult: report}
-	qs := st.qs
-	pollQueue(runCtx, &d.wg, st.sqsClient, qs.ProvisionURL, qs.ProvisionARN, provFn, onErr)
-	pollQueue(runCtx, &d.wg, st.sqsClient, qs.WorkURL, qs.WorkARN, lifeFn, onErr)
-	pollQueue(runCtx, &d.wg, st.sqsClient, qs.InterruptionURL, qs.InterruptionARN, intrFn, onErr)
-	pollQueue(runCtx, &d.wg, st.sqsClient, qs.DisruptionURL, qs.DisruptionARN, disrFn, onErr)
-	schedule(runCtx, &d.wg, d.o.Tick, Region, awssim.DefaultAccountID, provFn, lifeFn, disrFn)
-	d.tl.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, interruption queue -> interruption, disruption queue -> disruption (its wake-ups), schedule every %s -> provisioner + lifecycle + disruption", d.o.Tick)
+	qs, region := s.Queues, s.cloud.Region
+	pollQueue(runCtx, &s.wg, st.sqsClient, region, qs.ProvisionURL, qs.ProvisionARN, provFn, onErr)
+	pollQueue(runCtx, &s.wg, st.sqsClient, region, qs.WorkURL, qs.WorkARN, lifeFn, onErr)
+	pollQueue(runCtx, &s.wg, st.sqsClient, region, qs.InterruptionURL, qs.InterruptionARN, intrFn, onErr)
+	pollQueue(runCtx, &s.wg, st.sqsClient, region, qs.DisruptionURL, qs.DisruptionARN, disrFn, onErr)
+	schedule(runCtx, &s.wg, s.o.Tick, region, awssim.DefaultAccountID, provFn, lifeFn, disrFn)
+	s.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, interruption queue -> interruption, disruption queue -> disruption (its wake-ups), schedule every %s -> provisioner + lifecycle + disruption", s.o.Tick)
 }

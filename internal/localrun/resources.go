@@ -1,14 +1,12 @@
-package demo
+package localrun
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,16 +14,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	appsv1 "k8s.io/api/apps/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
-// queueSet is the stack's queues: URL and ARN of each, by role.
-type queueSet struct {
+// Queues are the stack's queues: URL and ARN of each, by role.
+type Queues struct {
 	ProvisionURL, ProvisionARN       string
 	WorkURL, WorkARN                 string
 	InterruptionURL, InterruptionARN string
@@ -50,7 +46,7 @@ func createTable(ctx context.Context, db *dynamodb.Client, table string) error {
 
 // createQueues creates the provision, work, interruption and disruption
 // queues with their dead-letter queues, as the CDK stack does.
-func createQueues(ctx context.Context, client *sqs.Client, prefix string) (queueSet, error) {
+func createQueues(ctx context.Context, client *sqs.Client, prefix string) (Queues, error) {
 	mk := func(name string, attrs map[string]string) (string, string, error) {
 		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(name), Attributes: attrs})
 		if err != nil {
@@ -74,7 +70,7 @@ func createQueues(ctx context.Context, client *sqs.Client, prefix string) (queue
 			"RedrivePolicy":     string(redrive),
 		})
 	}
-	var qs queueSet
+	var qs Queues
 	var err error
 	// Visibility timeouts are the consuming function's timeout, as Lambda
 	// requires of an event source.
@@ -93,33 +89,6 @@ func createQueues(ctx context.Context, client *sqs.Client, prefix string) (queue
 	return qs, nil
 }
 
-// writeConfig writes the demo NodePool/EC2NodeClass for cluster into dir
-// (the functions' NODEWRIGHT_CONFIG_DIR, as the CDK app bundles it).
-func writeConfig(dir, cluster, policy string) error {
-	src, err := testdata.ReadFile("testdata/default.yaml")
-	if err != nil {
-		return err
-	}
-	out := bytes.ReplaceAll(src, []byte("CLUSTER_NAME"), []byte(cluster))
-	if policy != "" {
-		out = bytes.Replace(out, []byte("consolidationPolicy: WhenEmpty\n"), []byte("consolidationPolicy: "+policy+"\n"), 1)
-	}
-	return os.WriteFile(filepath.Join(dir, "default.yaml"), out, 0o644)
-}
-
-// inflateDeployment is the inflate Deployment of infra/examples/workloads.
-func inflateDeployment() (*appsv1.Deployment, error) {
-	src, err := testdata.ReadFile("testdata/inflate.yaml")
-	if err != nil {
-		return nil, err
-	}
-	var d appsv1.Deployment
-	if err := yaml.UnmarshalStrict(src, &d); err != nil {
-		return nil, fmt.Errorf("inflate.yaml: %w", err)
-	}
-	return &d, nil
-}
-
 func randomSecret() string {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
@@ -128,7 +97,7 @@ func randomSecret() string {
 
 // functionEnv is the environment the CDK stack gives every function, plus
 // the local cloud's endpoints and credentials.
-func functionEnv(cloud *localcloud.Cloud, table string, qs queueSet, configDir, secret string, batchIdle time.Duration) map[string]string {
+func functionEnv(cloud *localcloud.Cloud, table string, qs Queues, configDir, secret string, batchIdle time.Duration) map[string]string {
 	env := map[string]string{}
 	for _, kv := range cloud.ControllerEnv() {
 		k, v, _ := strings.Cut(kv, "=")

@@ -1,4 +1,4 @@
-package demo
+package localrun
 
 import (
 	"context"
@@ -104,7 +104,7 @@ func schedule(ctx context.Context, wg *sync.WaitGroup, period time.Duration, reg
 // batch to the function as an SQS event, delete what succeeded (everything
 // but the reported batch item failures; nothing when the invocation
 // failed, so the messages come back after the visibility timeout).
-func pollQueue(ctx context.Context, wg *sync.WaitGroup, client *sqs.Client, queueURL, queueARN string, f *function, onErr func(error)) {
+func pollQueue(ctx context.Context, wg *sync.WaitGroup, client *sqs.Client, region, queueURL, queueARN string, f *function, onErr func(error)) {
 	wg.Go(func() {
 		for ctx.Err() == nil {
 			out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -133,7 +133,7 @@ func pollQueue(ctx context.Context, wg *sync.WaitGroup, client *sqs.Client, queu
 					Attributes:     m.Attributes,
 					EventSource:    "aws:sqs",
 					EventSourceARN: queueARN,
-					AWSRegion:      Region,
+					AWSRegion:      region,
 				})
 			}
 			res, err := f.invoke(ctx, "sqs", ev)

@@ -1,27 +1,33 @@
-package demo
+package localrun
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"sync"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
-// timeline prints what a person watching the demo wants to follow, each
-// line stamped with the seconds since the demo started.
-type timeline struct {
+// Timeline prints what a person watching the system wants to follow, each
+// line stamped with the seconds since it started. A nil Timeline prints
+// nothing.
+type Timeline struct {
 	mu    sync.Mutex
 	out   io.Writer
 	start time.Time
 }
 
-func (t *timeline) printf(format string, args ...any) {
+// NewTimeline stamps lines written to out with the seconds since start.
+func NewTimeline(out io.Writer, start time.Time) *Timeline {
+	return &Timeline{out: out, start: start}
+}
+
+// Printf prints one stamped line.
+func (t *Timeline) Printf(format string, args ...any) {
+	if t == nil {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fmt.Fprintf(t.out, "[%6.1fs] %s\n", time.Since(t.start).Seconds(), fmt.Sprintf(format, args...))
@@ -33,7 +39,7 @@ func (t *timeline) printf(format string, args ...any) {
 // the real handlers did, not what the demo guesses they did.
 type logTap struct {
 	fn  string
-	tl  *timeline
+	tl  *Timeline
 	raw io.Writer
 
 	mu  sync.Mutex
@@ -56,7 +62,7 @@ func (l *logTap) Write(p []byte) (int, error) {
 		var rec map[string]any
 		if json.Unmarshal(line, &rec) == nil {
 			if s := l.render(rec); s != "" {
-				l.tl.printf("%-12s %s", l.fn, s)
+				l.tl.Printf("%-12s %s", l.fn, s)
 			}
 		}
 		l.buf = l.buf[i+1:]
@@ -188,76 +194,4 @@ func renderProblem(msg, claim string, rec map[string]any) string {
 		return s
 	}
 	return ""
-}
-
-// podCounts summarises the demo's pods.
-type podCounts struct {
-	Total, New, Unschedulable, Starting, Running, Terminating int
-}
-
-func countPods(pods []corev1.Pod) podCounts {
-	var c podCounts
-	for i := range pods {
-		p := &pods[i]
-		c.Total++
-		switch {
-		case p.DeletionTimestamp != nil:
-			c.Terminating++
-		case p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "":
-			c.Running++
-		case p.Spec.NodeName == "" && unschedulable(p):
-			c.Unschedulable++
-		case p.Spec.NodeName == "":
-			c.New++
-		default:
-			c.Starting++
-		}
-	}
-	return c
-}
-
-func unschedulable(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return true
-		}
-	}
-	return false
-}
-
-func (c podCounts) String() string {
-	parts := []string{fmt.Sprintf("%d pods", c.Total)}
-	if c.New > 0 {
-		parts = append(parts, fmt.Sprintf("%d pending (not yet scheduled)", c.New))
-	}
-	if c.Unschedulable > 0 {
-		parts = append(parts, fmt.Sprintf("%d pending (Unschedulable)", c.Unschedulable))
-	}
-	if c.Starting > 0 {
-		parts = append(parts, fmt.Sprintf("%d bound, starting", c.Starting))
-	}
-	parts = append(parts, fmt.Sprintf("%d Running", c.Running))
-	if c.Terminating > 0 {
-		parts = append(parts, fmt.Sprintf("%d terminating", c.Terminating))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// nodeReady reports the Ready condition of a Node.
-func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

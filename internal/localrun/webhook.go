@@ -1,4 +1,4 @@
-package demo
+package localrun
 
 import (
 	"context"
@@ -24,10 +24,6 @@ import (
 
 	"github.com/nodewright/nodewright/internal/admission"
 )
-
-// webhookName is the demo's ValidatingWebhookConfiguration, built by the
-// same admission.WebhookConfiguration the CDK stack's registrar installs.
-const webhookName = "nodewright-demo"
 
 // webhookServer is the local stand-in for the webhook function URL: an
 // HTTPS server on 127.0.0.1 with a certificate from a CA generated for this
@@ -105,7 +101,7 @@ func selfSignedServing() ([]byte, tls.Certificate, error) {
 	now := time.Now()
 	caTmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "nodewright demo webhook CA"},
+		Subject:               pkix.Name{CommonName: "nodewright local webhook CA"},
 		NotBefore:             now.Add(-time.Minute),
 		NotAfter:              now.Add(24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -144,8 +140,8 @@ func selfSignedServing() ([]byte, tls.Certificate, error) {
 // registerWebhook installs the ValidatingWebhookConfiguration the CDK
 // stack's registrar installs in a real cluster, pointing at the local
 // endpoint.
-func registerWebhook(ctx context.Context, cs kubernetes.Interface, endpoint string, caPEM []byte) error {
-	cfg := admission.WebhookConfiguration(webhookName, map[string]string{"app.kubernetes.io/managed-by": "nodewright-demo"}, endpoint, caPEM)
+func registerWebhook(ctx context.Context, cs kubernetes.Interface, webhookName, endpoint string, caPEM []byte) error {
+	cfg := admission.WebhookConfiguration(webhookName, map[string]string{"app.kubernetes.io/managed-by": webhookName}, endpoint, caPEM)
 	api := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations()
 	_, err := api.Create(ctx, cfg, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
@@ -159,18 +155,4 @@ func registerWebhook(ctx context.Context, cs kubernetes.Interface, endpoint stri
 		return fmt.Errorf("register ValidatingWebhookConfiguration %s: %w", webhookName, err)
 	}
 	return nil
-}
-
-// queueNudger is the webhook function's nudger with a tap for the timeline.
-type queueNudger struct {
-	admission.ProvisionNudger
-	onSend func(admission.Hint)
-}
-
-func (n queueNudger) Nudge(ctx context.Context, hint admission.Hint, delay time.Duration) error {
-	err := n.ProvisionNudger.Nudge(ctx, hint, delay)
-	if err == nil && n.onSend != nil {
-		n.onSend(hint)
-	}
-	return err
 }
