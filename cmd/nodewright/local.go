@@ -69,7 +69,7 @@ func newLocalUpCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			if _, err := localcloud.SaveState(c); err != nil {
+			if _, err := localcloud.SaveState(c, localcloud.Extras{}); err != nil {
 				return err
 			}
 			defer localcloud.RemoveState()

@@ -7,11 +7,11 @@ import (
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/localrun"
 )
 
 // observer watches pods, nodes and instances and prints their changes.
@@ -22,17 +22,12 @@ type observer struct {
 	mu        sync.Mutex
 	podC      podCounts
 	nodes     map[string]bool // name -> Ready
-	instances map[string]instanceView
+	instances map[string]localrun.Instance
 	known     map[string]bool // instances present before the demo
 }
 
-type instanceView struct {
-	id, typ, zone, capacity, state string
-	price                          float64
-}
-
 func newObserver(d *run, ns string) *observer {
-	o := &observer{d: d, ns: ns, nodes: map[string]bool{}, instances: map[string]instanceView{}, known: map[string]bool{}}
+	o := &observer{d: d, ns: ns, nodes: map[string]bool{}, instances: map[string]localrun.Instance{}, known: map[string]bool{}}
 	for _, in := range d.cloud.AWS.EC2().Instances() {
 		o.known[sdkaws.ToString(in.InstanceId)] = true
 	}
@@ -51,16 +46,16 @@ func (o *observer) nodeCount() int {
 	return len(o.nodes)
 }
 
-func (o *observer) liveInstances() []instanceView {
+func (o *observer) liveInstances() []localrun.Instance {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	var out []instanceView
+	var out []localrun.Instance
 	for _, in := range o.instances {
-		if in.state != string(ec2types.InstanceStateNameTerminated) {
+		if in.Live() {
 			out = append(out, in)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
@@ -118,31 +113,16 @@ func (o *observer) poll(ctx context.Context, first bool) {
 		}
 		o.mu.Unlock()
 	}
-	sim := o.d.cloud.AWS.EC2()
-	for _, in := range sim.Instances() {
-		id := sdkaws.ToString(in.InstanceId)
-		if o.known[id] {
+	for _, v := range localrun.Instances(o.d.cloud.AWS.EC2()) {
+		if o.known[v.ID] {
 			continue
 		}
-		_, capacity, _ := sim.Instance(id)
-		v := instanceView{id: id, typ: string(in.InstanceType), capacity: capacity}
-		if in.Placement != nil {
-			v.zone = sdkaws.ToString(in.Placement.AvailabilityZone)
-		}
-		if in.State != nil {
-			v.state = string(in.State.Name)
-		}
-		if capacity == "spot" {
-			v.price, _ = sim.SpotPrice(v.typ, v.zone)
-		} else {
-			v.price, _ = sim.OnDemandPrice(v.typ)
-		}
 		o.mu.Lock()
-		prev, ok := o.instances[id]
-		o.instances[id] = v
+		prev, ok := o.instances[v.ID]
+		o.instances[v.ID] = v
 		o.mu.Unlock()
-		if !ok || prev.state != v.state {
-			tl.Printf("%-12s instance %s (%s %s %s $%.4f/h) %s", "ec2", id, v.typ, v.zone, v.capacity, v.price, v.state)
+		if !ok || prev.State != v.State {
+			tl.Printf("%-12s instance %s (%s %s %s $%.4f/h) %s", "ec2", v.ID, v.Type, v.Zone, v.CapacityType, v.Price, v.State)
 		}
 	}
 }

@@ -116,8 +116,8 @@ func (d *run) measureScaleUp(ctx context.Context, obs *observer, fleetBefore int
 	live := obs.liveInstances()
 	res.Nodes = len(live)
 	for _, in := range live {
-		res.CostPerHour += in.price
-		res.InstanceTypes[in.typ]++
+		res.CostPerHour += in.Price
+		res.InstanceTypes[in.Type]++
 	}
 	if claims, err := d.sys.Provisioner.Store.ListNodeClaims(ctx); err == nil {
 		res.NodeClaims = len(claims)

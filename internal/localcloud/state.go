@@ -23,6 +23,17 @@ type State struct {
 	Kubeconfig  string    `json:"kubeconfig,omitempty"`
 	Env         []string  `json:"env"`
 	ChildPIDs   []int     `json:"childPIDs"`
+	// Control is the URL of the fault buttons' endpoint of a `local up
+	// --config` (empty when nodewright does not run).
+	Control string `json:"control,omitempty"`
+}
+
+// Extras are what a `local up` running nodewright adds to its State.
+type Extras struct {
+	// Env is added to the cloud's (the table's name for `get`, kubectl's
+	// directory on PATH).
+	Env     []string
+	Control string
 }
 
 // ErrNotRunning means no `local up` is running.
@@ -43,7 +54,7 @@ func StatePath() (string, error) {
 
 // SaveState records c as owned by this process. It refuses when another
 // live process already owns a local cloud.
-func SaveState(c *Cloud) (string, error) {
+func SaveState(c *Cloud, x Extras) (string, error) {
 	path, err := StatePath()
 	if err != nil {
 		return "", err
@@ -53,7 +64,7 @@ func SaveState(c *Cloud) (string, error) {
 	}
 	st := State{
 		PID: os.Getpid(), StartedAt: time.Now().UTC(), Region: c.Region, ClusterName: c.ClusterName,
-		Kubeconfig: c.Kubeconfig, Env: c.Env(), ChildPIDs: c.PIDs(),
+		Kubeconfig: c.Kubeconfig, Env: append(c.Env(), x.Env...), ChildPIDs: c.PIDs(), Control: x.Control,
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {

@@ -51,7 +51,7 @@ func TestStateLifecycle(t *testing.T) {
 		t.Fatalf("LoadState with no file: %v, want ErrNotRunning", err)
 	}
 	c := &Cloud{Region: "us-west-2", ClusterName: "local", Kubeconfig: "/tmp/kc"}
-	if _, err := SaveState(c); err != nil {
+	if _, err := SaveState(c, Extras{}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := LoadState()
@@ -62,7 +62,7 @@ func TestStateLifecycle(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 	// Saving again from the owner is fine (idempotent).
-	if _, err := SaveState(c); err != nil {
+	if _, err := SaveState(c, Extras{}); err != nil {
 		t.Fatalf("re-save by owner: %v", err)
 	}
 	RemoveState()
@@ -103,7 +103,7 @@ func TestStateStaleAndForeignOwners(t *testing.T) {
 	exited := make(chan struct{})
 	go func() { other.Wait(); close(exited) }()
 	write(other.Process.Pid)
-	if _, err := SaveState(&Cloud{}); err == nil || !strings.Contains(err.Error(), "already running") {
+	if _, err := SaveState(&Cloud{}, Extras{}); err == nil || !strings.Contains(err.Error(), "already running") {
 		t.Fatalf("SaveState over a live foreign owner: %v", err)
 	}
 	st, err := LoadState()

@@ -53,7 +53,7 @@ func (s *System) deployStack(ctx context.Context) (*deployed, error) {
 	// Each function signs its AWS calls as its role of the stack, under the
 	// IAM policy `cdk synth` produced for it (when the cloud enforces IAM).
 	st.stack, err = s.cloud.Deploy(localcloud.StackResources{Table: s.Table, ProvisionQueue: qs.ProvisionURL, WorkQueue: qs.WorkURL,
-		InterruptionQueue: qs.InterruptionURL, DisruptionQueue: qs.DisruptionURL})
+		InterruptionQueue: qs.InterruptionURL, DisruptionQueue: qs.DisruptionURL, NodeRole: s.o.NodeRole})
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,9 @@ type Options struct {
 	// ConfigDir holds the NodePools and EC2NodeClasses the functions load
 	// (their NODEWRIGHT_CONFIG_DIR, as the CDK app bundles it). Required.
 	ConfigDir string
+	// NodeRole is the role the EC2NodeClasses pass to their instances
+	// (default KarpenterNodeRole-<cluster>).
+	NodeRole string
 	// Name prefixes the table, the queues and the webhook configuration
 	// (default "nodewright-local").
 	Name string
