@@ -26,6 +26,7 @@ all on 127.0.0.1. The first start builds the control plane from the Go module
 proxy (several minutes); later starts take seconds.`,
 	}
 	cmd.AddCommand(newLocalUpCmd(), newLocalDownCmd(), newLocalEnvCmd(), newLocalPrepareCmd())
+	cmd.AddCommand(newLocalFaultCmds()...)
 	return cmd
 }
 
@@ -44,53 +45,6 @@ func newLocalPrepareCmd() *cobra.Command {
 			return nil
 		},
 	}
-}
-
-func newLocalUpCmd() *cobra.Command {
-	var opts localcloud.Options
-	var only []string
-	cmd := &cobra.Command{
-		Use:   "up",
-		Short: "Start the local cloud and keep it running until Ctrl-C or `nodewright local down`",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			comps, err := parseComponents(only)
-			if err != nil {
-				return usageError(err)
-			}
-			opts.Components = comps
-			if st, err := localcloud.LoadState(); err == nil {
-				return fmt.Errorf("a local cloud is already running (pid %d); stop it with `nodewright local down`", st.PID)
-			}
-			opts.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelInfo}))
-			ctx := cmd.Context()
-			c, err := localcloud.Start(ctx, opts)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if _, err := localcloud.SaveState(c, localcloud.Extras{}); err != nil {
-				return err
-			}
-			defer localcloud.RemoveState()
-
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "# local cloud ready in %s\n", c.StartupTimes["total"].Round(time.Millisecond))
-			if c.Kubeconfig != "" {
-				fmt.Fprintf(out, "# kubeconfig: %s\n", c.Kubeconfig)
-			}
-			fmt.Fprintln(out, "# use it from another shell with: eval \"$(nodewright local env)\"")
-			writeEnv(out, c.Env())
-			fmt.Fprintln(out, "# Ctrl-C or `nodewright local down` stops it")
-			<-ctx.Done() // main cancels the context on SIGINT/SIGTERM
-			fmt.Fprintln(cmd.ErrOrStderr(), "stopping the local cloud")
-			return c.Close()
-		},
-	}
-	cmd.Flags().StringVar(&opts.Region, "region", "us-west-2", "AWS region the simulator pretends to be")
-	cmd.Flags().StringVar(&opts.ClusterName, "cluster-name", "local", "name of the simulated EKS cluster")
-	cmd.Flags().StringSliceVar(&only, "only", nil, "run only these components: controlplane, dynamodb, aws (default all)")
-	return cmd
 }
 
 func newLocalDownCmd() *cobra.Command {

@@ -41,25 +41,9 @@ every error as FILE:LINE: FIELD: MESSAGE and exits 1.`,
 }
 
 func runValidate(stdout, stderr io.Writer, paths []string) error {
-	cfg, err := apis.Load(paths...)
-	for _, w := range cfg.Warnings {
-		fmt.Fprintf(stderr, "warning: %s\n", w)
-	}
+	cfg, err := loadConfig(stderr, paths...)
 	if err != nil {
-		var list apis.ErrorList
-		if !errors.As(err, &list) {
-			fmt.Fprintln(stderr, err)
-			return &exitError{code: 1, err: err}
-		}
-		for _, e := range list {
-			fmt.Fprintln(stderr, e.Error())
-		}
-		noun := "errors"
-		if len(list) == 1 {
-			noun = "error"
-		}
-		fmt.Fprintf(stderr, "%d %s\n", len(list), noun)
-		return &exitError{code: 1, err: fmt.Errorf("validation failed: %d %s", len(list), noun)}
+		return err
 	}
 	for _, np := range cfg.NodePools {
 		fmt.Fprintf(stdout, "NodePool %s: ok (%s)\n", np.Name, strings.Join(nodePoolSummary(cfg, np), ", "))
@@ -71,6 +55,33 @@ func runValidate(stdout, stderr io.Writer, paths []string) error {
 		fmt.Fprintln(stdout, "no NodePools or EC2NodeClasses found")
 	}
 	return nil
+}
+
+// loadConfig loads NodePools and EC2NodeClasses as the functions do,
+// printing warnings and every error as FILE:LINE: FIELD: MESSAGE to stderr
+// (validate, local up --config).
+func loadConfig(stderr io.Writer, paths ...string) (*apis.Config, error) {
+	cfg, err := apis.Load(paths...)
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(stderr, "warning: %s\n", w)
+	}
+	if err == nil {
+		return cfg, nil
+	}
+	var list apis.ErrorList
+	if !errors.As(err, &list) {
+		fmt.Fprintln(stderr, err)
+		return nil, &exitError{code: 1, err: err}
+	}
+	for _, e := range list {
+		fmt.Fprintln(stderr, e.Error())
+	}
+	noun := "errors"
+	if len(list) == 1 {
+		noun = "error"
+	}
+	fmt.Fprintf(stderr, "%d %s\n", len(list), noun)
+	return nil, &exitError{code: 1, err: fmt.Errorf("validation failed: %d %s", len(list), noun)}
 }
 
 func plural(n int, one, many string) string {
