@@ -77,7 +77,7 @@ func newLocalEnvCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "env",
-		Short: "Print the environment for using the running local cloud (eval \"$(nodewright local env)\")",
+		Short: "Print the environment for using the running local cloud: KUBECONFIG, kubectl on PATH, AWS endpoints, the table (eval \"$(nodewright local env)\")",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := localcloud.LoadState()
@@ -90,6 +90,7 @@ func newLocalEnvCmd() *cobra.Command {
 				return enc.Encode(st)
 			}
 			writeEnv(cmd.OutOrStdout(), st.Env)
+			writePath(cmd.OutOrStdout(), st.BinDir)
 			return nil
 		},
 	}
@@ -119,6 +120,13 @@ func writeEnv(w io.Writer, env []string) {
 	for _, kv := range env {
 		k, v, _ := strings.Cut(kv, "=")
 		fmt.Fprintf(w, "export %s=%s\n", k, shellQuote(v))
+	}
+}
+
+// writePath puts dir (kubectl's) first on PATH.
+func writePath(w io.Writer, dir string) {
+	if dir != "" {
+		fmt.Fprintf(w, "export PATH=%s:\"$PATH\"\n", shellQuote(dir))
 	}
 }
 

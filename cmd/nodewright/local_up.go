@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localrun"
 	"github.com/nodewright/nodewright/internal/settings"
+	"github.com/nodewright/nodewright/internal/simulation"
 )
 
 // localUpFlags are `local up`'s flags.
@@ -27,12 +29,7 @@ type localUpFlags struct {
 	logPath   string
 }
 
-func newLocalUpCmd() *cobra.Command {
-	var f localUpFlags
-	cmd := &cobra.Command{
-		Use:   "up",
-		Short: "Start the local cloud (and with --config, nodewright on it) until Ctrl-C or `nodewright local down`",
-		Long: `Start the local cloud and keep it running until Ctrl-C or ` + "`nodewright local down`" + `.
+const localUpLong = `Start the local cloud and keep it running until Ctrl-C or ` + "`nodewright local down`" + `.
 
 With --config DIR, load the NodePools and EC2NodeClasses of DIR as
 ` + "`nodewright validate`" + ` does (a bad file stops here with FILE:LINE: FIELD:
@@ -44,13 +41,14 @@ the schedules. Apply workloads with kubectl from another shell after
 NodePool and capacity type, $/h at the local cloud's prices) is printed every
 --interval, and -v streams the functions' timeline. The cluster name, region
 and node role default to what DIR's EC2NodeClasses and NodePools name
-(karpenter.sh/discovery tags, zones, role).`,
-		Example: `  nodewright local up --config infra/examples/spot-with-on-demand-fallback -v`,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runLocalUp(cmd, &f)
-		},
-	}
+(karpenter.sh/discovery tags, zones, role).`
+
+func newLocalUpCmd() *cobra.Command {
+	f := &localUpFlags{}
+	cmd := &cobra.Command{Use: "up", Args: cobra.NoArgs, Long: localUpLong}
+	cmd.Short = "Start the local cloud (and with --config, nodewright on it) until Ctrl-C or `nodewright local down`"
+	cmd.Example = "  nodewright local up --config infra/examples/spot-with-on-demand-fallback -v"
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runLocalUp(cmd, f) }
 	fl := cmd.Flags()
 	fl.StringVar(&f.opts.Region, "region", "us-west-2", "AWS region the simulator pretends to be (with --config: the region of the NodePools' zones)")
 	fl.StringVar(&f.opts.ClusterName, "cluster-name", "local", "name of the simulated EKS cluster (with --config: the EC2NodeClasses' karpenter.sh/discovery tag)")
@@ -92,12 +90,15 @@ func runLocalUp(cmd *cobra.Command, f *localUpFlags) error {
 		return err
 	}
 	defer c.Close()
-	out := &syncWriter{w: cmd.OutOrStdout()}
+	out := cmd.OutOrStdout()
+	// The status lines and the functions' timeline share one stamped,
+	// serialized printer.
+	tl := localrun.NewTimeline(out, time.Now())
 	var extras localcloud.Extras
 	var sys *localrun.System
 	if f.configDir != "" {
 		var stop func()
-		if sys, extras, stop, err = startSystem(ctx, c, f, target.NodeRole, out); err != nil {
+		if sys, extras, stop, err = startSystem(ctx, c, f, target.NodeRole, tl); err != nil {
 			return err
 		}
 		defer stop()
@@ -106,9 +107,9 @@ func runLocalUp(cmd *cobra.Command, f *localUpFlags) error {
 		return err
 	}
 	defer localcloud.RemoveState()
-	printReady(out, c, localcloud.State{Env: append(c.Env(), extras.Env...)}, sys != nil)
+	printReady(out, c, append(c.Env(), extras.Env...), sys != nil)
 	if sys != nil {
-		watchStatus(ctx, out, c, f.interval)
+		watchStatus(ctx, tl, c, f.interval)
 	}
 	<-ctx.Done() // main cancels the context on SIGINT/SIGTERM
 	fmt.Fprintln(cmd.ErrOrStderr(), "stopping the local cloud")
@@ -122,8 +123,8 @@ func applyTarget(cmd *cobra.Command, o *localcloud.Options, cfg *apis.Config) lo
 	if t.ClusterName != "" && !cmd.Flags().Changed("cluster-name") {
 		o.ClusterName = t.ClusterName
 	}
-	if t.Region != "" && !cmd.Flags().Changed("region") {
-		o.Region = t.Region
+	if r := simulation.ZoneRegion(cfg); r != "" && !cmd.Flags().Changed("region") {
+		o.Region = r
 	}
 	if t.NodeRole == "" {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the EC2NodeClasses name no single role; the local stack passes KarpenterNodeRole-%s\n", o.ClusterName)
@@ -133,11 +134,11 @@ func applyTarget(cmd *cobra.Command, o *localcloud.Options, cfg *apis.Config) lo
 
 // startSystem runs nodewright on c and serves the fault buttons; stop
 // undoes both.
-func startSystem(ctx context.Context, c *localcloud.Cloud, f *localUpFlags, nodeRole string, out io.Writer) (*localrun.System, localcloud.Extras, func(), error) {
+func startSystem(ctx context.Context, c *localcloud.Cloud, f *localUpFlags, nodeRole string, status *localrun.Timeline) (*localrun.System, localcloud.Extras, func(), error) {
 	var x localcloud.Extras
-	var tl *localrun.Timeline
+	var tl *localrun.Timeline // the functions' lines only with -v
 	if f.verbose {
-		tl = localrun.NewTimeline(out, time.Now())
+		tl = status
 	}
 	logs := io.Discard
 	var closeLogs func()
@@ -148,8 +149,10 @@ func startSystem(ctx context.Context, c *localcloud.Cloud, f *localUpFlags, node
 		}
 		logs, closeLogs = lf, func() { _ = lf.Close() }
 	}
+	// The simulated kubelet joins within seconds: a short registration
+	// follow-up shows nodes Ready sooner than the function's 30 s default.
 	sys, err := localrun.Start(ctx, c, localrun.Options{ConfigDir: f.configDir, Name: "nodewright-local", Tick: f.tick,
-		NodeRole: nodeRole, Timeline: tl, Logs: logs})
+		RegistrationCheck: 3 * time.Second, NodeRole: nodeRole, Timeline: tl, Logs: logs})
 	if err != nil {
 		if closeLogs != nil {
 			closeLogs()
@@ -172,7 +175,7 @@ func startSystem(ctx context.Context, c *localcloud.Cloud, f *localUpFlags, node
 	}, nil
 }
 
-func printReady(out io.Writer, c *localcloud.Cloud, st localcloud.State, running bool) {
+func printReady(out io.Writer, c *localcloud.Cloud, env []string, running bool) {
 	fmt.Fprintf(out, "# local cloud ready in %s\n", c.StartupTimes["total"].Round(time.Millisecond))
 	if c.Kubeconfig != "" {
 		fmt.Fprintf(out, "# kubeconfig: %s\n", c.Kubeconfig)
@@ -181,31 +184,30 @@ func printReady(out io.Writer, c *localcloud.Cloud, st localcloud.State, running
 		fmt.Fprintf(out, "# nodewright runs on EKS cluster %s in %s (local cloud)\n", c.ClusterName, c.Region)
 	}
 	fmt.Fprintln(out, "# use it from another shell with: eval \"$(nodewright local env)\"")
-	writeEnv(out, st.Env)
+	writeEnv(out, env)
+	if c.Plane != nil && c.Plane.Kubectl != "" {
+		writePath(out, filepath.Dir(c.Plane.Kubectl))
+	}
 	fmt.Fprintln(out, "# Ctrl-C or `nodewright local down` stops it")
 }
 
 // watchStatus prints the status line every interval until ctx ends.
-func watchStatus(ctx context.Context, out io.Writer, c *localcloud.Cloud, interval time.Duration) {
+func watchStatus(ctx context.Context, tl *localrun.Timeline, c *localcloud.Cloud, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
+	for ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
-			return
-		case now := <-t.C:
+		case <-time.After(interval):
 			st, err := localrun.CurrentStatus(ctx, c)
-			if ctx.Err() != nil {
-				return
+			switch {
+			case ctx.Err() != nil:
+			case err != nil:
+				tl.Printf("%-12s %v", "status", err)
+			default:
+				tl.Printf("%-12s %s", "status", st)
 			}
-			if err != nil {
-				fmt.Fprintf(out, "%s status: %v\n", now.Format("15:04:05"), err)
-				continue
-			}
-			fmt.Fprintf(out, "%s %s\n", now.Format("15:04:05"), st)
 		}
 	}
 }

@@ -23,6 +23,8 @@ type State struct {
 	Kubeconfig  string    `json:"kubeconfig,omitempty"`
 	Env         []string  `json:"env"`
 	ChildPIDs   []int     `json:"childPIDs"`
+	// BinDir holds the kubectl built with the control plane, for PATH.
+	BinDir string `json:"binDir,omitempty"`
 	// Control is the URL of the fault buttons' endpoint of a `local up
 	// --config` (empty when nodewright does not run).
 	Control string `json:"control,omitempty"`
@@ -65,6 +67,9 @@ func SaveState(c *Cloud, x Extras) (string, error) {
 	st := State{
 		PID: os.Getpid(), StartedAt: time.Now().UTC(), Region: c.Region, ClusterName: c.ClusterName,
 		Kubeconfig: c.Kubeconfig, Env: append(c.Env(), x.Env...), ChildPIDs: c.PIDs(), Control: x.Control,
+	}
+	if c.Plane != nil && c.Plane.Kubectl != "" {
+		st.BinDir = filepath.Dir(c.Plane.Kubectl)
 	}
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {

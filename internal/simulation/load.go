@@ -73,6 +73,16 @@ const DefaultRegion = "us-east-1"
 // InferRegion returns the region the NodePools' zone requirements name, when
 // they name exactly one; a simulation in another region could place nothing.
 func InferRegion(cfg *apis.Config) string {
+	if r := ZoneRegion(cfg); r != "" {
+		return r
+	}
+	return DefaultRegion
+}
+
+// ZoneRegion is the one region the NodePools' zone requirements name, or ""
+// when they name none or several (`local up --config` starts its cloud
+// there).
+func ZoneRegion(cfg *apis.Config) string {
 	regions := map[string]bool{}
 	for _, np := range cfg.NodePools {
 		for _, r := range np.Spec.Template.Spec.Requirements {
@@ -91,7 +101,7 @@ func InferRegion(cfg *apis.Config) string {
 			return r
 		}
 	}
-	return DefaultRegion
+	return ""
 }
 
 // LoadCatalog reads the builtin catalog or a folder laid out like aws-data.

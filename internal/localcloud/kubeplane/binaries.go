@@ -32,6 +32,7 @@ var components = []struct{ name, pkg string }{
 	{"kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver"},
 	{"kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager"},
 	{"kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler"},
+	{"kubectl", "k8s.io/kubernetes/cmd/kubectl"},
 	{"kwok", "sigs.k8s.io/kwok/cmd/kwok"},
 }
 
@@ -42,7 +43,10 @@ type Binaries struct {
 	KubeAPIServer         string
 	KubeControllerManager string
 	KubeScheduler         string
-	KWOK                  string
+	// Kubectl is for people and tests: `nodewright local env` puts its
+	// directory on PATH.
+	Kubectl string
+	KWOK    string
 }
 
 func binariesIn(dir string) (*Binaries, bool) {
@@ -57,6 +61,7 @@ func binariesIn(dir string) (*Binaries, bool) {
 		KubeAPIServer:         filepath.Join(dir, "kube-apiserver"),
 		KubeControllerManager: filepath.Join(dir, "kube-controller-manager"),
 		KubeScheduler:         filepath.Join(dir, "kube-scheduler"),
+		Kubectl:               filepath.Join(dir, "kubectl"),
 		KWOK:                  filepath.Join(dir, "kwok"),
 	}, true
 }
@@ -97,8 +102,9 @@ func isToolsDir(d string) bool {
 
 // EnsureBinaries returns the control plane binaries for the tools module's
 // pinned versions, building them first if the cache lacks them (~8 minutes
-// on 2 cores the first time). The cache key is the tools go.sum hash, so a
-// version bump builds afresh and never mixes binaries. Concurrent callers in
+// on 2 cores the first time). The cache key hashes the tools go.sum and the
+// list of binaries (cacheKey), so a version bump builds afresh and never
+// mixes binaries. Concurrent callers in
 // other processes wait on a file lock instead of building twice.
 func EnsureBinaries(ctx context.Context, logger *slog.Logger) (*Binaries, error) {
 	if logger == nil {
@@ -121,8 +127,7 @@ func EnsureBinaries(ctx context.Context, logger *slog.Logger) (*Binaries, error)
 	if err != nil {
 		return nil, fmt.Errorf("read tools go.sum: %w", err)
 	}
-	h := sha256.Sum256(sum)
-	key := hex.EncodeToString(h[:])[:12]
+	key := cacheKey(sum)
 	binDir := filepath.Join(root, key, "bin")
 	if b, ok := binariesIn(binDir); ok {
 		return b, nil
@@ -143,6 +148,19 @@ func EnsureBinaries(ctx context.Context, logger *slog.Logger) (*Binaries, error)
 		return nil, fmt.Errorf("build control plane: binaries missing from %s after build", binDir)
 	}
 	return b, nil
+}
+
+// cacheKey names a build by the tools module's go.sum and the binaries
+// built from it: a version bump or a binary added to components (kubectl
+// was) builds afresh into a new directory, never over or beside an older
+// set.
+func cacheKey(goSum []byte) string {
+	h := sha256.New()
+	h.Write(goSum)
+	for _, c := range components {
+		fmt.Fprintf(h, "\n%s=%s", c.name, c.pkg)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
 // LDFlags stamps the Kubernetes version into the binaries; without it they
@@ -178,7 +196,7 @@ func build(ctx context.Context, logger *slog.Logger, tools, binDir string) error
 	logger.InfoContext(ctx, "building the Kubernetes control plane from the module proxy (first time only)",
 		"tools", tools, "into", binDir, "expected-total", buildExpected)
 	start := time.Now()
-	// One go build compiles all five binaries and prints nothing until it
+	// One go build compiles all six binaries and prints nothing until it
 	// ends, so say every progressEvery that it is still going.
 	defer progress(ctx, logger, progressEvery, start, buildStep)()
 	args := []string{"build", "-C", tools, "-trimpath", "-ldflags", LDFlags(), "-o", tmp + string(filepath.Separator)}
@@ -212,7 +230,7 @@ func build(ctx context.Context, logger *slog.Logger, tools, binDir string) error
 // what it does (go build fetches the sources from the module proxy first).
 const (
 	buildExpected = 8 * time.Minute
-	buildStep     = "download sources and compile etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok"
+	buildStep     = "download sources and compile etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok"
 	progressEvery = 15 * time.Second
 )
 

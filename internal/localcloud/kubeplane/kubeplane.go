@@ -71,6 +71,9 @@ type Plane struct {
 	Endpoint string
 	// CAData is the PEM of the CA that signed the API server's certificate.
 	CAData []byte
+	// Kubectl is the path of the kubectl built with the control plane, at
+	// its Kubernetes version.
+	Kubectl string
 
 	rest   *rest.Config
 	client kubernetes.Interface
@@ -154,7 +157,7 @@ type startup struct {
 }
 
 func start(ctx context.Context, opts Options, bins *Binaries, logger *slog.Logger) (_ *Plane, err error) {
-	p := &Plane{Dir: opts.Dir, logger: logger}
+	p := &Plane{Dir: opts.Dir, logger: logger, Kubectl: bins.Kubectl}
 	if p.Dir == "" {
 		if p.Dir, err = os.MkdirTemp("", "nodewright-kube-"); err != nil {
 			return nil, fmt.Errorf("start control plane: %w", err)

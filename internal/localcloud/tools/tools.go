@@ -1,6 +1,6 @@
 //go:build tools
 
-// Package tools pins the Kubernetes control plane, etcd and KWOK so the local
+// Package tools pins the Kubernetes control plane, kubectl, etcd and KWOK so the local
 // cloud harness can build them from the module proxy. It lives in its own
 // module so the main module's dependency graph stays lean.
 package tools
@@ -10,5 +10,6 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "sigs.k8s.io/kwok/cmd/kwok"
 )
