@@ -100,7 +100,7 @@ func TestLocalUpConfigEndToEnd(t *testing.T) {
 	}
 	kc := kubeClient(t, st.Kubeconfig)
 	run("kubectl", "apply", "-f", "testdata/localup-workload.yaml")
-	waitWorkload(ctx, t, kc, 13)
+	waitWorkload(ctx, t, kc, 11)
 
 	// The fault buttons reach the running up.
 	if out := run(bin, "local", "price", "m6i.large", "us-west-2a", "0.02"); !strings.Contains(out, "$0.0200/h") {
@@ -109,7 +109,7 @@ func TestLocalUpConfigEndToEnd(t *testing.T) {
 	if spot := nodeOf(ctx, t, kc, "spot"); spot != "" {
 		run(bin, "local", "spot-interrupt", spot)
 		waitNodeGone(ctx, t, kc, spot)
-		waitWorkload(ctx, t, kc, 13)
+		waitWorkload(ctx, t, kc, 11)
 	}
 	// `get nodeclaims` finds the local table with no flags.
 	if out := run(bin, "get", "nodeclaims"); !strings.Contains(out, "general-") || !strings.Contains(out, "steady-") {
@@ -139,7 +139,7 @@ func startUp(ctx context.Context, t *testing.T, bin string, args ...string) *upP
 	}
 	go func() { u.done <- u.cmd.Wait() }()
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || testing.Verbose() {
 			t.Logf("local up's output:\n%s", u.out.String())
 		}
 		if u.cmd.ProcessState == nil {
@@ -179,19 +179,24 @@ func kubeClient(t *testing.T, kubeconfig string) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 
-// waitWorkload waits until n pods of namespace e2e run (Job pods may have
-// completed) on nodes of nodewright's NodePools.
-func waitWorkload(ctx context.Context, t *testing.T, kc kubernetes.Interface, n int) {
+// waitWorkload waits until every pod of namespace e2e runs (Job pods may
+// have completed) on a node of nodewright's NodePools, and at least atLeast
+// do (the Deployments' replicas; the Job's pods come and go).
+func waitWorkload(ctx context.Context, t *testing.T, kc kubernetes.Interface, atLeast int) {
 	t.Helper()
-	poll(ctx, t, 6*time.Minute, fmt.Sprintf("%d e2e pods Running on nodewright nodes", n), func() (bool, string) {
+	poll(ctx, t, 6*time.Minute, fmt.Sprintf("every e2e pod (at least %d) Running on nodewright nodes", atLeast), func() (bool, string) {
 		pods, err := kc.CoreV1().Pods("e2e").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
-		ok := 0
+		ok, live := 0, 0
 		for i := range pods.Items {
 			p := &pods.Items[i]
-			if p.DeletionTimestamp != nil || p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodSucceeded {
+			if p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			live++
+			if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodSucceeded {
 				continue
 			}
 			node, err := kc.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
@@ -199,7 +204,7 @@ func waitWorkload(ctx context.Context, t *testing.T, kc kubernetes.Interface, n 
 				ok++
 			}
 		}
-		return ok >= n, fmt.Sprintf("%d of %d", ok, len(pods.Items))
+		return ok == live && ok >= atLeast, fmt.Sprintf("%d of %d", ok, live)
 	})
 }
 
