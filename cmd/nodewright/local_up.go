@@ -152,7 +152,7 @@ func startSystem(ctx context.Context, c *localcloud.Cloud, f *localUpFlags, node
 	// The simulated kubelet joins within seconds: a short registration
 	// follow-up shows nodes Ready sooner than the function's 30 s default.
 	sys, err := localrun.Start(ctx, c, localrun.Options{ConfigDir: f.configDir, Name: "nodewright-local", Tick: f.tick,
-		RegistrationCheck: 3 * time.Second, NodeRole: nodeRole, Timeline: tl, Logs: logs})
+		RegistrationCheck: 3 * time.Second, NodeRole: nodeRole, Timeline: tl, Logs: logs, Volumes: true})
 	if err != nil {
 		if closeLogs != nil {
 			closeLogs()

@@ -100,7 +100,9 @@ func TestLocalUpConfigEndToEnd(t *testing.T) {
 	}
 	kc := kubeClient(t, st.Kubeconfig)
 	run("kubectl", "apply", "-f", "testdata/localup-workload.yaml")
-	waitWorkload(ctx, t, kc, 11)
+	waitWorkload(ctx, t, kc, 13)
+
+	checkVolumes(ctx, t, kc)
 
 	// The fault buttons reach the running up.
 	if out := run(bin, "local", "price", "m6i.large", "us-west-2a", "0.02"); !strings.Contains(out, "$0.0200/h") {
@@ -109,14 +111,14 @@ func TestLocalUpConfigEndToEnd(t *testing.T) {
 	if spot := nodeOf(ctx, t, kc, "spot"); spot != "" {
 		run(bin, "local", "spot-interrupt", spot)
 		waitNodeGone(ctx, t, kc, spot)
-		waitWorkload(ctx, t, kc, 11)
+		waitWorkload(ctx, t, kc, 13)
 	}
 	// `get nodeclaims` finds the local table with no flags.
 	if out := run(bin, "get", "nodeclaims"); !strings.Contains(out, "general-") || !strings.Contains(out, "steady-") {
 		t.Errorf("get nodeclaims lacks the pools' claims:\n%s", out)
 	}
 
-	run("kubectl", "-n", "e2e", "scale", "deployment", "--all", "--replicas=0")
+	run("kubectl", "-n", "e2e", "scale", "deployment,statefulset", "--all", "--replicas=0")
 	run("kubectl", "-n", "e2e", "delete", "job", "batch")
 	waitLine(ctx, t, up, "pending pods 0 | nodes none | instances 0 | $0.0000/h", 6*time.Minute)
 
@@ -206,6 +208,35 @@ func waitWorkload(ctx context.Context, t *testing.T, kc kubernetes.Interface, at
 		}
 		return ok == live && ok >= atLeast, fmt.Sprintf("%d of %d", ok, live)
 	})
+}
+
+// checkVolumes: each StatefulSet pod's volume was provisioned in the zone
+// of the node it runs on, with that zone as its node affinity.
+func checkVolumes(ctx context.Context, t *testing.T, kc kubernetes.Interface) {
+	t.Helper()
+	for i := range 2 {
+		pod, err := kc.CoreV1().Pods("e2e").Get(ctx, fmt.Sprintf("db-%d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := kc.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pvc, err := kc.CoreV1().PersistentVolumeClaims("e2e").Get(ctx, fmt.Sprintf("data-db-%d", i), metav1.GetOptions{})
+		if err != nil || pvc.Spec.VolumeName == "" {
+			t.Fatalf("claim data-db-%d unbound: %v", i, err)
+		}
+		pv, err := kc.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		zone := node.Labels[corev1.LabelTopologyZone]
+		terms := pv.Spec.NodeAffinity.Required.NodeSelectorTerms
+		if len(terms) != 1 || terms[0].MatchExpressions[0].Values[0] != zone {
+			t.Errorf("volume %s of db-%d: affinity %+v, want zone %s", pv.Name, i, terms, zone)
+		}
+	}
 }
 
 func nodeOf(ctx context.Context, t *testing.T, kc kubernetes.Interface, capacityType string) string {

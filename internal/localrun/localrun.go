@@ -31,6 +31,7 @@ import (
 	"github.com/nodewright/nodewright/internal/app"
 	"github.com/nodewright/nodewright/internal/basedeps"
 	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localcloud/ebscsi"
 	"github.com/nodewright/nodewright/internal/settings"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 	// NodeRole is the role the EC2NodeClasses pass to their instances
 	// (default KarpenterNodeRole-<cluster>).
 	NodeRole string
+	// Volumes runs the simulated EBS CSI driver (internal/localcloud/ebscsi)
+	// so claims provision as on EKS.
+	Volumes bool
 	// Name prefixes the table, the queues and the webhook configuration
 	// (default "nodewright-local").
 	Name string
@@ -116,7 +120,30 @@ func Start(ctx context.Context, cloud *localcloud.Cloud, o Options) (_ *System, 
 		return nil, err
 	}
 	s.startEventSources(ctx, st, h)
+	if o.Volumes {
+		if err := s.startVolumes(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// startVolumes installs the simulated EBS CSI driver and runs its
+// provisioner until Close.
+func (s *System) startVolumes(ctx context.Context) error {
+	if err := ebscsi.Install(ctx, s.cloud.KubeClient); err != nil {
+		return err
+	}
+	vctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	logger := settings.Logger(&logTap{fn: "ebs-csi", tl: s.tl, raw: s.o.Logs}, s.Settings.LogLevel, "ebs-csi")
+	go func() {
+		defer close(done)
+		ebscsi.Run(vctx, s.cloud.KubeClient, 500*time.Millisecond, logger)
+	}()
+	s.closers = append(s.closers, func() { cancel(); <-done })
+	s.printf("EBS CSI driver (simulated): StorageClass %s (WaitForFirstConsumer, default), volumes in the zone of the pod's node, attachment limits per instance type", ebscsi.StorageClassName)
+	return nil
 }
 
 // Close stops the event sources, waits for the invocations under way and

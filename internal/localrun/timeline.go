@@ -130,6 +130,8 @@ func renderProvisioning(msg, claim string, rec map[string]any) (string, bool) {
 		return fmt.Sprintf("run %s (%s): %d pending, batch %s, %d claims created, %d launched, %d pods nominated, %d unschedulable, solve %s, took %s",
 			str(rec, "run"), str(rec, "trigger"), int(num(rec, "pending")), str(rec, "batch"), int(num(rec, "created")), int(num(rec, "launched")),
 			int(num(rec, "nominated")), int(num(rec, "unschedulable")), str(rec, "solve-time"), str(rec, "duration")), true
+	case "volume provisioned":
+		return fmt.Sprintf("PersistentVolume %s for claim %s in %s", str(rec, "volume"), str(rec, "claim"), str(rec, "zone")), true
 	case "provisioner run skipped: nudges predate the last completed run":
 		return "", true // expected: the nudge's pods were handled by the run that just ended
 	}
