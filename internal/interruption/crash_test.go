@@ -1,8 +1,10 @@
 package interruption_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,13 +27,28 @@ func TestSpotWarningSurvivesACrashAtEveryCall(t *testing.T) {
 }
 
 func spotThroughCrash(t *testing.T, cr *cloudtest.Crasher) {
+	// A failed run ends its output with this pool's instances and claims
+	// (read before the harness's cleanup drops the table, printed after its
+	// log dump), which is what a failure in CI leaves to go on.
+	var launches []string
+	t.Cleanup(func() {
+		for _, l := range launches {
+			t.Log(l)
+		}
+	})
+	var start time.Time
 	h := newHarness(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			launches = h.launches(start)
+		}
+	})
 	cl, node := h.deploy(2, 1)
 	stopPDB := h.watchPDB()
 	crashing := h.crashingHandler(cr)
 	h.dead.Store(cr)
 	h.handler.Store(crashing)
-	start := time.Now()
+	start = time.Now()
 	id := fmt.Sprintf("crash-%d", cr.At)
 	if _, err := h.sim.SQS().Send(h.qName, spotWarning(id, cl.Status.InstanceID, h.cloud.Region), 0); err != nil {
 		t.Fatal(err)
@@ -90,6 +107,34 @@ func (h *harness) instancesSince(t time.Time) int {
 		}
 	}
 	return n
+}
+
+// launches describes this pool's instances (launch time relative to the
+// warning, state, claim tag) and the table's claims with their conditions.
+func (h *harness) launches(start time.Time) []string {
+	var out []string
+	for _, inst := range h.sim.EC2().Instances() {
+		tags := map[string]string{}
+		for _, tg := range inst.Tags {
+			tags[sdkaws.ToString(tg.Key)] = sdkaws.ToString(tg.Value)
+		}
+		if tags[nwaws.TagNodePool] == h.pool {
+			out = append(out, fmt.Sprintf("instance %s launched %s after the warning, state %s, nodeclaim %s", sdkaws.ToString(inst.InstanceId),
+				sdkaws.ToTime(inst.LaunchTime).Sub(start).Round(time.Millisecond), inst.State.Name, tags["karpenter.sh/nodeclaim"]))
+		}
+	}
+	claims, err := h.store.ListNodeClaims(context.WithoutCancel(h.ctx))
+	if err != nil {
+		out = append(out, "list nodeclaims: "+err.Error())
+	}
+	for _, c := range claims {
+		var conds []string
+		for _, cd := range c.Status.Conditions {
+			conds = append(conds, cd.Type+"="+string(cd.Status)+"("+cd.Reason+")")
+		}
+		out = append(out, fmt.Sprintf("nodeclaim %s instance %s deleting=%v conditions %s", c.Name, c.Status.InstanceID, c.Deleting(), strings.Join(conds, " ")))
+	}
+	return out
 }
 
 // assertNoPodDeleted checks the API server's audit log: the controllers
