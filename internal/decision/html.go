@@ -14,7 +14,7 @@ var reportHTML string
 
 // reportTemplate renders `report -o html`; html/template escapes every name
 // taken from the records (pods, nodes, reasons).
-var reportTemplate = template.Must(template.New("report").Parse(reportHTML))
+var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{"seconds": seconds}).Parse(reportHTML))
 
 // The chart's line colours (constants, hence safe as template.CSS).
 const (

@@ -25,9 +25,13 @@ func WriteTable(w io.Writer, r Report) error {
 	l := r.Latency
 	p("\nPENDING PODS")
 	p("  pods nodewright planned for\t%d\t(%d got a node in the window, %d still pending)", l.Pods, l.Scheduled, l.StillPending)
-	p("  observed wait\t%s\t(creation to PodScheduled, whoever launched the node)", quantile(l.Observed))
+	observed := "-"
+	if l.Scheduled > 0 {
+		observed = quantile(l.Observed)
+	}
+	p("  observed wait\t%s\t(creation to PodScheduled, whoever launched the node)", observed)
 	if l.StillPending > 0 {
-		p("  still pending\tlongest %.1fs", l.LongestPending)
+		p("  still pending\tlongest %s", seconds(l.LongestPending))
 	}
 	p("  nodewright's decision\t%s\t(snapshot to plan, after its 1-10 s batching window)", quantile(l.Decision))
 	p("\nCOST ($/h, latest fleet pass)")
@@ -62,7 +66,13 @@ func WriteTable(w io.Writer, r Report) error {
 }
 
 func quantile(q Quantile) string {
-	return fmt.Sprintf("p50 %.1fs  p90 %.1fs  max %.1fs", q.P50, q.P90, q.Max)
+	return fmt.Sprintf("p50 %s  p90 %s  max %s", seconds(q.P50), seconds(q.P90), seconds(q.Max))
+}
+
+// seconds prints s to the millisecond (a plan takes milliseconds, a wait
+// minutes).
+func seconds(s float64) string {
+	return time.Duration(s * float64(time.Second)).Round(time.Millisecond).String()
 }
 
 func stamp(t time.Time) string {

@@ -117,10 +117,15 @@ func (f *Fleet) Pass(ctx context.Context) (*decision.Fleet, error) {
 	return rec, nil
 }
 
-// costs prices every node by its labels, and nodewright's plan: each
-// pool's pods solved from scratch (the pool's cost as it is when they
-// cannot all be placed), plus the nodes no pool takes, as they are.
+// costs prices every node by its labels, and nodewright's plan for the
+// pods they run: each pool's pods solved from scratch (the pool's cost as
+// it is when they cannot all be placed), plus the nodes no pool takes, as
+// they are. Pending pods are left out: they run nowhere yet, and a node
+// bought for them must not count as the running pods' cost.
 func (f *Fleet) costs(ctx context.Context, cl *state.Cluster, nodes []*corev1.Node) (actual, plan float64) {
+	running := *cl
+	running.Pending = nil
+	cl = &running
 	pooled := 0.0
 	for _, n := range nodes {
 		price, _ := cl.Catalog.NodePrice(n.Labels[catalog.LabelInstanceType], n.Labels[catalog.LabelTopologyZone], n.Labels[apis.CapacityTypeLabelKey])
