@@ -106,6 +106,13 @@ type Config struct {
 	// EKSAccess is AccessClusterAdmin or AccessRBAC.
 	EKSAccess string
 
+	// Mode is settings.ModeNormal or settings.ModeShadow: in shadow mode the
+	// functions decide and record but act on nothing, the controller role
+	// holds read rights only (no EC2 write, no iam:PassRole, a read-only
+	// access entry), no webhook or RBAC is registered in the cluster and the
+	// provisioner runs on its schedule.
+	Mode string
+
 	// AssetDir holds <function>/bootstrap as built by `make build`.
 	AssetDir string
 	// PlaceholderAssets synthesizes with placeholder function code when the
@@ -129,6 +136,7 @@ func Defaults() Config {
 		LogLevel:                     "INFO",
 		OldestPendingPodAlarmSeconds: 300,
 		EKSAccess:                    AccessRBAC,
+		Mode:                         settings.ModeNormal,
 		AssetDir:                     "dist",
 	}
 }
@@ -160,6 +168,7 @@ const (
 	CtxExistingAccessEntries   = "existingAccessEntries"
 	CtxInstanceProfileRoles    = "instanceProfileRoles"
 	CtxEKSAccess               = "eksAccess"
+	CtxMode                    = "mode"
 	CtxAssetDir                = "assetDir"
 	CtxPlaceholderAssets       = "placeholderAssets"
 )
@@ -199,6 +208,7 @@ func FromContext(get ContextGetter) (Config, error) {
 	r.list(CtxExistingAccessEntries, &c.ExistingAccessEntries)
 	r.pairs(CtxInstanceProfileRoles, &c.InstanceProfileRoles)
 	r.str(CtxEKSAccess, &c.EKSAccess)
+	r.str(CtxMode, &c.Mode)
 	r.str(CtxAssetDir, &c.AssetDir)
 	r.boolean(CtxPlaceholderAssets, &c.PlaceholderAssets)
 
@@ -486,7 +496,19 @@ func (c *Config) validateRoles(p *problems) {
 	if c.AssetDir == "" {
 		p.bad("%s must not be empty", CtxAssetDir)
 	}
+	switch c.Mode {
+	case settings.ModeNormal:
+	case settings.ModeShadow:
+		// Registering the webhook writes to the cluster; the provisioner's
+		// schedule finds the pending pods instead.
+		c.Webhook = false
+	default:
+		p.bad("%s %q: want %q or %q", CtxMode, c.Mode, settings.ModeNormal, settings.ModeShadow)
+	}
 }
+
+// Shadow reports whether the stack deploys nodewright in shadow mode.
+func (c *Config) Shadow() bool { return c.Mode == settings.ModeShadow }
 
 // ConfigFiles lists the YAML files in dir (not recursive), sorted, so a
 // directory with no YAML is an error rather than an empty configuration.

@@ -119,6 +119,7 @@ func (b *builder) functionEnv() functionEnvs {
 			settings.EnvClusterName:       jsii.String(b.cfg.ClusterName),
 			settings.EnvLogLevel:          jsii.String(b.cfg.LogLevel),
 			settings.EnvProvisionQueueURL: b.ProvisionQueue.QueueUrl(),
+			settings.EnvMode:              jsii.String(b.cfg.Mode),
 		},
 		controller: map[string]*string{
 			settings.EnvTableName:         b.Table.TableName(),

@@ -52,9 +52,13 @@ var storeActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Up
 func (b *builder) controllerRole() {
 	b.roles()
 	p := b.newControllerPolicy()
-	p.launchStatements()
-	p.tagOnCreateStatements()
-	p.cleanupStatements()
+	// Shadow mode: reads only, so a bug cannot act. The table stays
+	// writable (leases, caches and the decisions shadow mode records).
+	if !b.cfg.Shadow() {
+		p.launchStatements()
+		p.tagOnCreateStatements()
+		p.cleanupStatements()
+	}
 	p.readStatements()
 	b.dataGrants()
 }
@@ -254,15 +258,18 @@ func (p *controllerPolicy) readStatements() {
 		Resources: jsii.Strings("*"),
 	})
 	// Exactly the roles the EC2NodeClasses launch with (the stack's own
-	// only when a class uses it), and only to EC2.
-	p.add(&awsiam.PolicyStatementProps{
-		Sid:       jsii.String("PassNodeRolesToEC2Only"),
-		Actions:   jsii.Strings("iam:PassRole"),
-		Resources: b.passableNodeRoles(),
-		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"iam:PassedToService": "ec2.amazonaws.com"},
-		},
-	})
+	// only when a class uses it), and only to EC2; shadow mode launches
+	// nothing and passes none.
+	if !b.cfg.Shadow() {
+		p.add(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("PassNodeRolesToEC2Only"),
+			Actions:   jsii.Strings("iam:PassRole"),
+			Resources: b.passableNodeRoles(),
+			Conditions: &map[string]interface{}{
+				"StringEquals": map[string]interface{}{"iam:PassedToService": "ec2.amazonaws.com"},
+			},
+		})
+	}
 	b.clusterArn = b.Stack.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("eks"), Resource: jsii.String("cluster"), ResourceName: jsii.String(p.cluster)})
 	describeCluster := func() awsiam.PolicyStatement {
 		return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

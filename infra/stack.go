@@ -411,7 +411,18 @@ func (b *builder) clusterAdmin() *[]interface{} {
 	}}
 }
 
+// shadowAccessPolicy is the controller role's access policy in shadow
+// mode: view every resource, change none. It is the narrowest EKS policy
+// that reads Nodes and PodDisruptionBudgets as well as Pods (it also reads
+// Secrets, which nodewright never does); a ClusterRole of reads only would
+// need the registrar to write RBAC objects, and shadow mode writes nothing.
+const shadowAccessPolicy = "AmazonEKSAdminViewPolicy"
+
 func (b *builder) accessEntries() {
+	if b.cfg.Shadow() {
+		b.shadowAccessEntry()
+		return
+	}
 	st := b.Stack.Stack
 	b.nodeAccessEntries()
 	ctrl := &awseks.CfnAccessEntryProps{
@@ -452,6 +463,24 @@ func (b *builder) accessEntries() {
 	for _, fn := range []string{"provisioner", "interruption", "disruption", "lifecycle"} {
 		b.Functions[fn].Node().AddDependency(b.controllerAccess)
 		b.Functions[fn].Node().AddDependency(cr)
+	}
+}
+
+// shadowAccessEntry gives the controller role read access to the cluster
+// and nothing else: no node access entries (shadow mode launches no node),
+// no registrar access and no RBAC objects.
+func (b *builder) shadowAccessEntry() {
+	b.controllerAccess = awseks.NewCfnAccessEntry(b.Stack.Stack, jsii.String("ControllerAccessEntry"), &awseks.CfnAccessEntryProps{
+		ClusterName:  jsii.String(b.cfg.ClusterName),
+		PrincipalArn: b.ControllerRole.RoleArn(),
+		Type:         jsii.String("STANDARD"),
+		AccessPolicies: &[]interface{}{&awseks.CfnAccessEntry_AccessPolicyProperty{
+			PolicyArn:   b.accessPolicy(shadowAccessPolicy),
+			AccessScope: &awseks.CfnAccessEntry_AccessScopeProperty{Type: jsii.String("cluster")},
+		}},
+	})
+	for _, fn := range []string{"provisioner", "interruption", "disruption", "lifecycle"} {
+		b.Functions[fn].Node().AddDependency(b.controllerAccess)
 	}
 }
 

@@ -13,5 +13,6 @@ func subcommands() []*cobra.Command {
 		newDescribeCmd(),
 		newDeleteCmd(),
 		newImportCmd(),
+		newReportCmd(),
 	}
 }

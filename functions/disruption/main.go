@@ -10,5 +10,5 @@ package main
 import "github.com/nodewright/nodewright/internal/app"
 
 func main() {
-	app.Run("disruption", (*app.App).DisruptionHandler)
+	app.Run("disruption", (*app.App).DisruptionFunction)
 }

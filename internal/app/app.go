@@ -23,8 +23,10 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/awsstore"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/settings"
+	"github.com/nodewright/nodewright/internal/shadow"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
@@ -49,6 +51,18 @@ type App struct {
 	// validated from Settings.ConfigDir at start.
 	Config *apis.Config
 	Now    func() time.Time
+	// Cluster and Cloud are what the controllers act through: Kube and EC2
+	// themselves, or in shadow mode adapters that make no change (see
+	// wireActing).
+	Cluster clusterClient
+	Cloud   cloudClient
+	// Shadow records the provisioning passes' plans in shadow mode; nil
+	// otherwise.
+	Shadow *shadow.Recorder
+	// claims is the provisioner's NodeClaim store (Store, or in shadow mode
+	// one that keeps its claims in memory).
+	claims   provisioning.Store
+	function string
 }
 
 // Options let callers (tests, the demo) replace parts of the wiring.
@@ -143,7 +157,9 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 		Metrics:   rec,
 		Config:    cfg,
 		Now:       o.Now,
+		function:  o.Function,
 	}
+	a.wireActing()
 	if s.WorkQueueURL != "" {
 		a.Work = queue.New(sqsClient, s.WorkQueueURL)
 	}

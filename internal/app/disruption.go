@@ -27,7 +27,7 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 		s.SpotToSpotConsolidation = a.Settings.FeatureGates.SpotToSpotConsolidation
 		s.SchedulePeriod = a.Settings.DisruptionSchedule
 		return disruption.Deps{
-			Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
+			Store: a.Store, Cluster: a.Cluster, Cloud: a.Cloud, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
 			Catalog:     a.catalog(),
 			Unavailable: provisioning.ProviderICE(a.EC2),
 			Provision:   pass,

@@ -17,7 +17,7 @@ import (
 // building a handler.
 func (a *App) InterruptionDeps() (interruption.Deps, error) {
 	return deps(a, "interruption", func() (interruption.Deps, error) {
-		term, err := termination.New(termination.Deps{Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Metrics: a.Metrics, Log: a.Log, Now: a.Now})
+		term, err := termination.New(termination.Deps{Store: a.Store, Cluster: a.Cluster, Cloud: a.Cloud, Metrics: a.Metrics, Log: a.Log, Now: a.Now})
 		if err != nil {
 			return interruption.Deps{}, err
 		}
@@ -26,7 +26,7 @@ func (a *App) InterruptionDeps() (interruption.Deps, error) {
 			return interruption.Deps{}, err
 		}
 		return interruption.Deps{
-			Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
+			Store: a.Store, Cluster: a.Cluster, Cloud: a.Cloud, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
 			Terminator: term,
 			ICE:        a.EC2.ICE(),
 			Provision:  pass,

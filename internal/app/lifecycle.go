@@ -13,7 +13,7 @@ import (
 func (a *App) LifecycleDeps() (lifecycle.Deps, error) {
 	return deps(a, "lifecycle", func() (lifecycle.Deps, error) {
 		return lifecycle.Deps{
-			Store: a.Store, Cluster: a.Kube, Cloud: a.EC2, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
+			Store: a.Store, Cluster: a.Cluster, Cloud: a.Cloud, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
 			Requeue: a.requeue("no work queue configured: lifecycle follow-ups wait for the schedule"),
 			Holder:  holder("lifecycle"),
 			Settings: lifecycle.Settings{GCMaxShare: a.Settings.GCMaxShare, GCMaxInstances: a.Settings.GCMaxInstances,

@@ -12,7 +12,7 @@ import (
 func (a *App) ProvisionerDeps() (provisioning.Deps, error) {
 	return deps(a, "provisioner", func() (provisioning.Deps, error) {
 		return provisioning.Deps{
-			Store: a.Store, Cluster: a.Kube, Launcher: a.EC2, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
+			Store: a.claims, Cluster: a.Cluster, Launcher: a.Cloud, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
 			Catalog:     a.catalog(),
 			Unavailable: provisioning.ProviderICE(a.EC2),
 			Requeue:     a.requeue(""),

@@ -13,7 +13,7 @@ import (
 // Run is the whole body of a function's main: read settings, build the App,
 // start the Lambda runtime with the Handle method of the controller handler
 // build returns (a method expression such as (*App).ProvisionerHandler),
-// counted by WithHeartbeat. A start-up failure exits non-zero so Lambda
+// wrapped by Wrap (the heartbeat, shadow mode's record). A start-up failure exits non-zero so Lambda
 // reports an init error instead of a broken handler.
 func Run[H controllerHandler](function string, build func(*App) (H, error)) {
 	ctx := context.Background()
@@ -33,7 +33,7 @@ func Run[H controllerHandler](function string, build func(*App) (H, error)) {
 		log.Error("start", "error", err.Error())
 		os.Exit(1)
 	}
-	lambda.Start(WithHeartbeat(a.Metrics, a.Log, h.Handle))
+	lambda.Start(a.Wrap(h.Handle))
 }
 
 // controllerHandler is what every controller package's Handler is.

@@ -15,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/iam"
 	"github.com/nodewright/nodewright/internal/localcloud/internal/proc"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
+	"github.com/nodewright/nodewright/internal/settings"
 )
 
 // synthCluster is the cluster name the cached template is synthesized
@@ -34,6 +35,18 @@ const synthNodeRole = "nodewright-node-example"
 // callers in other processes wait on a file lock instead of synthesizing
 // twice.
 func IAMTemplate(ctx context.Context) (*iam.Template, error) {
+	return iamTemplateFor(ctx, "")
+}
+
+// ShadowIAMTemplate is IAMTemplate for a stack deployed in shadow mode
+// (-c mode=shadow): its roles hold read rights only.
+func ShadowIAMTemplate(ctx context.Context) (*iam.Template, error) {
+	return iamTemplateFor(ctx, settings.ModeShadow)
+}
+
+// iamTemplateFor is the template synthesized with -c mode=mode ("": the
+// default), cached apart per mode.
+func iamTemplateFor(ctx context.Context, mode string) (*iam.Template, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
@@ -41,6 +54,9 @@ func IAMTemplate(ctx context.Context) (*iam.Template, error) {
 	key, err := sourceHash(root)
 	if err != nil {
 		return nil, err
+	}
+	if mode != "" {
+		key += "-" + mode
 	}
 	cache, err := proc.CacheDir("iam")
 	if err != nil {
@@ -58,7 +74,7 @@ func IAMTemplate(ctx context.Context) (*iam.Template, error) {
 	if t, err := readTemplate(path); err == nil {
 		return t, nil // synthesized by another process while we waited
 	}
-	if err := synthesize(ctx, root, path); err != nil {
+	if err := synthesize(ctx, root, path, mode); err != nil {
 		return nil, err
 	}
 	return readTemplate(path)
@@ -74,16 +90,20 @@ func readTemplate(path string) (*iam.Template, error) {
 
 // synthesize runs the CDK app without the CDK CLI: a Go CDK app given
 // CDK_OUTDIR writes the cloud assembly itself.
-func synthesize(ctx context.Context, root, dest string) error {
+func synthesize(ctx context.Context, root, dest, mode string) error {
 	out, err := os.MkdirTemp("", "nodewright-synth-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(out)
-	cdkContext, _ := json.Marshal(map[string]any{
+	ctxValues := map[string]any{
 		"clusterName": synthCluster, "configDir": filepath.Join(root, "infra", "testdata", "config"),
 		"placeholderAssets": true, "nodeRoleName": synthNodeRole,
-	})
+	}
+	if mode != "" {
+		ctxValues["mode"] = mode
+	}
+	cdkContext, _ := json.Marshal(ctxValues)
 	env := proc.EnvWith("CDK_OUTDIR="+out, "CDK_CONTEXT_JSON="+string(cdkContext), "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20")
 	if err := proc.Run(ctx, root, env, "go", "run", "./infra/cmd/nodewright-cdk"); err != nil {
 		return fmt.Errorf("synthesize the stack for IAM enforcement: %w", err)

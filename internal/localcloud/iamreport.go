@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -72,7 +73,9 @@ func checkIAM(c *Cloud, pkg string) int {
 	if !c.IAMEnforced() {
 		return 0
 	}
-	uses := c.AWS.StatementUses()
+	uses := slices.DeleteFunc(c.AWS.StatementUses(), func(u awssim.StatementUse) bool {
+		return strings.HasPrefix(u.Statement, ShadowStatementPrefix)
+	})
 	used := 0
 	for _, u := range uses {
 		if u.Allowed > 0 {

@@ -127,7 +127,12 @@ type Cloud struct {
 	// iamTemplate is the synthesized stack whose roles Deploy registers;
 	// nil when IAM is not enforced.
 	iamTemplate *iam.Template
-	expected    expectations
+	// shadowTpl is the shadow-mode template, synthesized on a first
+	// shadow deployment (shadowTemplate).
+	shadowOnce sync.Once
+	shadowTpl  *iam.Template
+	shadowErr  error
+	expected   expectations
 
 	closeOnce sync.Once
 	closeErr  error

@@ -1,12 +1,15 @@
 package localcloud
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -33,6 +36,9 @@ type StackResources struct {
 	NodeRole string
 	// ClusterName defaults to the cloud's.
 	ClusterName string
+	// Shadow deploys the stack as -c mode=shadow synthesizes it: roles
+	// with read rights only.
+	Shadow bool
 }
 
 // The stack's function roles, by construct ID in the template, and the
@@ -76,14 +82,24 @@ func (c *Cloud) Deploy(r StackResources) (*Stack, error) {
 		}
 		return st.finish(), nil
 	}
+	tpl := c.iamTemplate
+	if r.Shadow {
+		var err error
+		if tpl, err = c.shadowTemplate(); err != nil {
+			return nil, fmt.Errorf("deploy: %w", err)
+		}
+	}
 	b := c.binding(r)
 	seq := stackSeq.Add(1)
 	for construct, name := range stackRoles {
-		policies, err := c.iamTemplate.RolePolicies(construct, b)
+		policies, err := tpl.RolePolicies(construct, b)
 		if err != nil {
 			return nil, fmt.Errorf("deploy: %w", err)
 		}
 		policies = dropStatements(policies, os.Getenv(EnvIAMDrop))
+		if r.Shadow {
+			policies = shadowStatements(policies)
+		}
 		roleARN := fmt.Sprintf("arn:aws:iam::%s:role/%s", c.account(), name)
 		sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%d", r.Table, construct, seq))
 		key := sdkaws.Credentials{AccessKeyID: "ASIA" + strings.ToUpper(hex.EncodeToString(sum[:8])), SecretAccessKey: "localcloud/" + hex.EncodeToString(sum[8:24])}
@@ -93,7 +109,7 @@ func (c *Cloud) Deploy(r StackResources) (*Stack, error) {
 	}
 	// The instance profiles the stack creates: its own node role's and one
 	// per role an EC2NodeClass of the synthesized configuration names.
-	profiles, err := c.iamTemplate.InstanceProfiles(b)
+	profiles, err := tpl.InstanceProfiles(b)
 	if err != nil {
 		return nil, fmt.Errorf("deploy: %w", err)
 	}
@@ -103,6 +119,33 @@ func (c *Cloud) Deploy(r StackResources) (*Stack, error) {
 	profile := nwaws.InstanceProfileName(r.ClusterName, r.NodeRole)
 	c.AWS.AddInstanceProfile(fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", c.account(), profile), fmt.Sprintf("arn:aws:iam::%s:role/%s", c.account(), r.NodeRole))
 	return st.finish(), nil
+}
+
+// ShadowStatementPrefix starts the IDs of a shadow-mode stack's
+// statements: the coverage report is the normal stack's (a shadow stack's
+// statements share its roles and numbering), so it leaves them out.
+const ShadowStatementPrefix = "shadow/"
+
+func shadowStatements(policies []*iam.Policy) []*iam.Policy {
+	out := make([]*iam.Policy, len(policies))
+	for i, p := range policies {
+		cp := &iam.Policy{Name: p.Name, Statements: slices.Clone(p.Statements)}
+		for j := range cp.Statements {
+			cp.Statements[j].ID = ShadowStatementPrefix + cp.Statements[j].ID
+		}
+		out[i] = cp
+	}
+	return out
+}
+
+// shadowTemplate synthesizes the shadow-mode template once per cloud.
+func (c *Cloud) shadowTemplate() (*iam.Template, error) {
+	c.shadowOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		c.shadowTpl, c.shadowErr = ShadowIAMTemplate(ctx)
+	})
+	return c.shadowTpl, c.shadowErr
 }
 
 func (s *Stack) finish() *Stack {

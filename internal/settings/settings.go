@@ -88,6 +88,8 @@ type Settings struct {
 	// DisruptionSchedule is the disruption schedule's period (0: the
 	// disruption function's default).
 	DisruptionSchedule time.Duration
+	// Mode is ModeNormal or ModeShadow (see EnvMode).
+	Mode string
 }
 
 // FromEnv reads Settings from getenv (os.Getenv in production).
@@ -144,6 +146,9 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		s.GCMaxInstances = n
 	}
 	if s.FeatureGates, err = ParseFeatureGates(getenv(EnvFeatureGates)); err != nil {
+		return s, err
+	}
+	if s.Mode, err = parseMode(getenv(EnvMode)); err != nil {
 		return s, err
 	}
 	if v := getenv(EnvLogLevel); v != "" {

@@ -47,6 +47,7 @@ func TestFromEnvRejects(t *testing.T) {
 		{EnvFeatureGates: "SpotToSpotConsolidation"},
 		{EnvFeatureGates: "SpotToSpotConsolidation=maybe"},
 		{EnvFeatureGates: "NodeOverlay=true"},
+		{EnvMode: "dry-run"},
 	} {
 		if _, err := FromEnv(env(m)); err == nil {
 			t.Errorf("%v accepted", m)
@@ -65,5 +66,14 @@ func TestFeatureGates(t *testing.T) {
 	}
 	if g, err := ParseFeatureGates(s.FeatureGates.String()); err != nil || g != s.FeatureGates {
 		t.Fatalf("String does not round-trip: %+v %v", g, err)
+	}
+}
+
+func TestMode(t *testing.T) {
+	for v, shadow := range map[string]bool{"": false, ModeNormal: false, ModeShadow: true} {
+		s, err := FromEnv(env(map[string]string{EnvMode: v}))
+		if err != nil || s.Shadow() != shadow {
+			t.Errorf("%s=%q: shadow %v, %v", EnvMode, v, s.Shadow(), err)
+		}
 	}
 }

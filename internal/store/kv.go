@@ -48,28 +48,37 @@ func (s *Store) ListKV(ctx context.Context, prefix string) ([]*KV, error) {
 			":pk": sAttr(pkKV), ":prefix": sAttr(prefix),
 		},
 	}
-	var out []*KV
+	out, err := queryDecoded(ctx, s, in, func(item map[string]types.AttributeValue) (*KV, error) {
+		sk, _ := item[AttrSK].(*types.AttributeValueMemberS)
+		if sk == nil {
+			return nil, ErrNotFound
+		}
+		return s.decodeKV(sk.Value, item)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list kv %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// queryDecoded runs a paginated query and decodes every item, skipping
+// those decode reports ErrNotFound for (expired, or not of the kind).
+func queryDecoded[T any](ctx context.Context, s *Store, in *dynamodb.QueryInput, decode func(map[string]types.AttributeValue) (T, error)) ([]T, error) {
+	var out []T
 	err := s.queryAll(ctx, in, func(items []map[string]types.AttributeValue) error {
 		for _, item := range items {
-			sk, _ := item[AttrSK].(*types.AttributeValueMemberS)
-			if sk == nil {
-				continue
-			}
-			kv, err := s.decodeKV(sk.Value, item)
+			v, err := decode(item)
 			if errors.Is(err, ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			out = append(out, kv)
+			out = append(out, v)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("list kv %q: %w", prefix, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // decodeKV reads a kv item; an expired one (DynamoDB deletes them lazily)

@@ -1,0 +1,237 @@
+package shadow_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
+	"github.com/nodewright/nodewright/internal/app"
+	"github.com/nodewright/nodewright/internal/browsertest"
+	"github.com/nodewright/nodewright/internal/catalog"
+	"github.com/nodewright/nodewright/internal/decision"
+	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
+	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
+	"github.com/nodewright/nodewright/internal/settings"
+)
+
+var shared = cloudtest.NewShared("shadow")
+
+func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }
+
+// ec2Writes are every EC2 call nodewright makes that changes something.
+var ec2Writes = []string{"CreateFleet", "RunInstances", "CreateLaunchTemplate", "TerminateInstances", "CreateTags", "DeleteLaunchTemplate"}
+
+// mutatingVerbs are the API server's verbs that change something.
+var mutatingVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
+
+// TestShadowModeBesideKarpenter deploys nodewright in shadow mode (the
+// stack's shadow-mode IAM, enforced) beside a fleet it did not create:
+// two nodes labelled as Karpenter labels them, running two small pods of a
+// Deployment, and pods pending for the NodePool nodewright shares with
+// it, too big for those nodes. Every function runs its passes; then no EC2 write was made or
+// refused, the controllers' identity made no mutating request to the API
+// server, and the report shows the NodeClaims nodewright would have
+// launched and the consolidation it would do of Karpenter's nodes, with
+// its savings; the HTML report renders in Chromium.
+func TestShadowModeBesideKarpenter(t *testing.T) {
+	e := cloudtest.NewEnv(t, shared, cloudtest.Timeout(10*time.Minute), cloudtest.PoolLabel("shadow-pool"),
+		cloudtest.InstanceTypes("m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge"), cloudtest.CapacityTypes("on-demand"),
+		cloudtest.PoolSpec(func(p *apistest.Pool) { p.ConsolidationPolicy, p.ConsolidateAfter = "WhenEmptyOrUnderutilized", "0s" }),
+		cloudtest.Resources(func(*cloudtest.Env) localcloud.StackResources { return localcloud.StackResources{Shadow: true} }))
+	cs := e.Cloud.Plane.Client()
+	zone := e.Cloud.Region + "a"
+	for _, name := range []string{"karp-a", "karp-b"} {
+		karpenterNode(e.Ctx, t, cs, e.Pool, name, zone)
+	}
+	selector := map[string]string{"shadow-pool": e.Pool}
+	cloudtest.Workload{Name: "fleet-app", Replicas: 2, CPU: "500m", Memory: "512Mi", NodeSelector: selector}.Deploy(e.Ctx, t, cs, e.Namespace)
+	waitRunning(e, t)
+	// Too big for a Karpenter node (8 CPUs).
+	cloudtest.Workload{Name: "pending", Replicas: 3, CPU: "9", Memory: "1Gi", NodeSelector: selector}.Deploy(e.Ctx, t, cs, e.Namespace)
+	cloudtest.WaitUnschedulable(e.Ctx, t, cs, e.Namespace, "app=pending", 3, 3*time.Minute)
+
+	ec2Before := ec2WriteCount(e)
+	started := time.Now()
+	for _, fn := range []string{"provisioner", "disruption", "lifecycle"} {
+		start := time.Now()
+		invoke(e, t, fn)
+		t.Logf("%s pass in shadow mode: %s", fn, time.Since(start).Round(time.Millisecond))
+	}
+
+	if n := ec2WriteCount(e) - ec2Before; n != 0 {
+		t.Errorf("%d EC2 writes in shadow mode", n)
+	}
+	if d := e.Cloud.IAMDenials(); len(d) != 0 {
+		t.Errorf("the shadow stack's IAM refused %d calls: %v", len(d), d)
+	}
+	assertNoKubeWrites(t, e.Cloud)
+	pods, err := cs.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=pending"})
+	if err != nil || len(pods.Items) != 3 || slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Spec.NodeName != "" }) {
+		t.Errorf("the pending pods got a node (%v)", err)
+	}
+	checkReport(e, t, started)
+}
+
+// karpenterNode registers a KWOK node as Karpenter would have launched it
+// for pool: its labels (the pool's template label shadow-pool included),
+// an m5.2xlarge on-demand in zone.
+func karpenterNode(ctx context.Context, t *testing.T, cs kubernetes.Interface, pool, name, zone string) {
+	t.Helper()
+	n := kubeplane.FakeNode(name, map[string]string{
+		apis.NodePoolLabelKey: pool, apis.NodeClassLabelKey: pool, apis.CapacityTypeLabelKey: "on-demand",
+		catalog.LabelInstanceType: "m5.2xlarge", catalog.LabelTopologyZone: zone, "karpenter.sh/registered": "true",
+		"karpenter.sh/initialized": "true", "shadow-pool": pool,
+	}, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("58")})
+	n.Spec.ProviderID = fmt.Sprintf("aws:///%s/i-%s", zone, strings.ReplaceAll(name, "-", ""))
+	if _, err := cs.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+// waitRunning waits for the fleet's two pods to run: on one node each
+// (one node underutilized) or both on one (the other empty), nodewright
+// would remove a node either way.
+func waitRunning(e *cloudtest.Env, t *testing.T) {
+	cloudtest.Eventually(t, "fleet-app running on the Karpenter nodes", 2*time.Minute, func() (bool, string) {
+		pods, err := e.Cloud.Plane.Client().CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=fleet-app"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var on []string
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				on = append(on, p.Spec.NodeName)
+			}
+		}
+		return len(on) == 2, fmt.Sprintf("running on %v", on)
+	})
+}
+
+func ec2WriteCount(e *cloudtest.Env) int {
+	n := 0
+	for _, op := range ec2Writes {
+		n += len(e.Cloud.AWS.Calls("ec2", op))
+	}
+	return n
+}
+
+// invoke builds function fn as Run does (shadow-mode settings, the
+// stack's controller role, the controllers' Kubernetes identity) and runs
+// one schedule tick of it.
+func invoke(e *cloudtest.Env, t *testing.T, fn string) {
+	t.Helper()
+	s := settings.Settings{ClusterName: e.Cloud.ClusterName, TableName: e.Table, Owner: e.Owner(), Mode: settings.ModeShadow,
+		BatchIdle: 200 * time.Millisecond, BatchMax: time.Second, LogLevel: slog.LevelInfo}
+	a, err := app.New(e.Ctx, s, app.Options{Function: fn, Out: e.Logs, KubeREST: e.KubeConfig(), Config: e.Config, AWSCredentials: e.Stack.Controller})
+	if err != nil {
+		t.Fatalf("%s: %v", fn, err)
+	}
+	var h app.Handler
+	switch fn {
+	case "provisioner":
+		ph, err := a.ProvisionerHandler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = ph.Handle
+	case "disruption":
+		if h, err = a.DisruptionFunction(); err != nil {
+			t.Fatal(err)
+		}
+	case "lifecycle":
+		lh, err := a.LifecycleHandler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = lh.Handle
+	}
+	tick, _ := json.Marshal(map[string]any{"version": "0", "id": "tick-" + fn, "detail-type": "Scheduled Event", "source": "aws.events",
+		"time": time.Now().UTC().Format(time.RFC3339), "region": e.Cloud.Region, "resources": []string{}, "detail": map[string]any{}})
+	if _, err := a.Wrap(h)(e.Ctx, tick); err != nil {
+		t.Fatalf("%s pass: %v", fn, err)
+	}
+}
+
+// assertNoKubeWrites reads the API server's audit log: the controllers'
+// identity made requests (it read the cluster) and none of them changed
+// anything.
+func assertNoKubeWrites(t *testing.T, cloud *localcloud.Cloud) {
+	t.Helper()
+	events, err := cloud.Plane.Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := 0
+	for _, ev := range events {
+		if slices.Contains(mutatingVerbs, ev.Verb) {
+			t.Errorf("mutating request by the functions' identity: %s", ev)
+			continue
+		}
+		reads++
+	}
+	if reads == 0 {
+		t.Error("the audit log has no request of the functions' identity: is it audited?")
+	}
+}
+
+// checkReport is what `nodewright report` prints for the test's records.
+func checkReport(e *cloudtest.Env, t *testing.T, since time.Time) {
+	t.Helper()
+	ds, err := e.Store.ListDecisions(e.Ctx, since.Add(-time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := decision.Decode(ds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := decision.Summarize(recs, since.Add(-time.Minute), time.Now())
+	pods := 0
+	for _, c := range rep.WouldLaunch {
+		if c.NodePool != e.Pool || c.InstanceType == "" || c.Zone == "" || c.CapacityType != "on-demand" || c.Price <= 0 {
+			t.Errorf("would-launch claim %+v", c)
+		}
+		pods += len(c.Pods)
+	}
+	if len(rep.WouldLaunch) == 0 || pods != 3 || rep.Latency.Pods != 3 {
+		t.Errorf("would launch %+v for %d pods (latency %+v), want the 3 pending pods planned", rep.WouldLaunch, pods, rep.Latency)
+	}
+	if len(rep.Opportunities) == 0 {
+		t.Fatalf("no consolidation opportunity; report %+v", rep)
+	}
+	o := rep.Opportunities[0].Item
+	if o.SavingsPerHr <= 0 || len(o.Nodes) == 0 || o.Nodes[0].Owner != "karpenter" || !strings.HasPrefix(o.Nodes[0].Name, "karp-") {
+		t.Errorf("opportunity %+v", o)
+	}
+	if rep.Cost.ActualPerHour <= rep.Cost.PlanPerHour {
+		t.Errorf("the fleet costs %.4f/h, nodewright's plan %.4f/h: want a saving", rep.Cost.ActualPerHour, rep.Cost.PlanPerHour)
+	}
+	var table, page bytes.Buffer
+	if err := decision.WriteTable(&table, rep); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("nodewright report:\n%s", table.String())
+	if err := decision.WriteHTML(&page, rep); err != nil {
+		t.Fatal(err)
+	}
+	dom := browsertest.Open(t, browsertest.Browser(t), page.Bytes()).DOM()
+	if !bytes.Contains(dom, []byte(`class="opportunity"`)) || !bytes.Contains(dom, []byte(rep.WouldLaunch[0].Name)) {
+		t.Errorf("the HTML report in Chromium lacks the plan or the opportunity:\n%s", dom)
+	}
+}
