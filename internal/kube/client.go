@@ -146,6 +146,8 @@ type Client struct {
 	cs     kubernetes.Interface
 	logger *slog.Logger
 	now    func() time.Time
+	// reuse keeps the last cached snapshot's bound pods between passes.
+	reuse *podReuse
 }
 
 // NewClient builds a Client from a rest.Config (RESTConfig's, or a test
@@ -163,7 +165,7 @@ func NewClientFromClientset(cs kubernetes.Interface, logger *slog.Logger) *Clien
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{cs: cs, logger: logger, now: time.Now}
+	return &Client{cs: cs, logger: logger, now: time.Now, reuse: &podReuse{}}
 }
 
 // Clientset exposes the underlying clientset for calls this package does not wrap.

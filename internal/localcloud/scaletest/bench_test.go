@@ -27,9 +27,6 @@ import (
 //
 //	go test -run '^$' -bench ClusterScale -benchtime 3x -timeout 90m ./internal/localcloud/scaletest
 func BenchmarkClusterScale(b *testing.B) {
-	if testing.Short() {
-		b.Skip("integration benchmark")
-	}
 	for _, s := range benchShapes(b) {
 		c := New(b, shared, s)
 		b.Run("lifecycle/"+s.Name(), func(b *testing.B) { benchPass(b, c, Lifecycle) })

@@ -42,10 +42,7 @@ func TestClusterScale(t *testing.T) {
 		t.Fatalf("provisioner pass: %v", err)
 	}
 	t.Logf("provisioner pass: %s", cost)
-	r, ok := res.(*provisioning.Result)
-	if !ok {
-		t.Fatalf("provisioner result %T", res)
-	}
+	r := provisioned(t, res)
 	if r.Pending != c.Shape.Pending || r.Unschedulable != 0 {
 		t.Fatalf("provisioner saw %d pending pods and left %d unplaced, want %d and 0", r.Pending, r.Unschedulable, c.Shape.Pending)
 	}
@@ -66,4 +63,14 @@ func (c *Cluster) checkNothingRemoved(t *testing.T, fn string) {
 			t.Fatalf("after a %s pass: claim %s is being removed", fn, cl.Name)
 		}
 	}
+}
+
+// provisioned is a provisioner pass's result, failing tb if it is not one.
+func provisioned(tb testing.TB, res any) *provisioning.Result {
+	tb.Helper()
+	r, ok := res.(*provisioning.Result)
+	if !ok {
+		tb.Fatalf("provisioner result %T", res)
+	}
+	return r
 }
