@@ -101,7 +101,7 @@ func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot,
 	s := &Snapshot{TakenAt: c.now()}
 	g, ctx := errgroup.WithContext(ctx)
 	l := lister{page: page}
-	if opts.Cached {
+	if opts.Cached && !c.fullLists.Load() {
 		l.base.ResourceVersion, l.cached = "0", true
 	}
 	for _, list := range c.snapshotLists(ctx, s, parts, l) {

@@ -14,6 +14,8 @@ import (
 //	steady/200-nodes: one pass of each of the three schedules (a minute of
 //	  steady state at the stack's default one-minute rates: the
 //	  provisioner finds nothing pending);
+//	steady-fulllists/200-nodes: the same with every list whole and fresh
+//	  (kube.Client.FullLists), as before cached snapshots;
 //	provisioner/200-nodes: the pass that places the pending burst (its
 //	  launches are undone between iterations).
 //
@@ -32,6 +34,14 @@ func BenchmarkClusterScale(b *testing.B) {
 		b.Run("lifecycle/"+s.Name(), func(b *testing.B) { benchPass(b, c, Lifecycle) })
 		b.Run("disruption/"+s.Name(), func(b *testing.B) { benchPass(b, c, Disruption) })
 		b.Run("steady/"+s.Name(), func(b *testing.B) { benchSteady(b, c) })
+		// The same minute with every snapshot listed whole and fresh, as
+		// before cached snapshots: the figure the steady state is
+		// measured against.
+		b.Run("steady-fulllists/"+s.Name(), func(b *testing.B) {
+			c.FullLists(true)
+			defer c.FullLists(false)
+			benchSteady(b, c)
+		})
 		b.Run("provisioner/"+s.Name(), func(b *testing.B) { benchBurst(b, c) })
 	}
 }

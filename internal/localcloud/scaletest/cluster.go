@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/internal/app"
+	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/settings"
@@ -33,6 +34,8 @@ type Cluster struct {
 	admin   kubernetes.Interface
 	db, sim *wireCounter
 	fns     map[string]handler
+	// kubes are the functions' API server clients.
+	kubes []*kube.Client
 	// pools are the seeded pools: template node, pod size.
 	pools []*seedPool
 }
@@ -104,6 +107,7 @@ func (c *Cluster) buildFunctions() {
 		if err != nil {
 			c.t.Fatalf("%s: %v", fn, err)
 		}
+		c.kubes = append(c.kubes, a.Kube)
 		h, err := lambdaOf(a, fn)
 		if err != nil {
 			c.t.Fatalf("%s: %v", fn, err)
@@ -142,6 +146,15 @@ func (c *Cluster) Invoke(fn string) (any, error) {
 		return nil, fmt.Errorf("scaletest: no function %q", fn)
 	}
 	return h(c.ctx, scheduledEvent)
+}
+
+// FullLists makes the functions list everything fresh each pass (on) or
+// use cached snapshots where they do (off): kube.Client.FullLists, to
+// measure one against the other on the same cluster.
+func (c *Cluster) FullLists(on bool) {
+	for _, k := range c.kubes {
+		k.FullLists(on)
+	}
 }
 
 // Pass runs one scheduled pass of fn and measures it.
