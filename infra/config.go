@@ -118,6 +118,9 @@ type Config struct {
 	// PlaceholderAssets synthesizes with placeholder function code when the
 	// build output is missing (tests, CI synth); never deploy it.
 	PlaceholderAssets bool
+
+	// FunctionSizes overrides functions' "MB:seconds" (see Sized).
+	FunctionSizes map[string]string
 }
 
 // Functions deployed by the stack, in the order of dist/<name>/bootstrap.
@@ -211,6 +214,7 @@ func FromContext(get ContextGetter) (Config, error) {
 	r.str(CtxMode, &c.Mode)
 	r.str(CtxAssetDir, &c.AssetDir)
 	r.boolean(CtxPlaceholderAssets, &c.PlaceholderAssets)
+	r.pairs(CtxFunctionSizes, &c.FunctionSizes)
 
 	var caFile string
 	r.str(CtxWebhookCABundleFile, &caFile)
@@ -380,6 +384,7 @@ func (c *Config) Validate() error {
 	c.validateAlarms(&p)
 	c.validateRoles(&p)
 	c.validateNodeRoleContext(&p)
+	c.validateFunctionSizes(&p)
 	return errors.Join(p...)
 }
 

@@ -139,7 +139,7 @@ func (b *builder) functionEnv() functionEnvs {
 // function creates one function and its log group.
 func (b *builder) function(name string, envs functionEnvs) {
 	st := b.Stack.Stack
-	size := Sizing[name]
+	size := b.cfg.Sized(name)
 	role := b.roleFor(name)
 	lg := awslogs.NewLogGroup(st, jsii.String(exportID(name)+"Logs"), &awslogs.LogGroupProps{
 		Retention:     retentionEnum[b.cfg.LogRetentionDays],
@@ -210,7 +210,7 @@ func (b *builder) eventSources() {
 	b.Functions["provisioner"].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.ProvisionQueue, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(10),
 		ReportBatchItemFailures: jsii.Bool(true),
-		MaxConcurrency:          jsii.Number(float64(Sizing["provisioner"].SQSMaxConcurrency)),
+		MaxConcurrency:          jsii.Number(float64(b.cfg.Sized("provisioner").SQSMaxConcurrency)),
 	}))
 
 	// Partial batch responses: one bad message fails alone and reaches the

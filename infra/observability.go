@@ -204,8 +204,9 @@ func (b *builder) livenessAlarms(newAlarm func(string, string, *awscloudwatch.Al
 			Statistic: jsii.String("Maximum"), Period: awscdk.Duration_Minutes(jsii.Number(1)),
 		}), 60, 1, 1)
 	for _, fn := range Functions {
-		limit := 0.8 * float64(Sizing[fn].TimeoutSeconds) * 1000
-		alarm(exportID(fn)+"NearTimeout", fmt.Sprintf("a %s run took 80%% of its %d s timeout", fn, Sizing[fn].TimeoutSeconds),
+		timeout := b.cfg.Sized(fn).TimeoutSeconds
+		limit := 0.8 * float64(timeout) * 1000
+		alarm(exportID(fn)+"NearTimeout", fmt.Sprintf("a %s run took 80%% of its %d s timeout", fn, timeout),
 			b.Functions[fn].MetricDuration(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five}), limit, 1, 1)
 	}
 	alarm("GarbageCollectionRefused", "instance garbage collection refused to take more than its bounded share of the fleet: is the NodeClaim table the stack's own?",

@@ -244,7 +244,7 @@ func (b *builder) queues() {
 	// message is allowed (visibility x maxReceiveCount) with room to spare:
 	// with retention equal to visibility a failed nudge expired before its
 	// redelivery and the DLQ could never fire.
-	provisionVisibility := Sizing["provisioner"].TimeoutSeconds
+	provisionVisibility := b.cfg.Sized("provisioner").TimeoutSeconds
 	b.ProvisionQueue = b.queue("ProvisionQueue", &awssqs.QueueProps{
 		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(float64(provisionVisibility * (provisionMaxReceives + 1)))),
 		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(float64(provisionVisibility))),
@@ -271,7 +271,7 @@ func (b *builder) queues() {
 // receive, hence more receives than the provision queue allows; retention
 // covers the longest delay SQS holds a message back plus every receive.
 func (b *builder) disruptionQueue() {
-	visibility := Sizing["disruption"].TimeoutSeconds
+	visibility := b.cfg.Sized("disruption").TimeoutSeconds
 	b.DisruptionDLQ = b.dlq("DisruptionDLQ")
 	b.DisruptionQueue = b.queue("DisruptionQueue", &awssqs.QueueProps{
 		RetentionPeriod:   awscdk.Duration_Seconds(jsii.Number(float64(maxSQSDelaySeconds + visibility*(disruptionMaxReceives+1)))),

@@ -170,7 +170,13 @@ func (c *Controller) Run(ctx context.Context) (*Result, error) {
 		}
 	}()
 
-	v, err := c.view(ctx)
+	cmd, version, err := c.loadCommand(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A pending command acts (validates, hands nodes to termination), so it
+	// reads fresh state; deciding a new one may read the cached view.
+	v, err := c.view(ctx, cmd == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -181,10 +187,6 @@ func (c *Controller) Run(ctx context.Context) (*Result, error) {
 	}
 	c.poolMetrics(v.Cluster)
 
-	cmd, version, err := c.loadCommand(ctx)
-	if err != nil {
-		return nil, err
-	}
 	if cmd != nil {
 		if err := c.advance(ctx, v, cmd, version, res); err != nil {
 			return res, err
@@ -233,7 +235,7 @@ func (c *Controller) decide(ctx context.Context, v *View, res *Result) (*Result,
 		"message", cmd.Message, "nodes", cmd.NodeNames(), "validate-after", cmd.ValidateAfter)
 	if !cmd.ValidateAfter.After(v.Now) {
 		// No validation delay configured: validate against a fresh view now.
-		fresh, err := c.view(ctx)
+		fresh, err := c.view(ctx, false)
 		if err != nil {
 			return nil, err
 		}

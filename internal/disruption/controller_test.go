@@ -41,9 +41,14 @@ type fakeCluster struct {
 	f      *fixture
 	mu     sync.Mutex
 	events []string
+	// cached records each snapshot's SnapshotOptions.Cached.
+	cached []bool
 }
 
-func (c *fakeCluster) Snapshot(context.Context, kube.SnapshotOptions) (*kube.Snapshot, error) {
+func (c *fakeCluster) Snapshot(_ context.Context, o kube.SnapshotOptions) (*kube.Snapshot, error) {
+	c.mu.Lock()
+	c.cached = append(c.cached, o.Cached)
+	c.mu.Unlock()
 	snap := &kube.Snapshot{PendingPods: c.f.pend, Nodes: c.f.nodes, PodsByNode: map[string][]*corev1.Pod{}, PDBs: c.f.pdbs}
 	for _, p := range c.f.pods {
 		snap.PodsByNode[p.Spec.NodeName] = append(snap.PodsByNode[p.Spec.NodeName], p)
@@ -226,6 +231,30 @@ func TestControllerDropsInvalidatedCommand(t *testing.T) {
 	}
 	if cl := h.st.claim("claim-big"); cl.Deleting() || cl.IsTrue(apis.ConditionDisrupting) {
 		t.Fatal("invalidated command still acted")
+	}
+}
+
+// Deciding may read the watch cache and reused pods; validating a command
+// and acting on it read fresh state, whether on a later pass or at once.
+func TestControllerActsOnFreshReadsOnly(t *testing.T) {
+	for _, delay := range []time.Duration{0, -1} {
+		f := newFixture(t, fixOpt{})
+		f.node("a", "m5.xlarge")
+		f.node("b", "m5.xlarge")
+		f.pod("p", "a", "500m", "512Mi")
+		f.pod("q", "b", "500m", "512Mi")
+		h := newHarness(t, f, Settings{ValidationDelay: delay})
+		res := h.run(t)
+		if delay == 0 {
+			h.now = h.now.Add(20 * time.Second)
+			res = h.run(t)
+		}
+		if !res.Executed {
+			t.Fatalf("delay %v: not executed: %+v", delay, res)
+		}
+		if want := []bool{true, false}; !slices.Equal(h.cl.cached, want) {
+			t.Fatalf("delay %v: snapshots cached %v, want %v (decide cached, validate fresh)", delay, h.cl.cached, want)
+		}
 	}
 }
 

@@ -12,9 +12,12 @@ import (
 	"github.com/nodewright/nodewright/internal/state"
 )
 
-// view reads one pass's truth.
-func (c *Controller) view(ctx context.Context) (*View, error) {
-	snap, err := c.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{})
+// view reads one pass's truth. A cached view lists from the API server's
+// watch cache and reuses unchanged nodes' pods (kube.SnapshotOptions.Cached):
+// good enough to decide, never to act; a command is validated, and its
+// candidates handed to termination, against a fresh one.
+func (c *Controller) view(ctx context.Context, cached bool) (*View, error) {
+	snap, err := c.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Cached: cached})
 	if err != nil {
 		return nil, fmt.Errorf("disruption: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -146,7 +147,16 @@ type Client struct {
 	cs     kubernetes.Interface
 	logger *slog.Logger
 	now    func() time.Time
+	// reuse keeps the last cached snapshot's bound pods between passes.
+	reuse *podReuse
+	// fullLists turns every snapshot into fresh full lists (FullLists).
+	fullLists *atomic.Bool
 }
+
+// FullLists makes every snapshot list everything fresh from etcd, ignoring
+// SnapshotOptions.Cached: the approach before cached snapshots, kept to
+// measure against (internal/localcloud/scaletest) and as a way back.
+func (c *Client) FullLists(on bool) { c.fullLists.Store(on) }
 
 // NewClient builds a Client from a rest.Config (RESTConfig's, or a test
 // harness's admin configuration).
@@ -163,7 +173,7 @@ func NewClientFromClientset(cs kubernetes.Interface, logger *slog.Logger) *Clien
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{cs: cs, logger: logger, now: time.Now}
+	return &Client{cs: cs, logger: logger, now: time.Now, reuse: &podReuse{}, fullLists: &atomic.Bool{}}
 }
 
 // Clientset exposes the underlying clientset for calls this package does not wrap.

@@ -37,6 +37,9 @@ type listServer struct {
 	// expireContinue, when > 0, answers that many continued list requests
 	// with 410 Gone (an expired continue token).
 	expireContinue int
+	// versions records, per request, its resourceVersion and whether it
+	// continued a list ("0", "0+continue", "+continue").
+	versions []string
 }
 
 func newListServer(tb testing.TB, nodes, podsPerNode, pending int) *listServer {
@@ -110,6 +113,11 @@ func (ls *listServer) serve(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	ls.pageMu.Lock()
 	expire := q.Get("continue") != "" && ls.expireContinue > 0
+	v := q.Get("resourceVersion")
+	if q.Get("continue") != "" {
+		v += "+continue"
+	}
+	ls.versions = append(ls.versions, v)
 	if expire {
 		ls.expireContinue--
 	}

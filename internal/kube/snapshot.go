@@ -70,6 +70,14 @@ type SnapshotOptions struct {
 	Parts Parts
 	// PageSize is the list limit per request (default 500, like kubectl).
 	PageSize int64
+	// Cached serves the lists from the API server's watch cache
+	// (resourceVersion=0) instead of a quorum read of etcd: far cheaper for
+	// the API server and etcd, and as fresh as the cache (normally well
+	// under a second behind); and it reuses this client's last cached
+	// snapshot's pods of the nodes whose pods did not change (podreuse.go).
+	// Only for decisions that re-read what they act on before removing
+	// capacity.
+	Cached bool
 }
 
 // Field selectors the API server evaluates for pods, so unbound and bound
@@ -92,7 +100,11 @@ func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot,
 	}
 	s := &Snapshot{TakenAt: c.now()}
 	g, ctx := errgroup.WithContext(ctx)
-	for _, list := range c.snapshotLists(ctx, s, parts, page) {
+	l := lister{page: page}
+	if opts.Cached && !c.fullLists.Load() {
+		l.base.ResourceVersion, l.cached = "0", true
+	}
+	for _, list := range c.snapshotLists(ctx, s, parts, l) {
 		g.Go(list)
 	}
 	if err := g.Wait(); err != nil {
@@ -105,50 +117,71 @@ func (c *Client) Snapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot,
 
 // snapshotLists returns one list call per resource the parts cover, each
 // filling its field of s (no two calls write the same field).
-func (c *Client) snapshotLists(ctx context.Context, s *Snapshot, parts Parts, page int64) []func() error {
+func (c *Client) snapshotLists(ctx context.Context, s *Snapshot, parts Parts, l lister) []func() error {
 	cs := c.cs
 	var lists []func() error
 	if parts&PartPendingPods != 0 {
-		lists = append(lists, func() error { return c.listPendingPods(ctx, s, page) })
+		lists = append(lists, func() error { return c.listPendingPods(ctx, s, l) })
 	}
 	if parts&PartBoundPods != 0 {
-		lists = append(lists, func() error { return c.listBoundPods(ctx, s, page) })
+		bound := c.listBoundPods
+		if l.cached {
+			bound = c.listBoundPodsReusing
+		}
+		lists = append(lists, func() error { return bound(ctx, s, l) })
 	}
 	if parts&PartNodes != 0 {
-		lists = append(lists, listInto(ctx, &s.Nodes, "nodes", page, c.nodeLister(), nodeItems, stripNode))
+		lists = append(lists, listInto(ctx, &s.Nodes, "nodes", l, c.nodeLister(), nodeItems, stripNode))
 	}
 	if parts&PartPDBs != 0 {
-		lists = append(lists, listInto(ctx, &s.PDBs, "poddisruptionbudgets", page,
+		lists = append(lists, listInto(ctx, &s.PDBs, "poddisruptionbudgets", l,
 			cs.PolicyV1().PodDisruptionBudgets("").List, func(l *policyv1.PodDisruptionBudgetList) []policyv1.PodDisruptionBudget { return l.Items }, stripMeta[policyv1.PodDisruptionBudget]))
 	}
 	if parts&PartDaemonSets != 0 {
-		lists = append(lists, listInto(ctx, &s.DaemonSets, "daemonsets", page,
+		lists = append(lists, listInto(ctx, &s.DaemonSets, "daemonsets", l,
 			cs.AppsV1().DaemonSets("").List, func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, stripDaemonSet))
 	}
 	if parts&PartVolumes != 0 {
 		lists = append(lists,
-			listInto(ctx, &s.PersistentVolumes, "persistentvolumes", page,
+			listInto(ctx, &s.PersistentVolumes, "persistentvolumes", l,
 				cs.CoreV1().PersistentVolumes().List, func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items }, stripMeta[corev1.PersistentVolume]),
-			listInto(ctx, &s.PersistentVolumeClaims, "persistentvolumeclaims", page,
+			listInto(ctx, &s.PersistentVolumeClaims, "persistentvolumeclaims", l,
 				cs.CoreV1().PersistentVolumeClaims("").List, func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items }, stripMeta[corev1.PersistentVolumeClaim]),
-			listInto(ctx, &s.StorageClasses, "storageclasses", page,
+			listInto(ctx, &s.StorageClasses, "storageclasses", l,
 				cs.StorageV1().StorageClasses().List, func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }, stripMeta[storagev1.StorageClass]),
-			listInto(ctx, &s.CSINodes, "csinodes", page,
+			listInto(ctx, &s.CSINodes, "csinodes", l,
 				cs.StorageV1().CSINodes().List, func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items }, stripMeta[storagev1.CSINode]),
-			listInto(ctx, &s.VolumeAttachments, "volumeattachments", page,
+			listInto(ctx, &s.VolumeAttachments, "volumeattachments", l,
 				cs.StorageV1().VolumeAttachments().List, volumeAttachmentItems, stripMeta[storagev1.VolumeAttachment]))
 	}
 	if parts&PartNamespaces != 0 {
-		lists = append(lists, func() error { return c.listNamespaceLabels(ctx, s, page) })
+		lists = append(lists, func() error { return c.listNamespaceLabels(ctx, s, l) })
 	}
 	return lists
 }
 
+// lister is how a snapshot lists: the page size, and the options every
+// first page carries (resourceVersion=0 for the watch cache).
+type lister struct {
+	page int64
+	base metav1.ListOptions
+	// cached: from the watch cache, reusing unchanged nodes' pods
+	// (podreuse.go).
+	cached bool
+}
+
+// with is the base options with a field selector.
+func (l lister) with(fieldSelector string) metav1.ListOptions {
+	o := l.base
+	o.FieldSelector = fieldSelector
+	return o
+}
+
 // listInto returns a call that lists one whole resource into *dst.
-func listInto[L any, T any](ctx context.Context, dst *[]*T, what string, page int64,
+func listInto[L any, T any](ctx context.Context, dst *[]*T, what string, l lister,
 	list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T, strip func(*T)) func() error {
 	return func() (err error) {
-		*dst, err = listAll(ctx, what, page, metav1.ListOptions{}, list, items, strip)
+		*dst, err = listAll(ctx, what, l.page, l.base, list, items, strip)
 		return err
 	}
 }
@@ -161,8 +194,8 @@ func volumeAttachmentItems(l *storagev1.VolumeAttachmentList) []storagev1.Volume
 
 // listPendingPods keeps the pending pods the scheduler found no node for and
 // counts the others (not yet tried, or waiting on something else).
-func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, page int64) error {
-	pods, err := listAll(ctx, "pending pods", page, metav1.ListOptions{FieldSelector: pendingPodSelector},
+func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, l lister) error {
+	pods, err := listAll(ctx, "pending pods", l.page, l.with(pendingPodSelector),
 		c.podLister(), podItems, stripPod)
 	if err != nil {
 		return err
@@ -178,8 +211,8 @@ func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, page int64) e
 }
 
 // listBoundPods groups the non-terminal bound pods by node.
-func (c *Client) listBoundPods(ctx context.Context, s *Snapshot, page int64) error {
-	pods, err := listAll(ctx, "bound pods", page, metav1.ListOptions{FieldSelector: boundPodSelector},
+func (c *Client) listBoundPods(ctx context.Context, s *Snapshot, l lister) error {
+	pods, err := listAll(ctx, "bound pods", l.page, l.with(boundPodSelector),
 		c.podLister(), podItems, stripPod)
 	if err != nil {
 		return err
@@ -192,8 +225,8 @@ func (c *Client) listBoundPods(ctx context.Context, s *Snapshot, page int64) err
 }
 
 // listNamespaceLabels fills NamespaceLabels.
-func (c *Client) listNamespaceLabels(ctx context.Context, s *Snapshot, page int64) error {
-	nss, err := listAll(ctx, "namespaces", page, metav1.ListOptions{},
+func (c *Client) listNamespaceLabels(ctx context.Context, s *Snapshot, l lister) error {
+	nss, err := listAll(ctx, "namespaces", l.page, l.base,
 		c.cs.CoreV1().Namespaces().List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }, stripMeta[corev1.Namespace])
 	if err != nil {
 		return err
@@ -257,7 +290,12 @@ func listPages[L any, T any](ctx context.Context, page int64, base metav1.ListOp
 		if !ok || lm.GetContinue() == "" {
 			return out, nil
 		}
+		// The continue token carries the list's resource version: the
+		// API server refuses both at once, so a list begun from the watch
+		// cache (resourceVersion=0) continues at the version its first
+		// page was served at.
 		opts.Continue = lm.GetContinue()
+		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
 	}
 }
 

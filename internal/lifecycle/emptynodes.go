@@ -101,6 +101,17 @@ func (c *Controller) deleteEmpty(ctx context.Context, s *claimState, np *apis.No
 			log.WarnContext(ctx, "releasing the emptiness lease", "error", err)
 		}
 	}()
+	// The pass's pods may come from the watch cache or an earlier pass:
+	// the node is removed only if a fresh read still finds it empty.
+	fresh, err := c.d.Cluster.PodsOnNode(ctx, node.Name)
+	if err != nil {
+		return out, fmt.Errorf("lifecycle: pods of node %s: %w", node.Name, err)
+	}
+	if check := EmptyCandidate(cl, np, node, fresh, c.d.Now()); !check.Candidate {
+		log.InfoContext(ctx, "empty node kept: a fresh read of its pods disagrees", "node", node.Name, "reason", check.Reason)
+		out.RequeueAfter = check.Wait
+		return out, nil
+	}
 	claims, err := s.v.poolClaims(ctx, np.Name)
 	if err != nil {
 		return out, fmt.Errorf("lifecycle: claims of nodepool %s: %w", np.Name, err)

@@ -1,12 +1,14 @@
 package lifecycle_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 )
 
@@ -101,5 +103,41 @@ func TestEmptinessBudgetAcrossAPass(t *testing.T) {
 	res = e.tick(e.handler(d))
 	if left, _ = e.st.ListNodeClaims(e.ctx); res.Actions[lifecycle.ActionEmpty] != 1 || len(left) != 1 {
 		t.Fatalf("second pass %+v left %d claims", res, len(left))
+	}
+}
+
+// staleCluster's snapshots miss the pods of one node, as a watch cache a
+// moment behind or an earlier pass's reused pods may: the node looks empty.
+type staleCluster struct {
+	lifecycle.Cluster
+	node string
+}
+
+func (s staleCluster) Snapshot(ctx context.Context, opts kube.SnapshotOptions) (*kube.Snapshot, error) {
+	snap, err := s.Cluster.Snapshot(ctx, opts)
+	if err == nil {
+		delete(snap.PodsByNode, s.node)
+	}
+	return snap, err
+}
+
+// A node that a pass's snapshot shows empty for longer than consolidateAfter
+// is removed only if a fresh read of its pods agrees: a busy node is kept.
+func TestEmptinessRereadsPodsBeforeRemoving(t *testing.T) {
+	e := newEnv(t)
+	d := e.deps()
+	cl, node := e.busyClaim(e.newController(d), "stale-a")
+	d.Cluster = staleCluster{Cluster: d.Cluster, node: node.Name}
+	c := e.newController(d)
+	for range 2 {
+		e.clock.Advance(time.Minute)
+		res, err := c.ReconcileAll(e.ctx)
+		if err != nil || res.Actions[lifecycle.ActionEmpty] != 0 {
+			t.Fatalf("pass over a stale snapshot: %+v %v", res, err)
+		}
+	}
+	cur, err := e.st.GetNodeClaim(e.ctx, cl.Name)
+	if err != nil || cur.Deleting() {
+		t.Fatalf("the busy node's claim: %+v %v", cur, err)
 	}
 }

@@ -58,7 +58,12 @@ func (c *Controller) collectInstances(ctx context.Context, v *snapView, in gcInp
 	nodes := nodesByInstance(v.snap.Nodes)
 	for _, inst := range orphans {
 		node := nodes[inst.ID]
-		if node == nil || len(termination.WaitingPods(v.snap.PodsByNode[node.Name], c.d.Now())) == 0 {
+		waiting, err := c.podsWaiting(ctx, v, node)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !waiting {
 			bare = append(bare, inst.ID)
 			continue
 		}
@@ -159,4 +164,22 @@ func nodesByInstance(nodes []*corev1.Node) map[string]*corev1.Node {
 		}
 	}
 	return out
+}
+
+// podsWaiting reports whether node has pods a drain must move. The
+// snapshot's pods may come from the watch cache or an earlier pass, so a
+// node they show bare is confirmed with a fresh read before its instance
+// is terminated without a drain.
+func (c *Controller) podsWaiting(ctx context.Context, v *snapView, node *corev1.Node) (bool, error) {
+	if node == nil {
+		return false, nil
+	}
+	if len(termination.WaitingPods(v.snap.PodsByNode[node.Name], c.d.Now())) > 0 {
+		return true, nil
+	}
+	fresh, err := c.d.Cluster.PodsOnNode(ctx, node.Name)
+	if err != nil {
+		return false, fmt.Errorf("lifecycle: pods of node %s: %w", node.Name, err)
+	}
+	return len(termination.WaitingPods(fresh, c.d.Now())) > 0, nil
 }

@@ -67,7 +67,7 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("lifecycle: list nodeclaims: %w", err)
 	}
-	snap, err := c.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartNodes | kube.PartBoundPods})
+	snap, err := c.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartNodes | kube.PartBoundPods, Cached: true})
 	if err != nil {
 		return res, fmt.Errorf("lifecycle: snapshot: %w", err)
 	}

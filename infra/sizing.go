@@ -1,0 +1,67 @@
+package infra
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// CtxFunctionSizes overrides functions' memory and timeout, for clusters
+// larger than the ones Sizing was measured on (infra/SCALE.md):
+// -c functionSizes=provisioner=3008:300,disruption=3008:300 (MB:seconds),
+// or a JSON object of the same pairs in cdk.json.
+const CtxFunctionSizes = "functionSizes"
+
+// Lambda's bounds on memory (MB) and timeout (seconds).
+const (
+	minMemoryMB, maxMemoryMB = 128, 10240
+	maxTimeoutSeconds        = 900
+)
+
+// Sized is fn's sizing: Sizing's, with the memory and timeout the
+// configuration's FunctionSizes give it.
+func (c *Config) Sized(fn string) FunctionSizing {
+	s := Sizing[fn]
+	if v, ok := c.FunctionSizes[fn]; ok {
+		if mb, secs, err := parseSize(v); err == nil {
+			s.MemoryMB, s.TimeoutSeconds = mb, secs
+		}
+	}
+	return s
+}
+
+// parseSize reads "MB:seconds".
+func parseSize(v string) (mb, secs int, err error) {
+	m, t, ok := strings.Cut(v, ":")
+	if !ok {
+		return 0, 0, fmt.Errorf("%q is not MB:seconds", v)
+	}
+	if mb, err = strconv.Atoi(strings.TrimSpace(m)); err != nil {
+		return 0, 0, fmt.Errorf("%q: memory: %w", v, err)
+	}
+	if secs, err = strconv.Atoi(strings.TrimSpace(t)); err != nil {
+		return 0, 0, fmt.Errorf("%q: timeout: %w", v, err)
+	}
+	return mb, secs, nil
+}
+
+// validateFunctionSizes checks FunctionSizes against the functions and
+// Lambda's bounds.
+func (c *Config) validateFunctionSizes(p *problems) {
+	for fn, v := range c.FunctionSizes {
+		if !slices.Contains(Functions, fn) {
+			p.bad("%s: %q is not one of the functions %v", CtxFunctionSizes, fn, Functions)
+			continue
+		}
+		mb, secs, err := parseSize(v)
+		switch {
+		case err != nil:
+			p.bad("%s: %s: %v", CtxFunctionSizes, fn, err)
+		case mb < minMemoryMB || mb > maxMemoryMB:
+			p.bad("%s: %s: memory %d MB is outside Lambda's %d-%d", CtxFunctionSizes, fn, mb, minMemoryMB, maxMemoryMB)
+		case secs < 1 || secs > maxTimeoutSeconds:
+			p.bad("%s: %s: timeout %d s is outside Lambda's 1-%d", CtxFunctionSizes, fn, secs, maxTimeoutSeconds)
+		}
+	}
+}

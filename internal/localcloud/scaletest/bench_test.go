@@ -1,0 +1,128 @@
+package scaletest
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// BenchmarkClusterScale measures each function's scheduled pass on a
+// seeded cluster, one sub-benchmark per function and size:
+//
+//	lifecycle/200-nodes, disruption/200-nodes: a pass over the steady state;
+//	steady/200-nodes: one pass of each of the three schedules (a minute of
+//	  steady state at the stack's default one-minute rates: the
+//	  provisioner finds nothing pending);
+//	steady-fulllists/200-nodes: the same with every list whole and fresh
+//	  (kube.Client.FullLists), as before cached snapshots;
+//	provisioner/200-nodes: the pass that places the pending burst (its
+//	  launches are undone between iterations).
+//
+// Each reports s/pass, cpu-s/pass, MiB-peak (the heap the pass adds),
+// apiserver-requests/pass and apiserver-bytes/pass (the local
+// kube-apiserver's own /metrics), dynamodb-calls/pass and sqs-calls/pass
+// (counted at the wire). The seeded cluster is built once per size (about
+// three minutes at 200 nodes, twenty at 2,000 on two cores). Sizes come from
+// NODEWRIGHT_SCALE_NODES (comma-separated node counts, default 200);
+// NODEWRIGHT_SCALE_FULL=1 means 200,2000. Run with a fixed count:
+//
+//	go test -run '^$' -bench ClusterScale -benchtime 3x -timeout 90m ./internal/localcloud/scaletest
+func BenchmarkClusterScale(b *testing.B) {
+	for _, s := range benchShapes(b) {
+		c := New(b, shared, s)
+		b.Run("lifecycle/"+s.Name(), func(b *testing.B) { benchPass(b, c, Lifecycle) })
+		b.Run("disruption/"+s.Name(), func(b *testing.B) { benchPass(b, c, Disruption) })
+		b.Run("steady/"+s.Name(), func(b *testing.B) { benchSteady(b, c) })
+		// The same minute with every snapshot listed whole and fresh, as
+		// before cached snapshots: the figure the steady state is
+		// measured against.
+		b.Run("steady-fulllists/"+s.Name(), func(b *testing.B) {
+			c.FullLists(true)
+			defer c.FullLists(false)
+			benchSteady(b, c)
+		})
+		b.Run("provisioner/"+s.Name(), func(b *testing.B) { benchBurst(b, c) })
+	}
+}
+
+// benchShapes are the sizes NODEWRIGHT_SCALE_NODES and NODEWRIGHT_SCALE_FULL
+// ask for: 4 pools, 20 pods a node, a burst of 2.5 pods per node.
+func benchShapes(b *testing.B) []Shape {
+	spec := os.Getenv("NODEWRIGHT_SCALE_NODES")
+	if os.Getenv("NODEWRIGHT_SCALE_FULL") == "1" {
+		spec = "200,2000"
+	}
+	if spec == "" {
+		spec = "200"
+	}
+	var out []Shape
+	for f := range strings.SplitSeq(spec, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 4 {
+			b.Fatalf("NODEWRIGHT_SCALE_NODES: %q is not a node count of at least 4", f)
+		}
+		out = append(out, Shape{Pools: 4, Nodes: n, PodsPerNode: 20, Pending: n * 5 / 2})
+	}
+	return out
+}
+
+// benchPass runs fn's scheduled pass b.N times.
+func benchPass(b *testing.B, c *Cluster, fn string) {
+	var total Cost
+	for range b.N {
+		cost, _, err := c.Pass(fn)
+		if err != nil {
+			b.Fatalf("%s pass: %v", fn, err)
+		}
+		total = total.Add(cost)
+	}
+	b.Logf("%s, %d passes: %s", fn, b.N, total)
+	if n := len(c.Claims()); n != c.Shape.Nodes {
+		b.Fatalf("after %s passes: %d claims, want %d", fn, n, c.Shape.Nodes)
+	}
+	total.Report(b, b.N)
+}
+
+// benchSteady runs a minute of steady state b.N times: one pass of each
+// scheduled function. Its per-pass figures are per minute.
+func benchSteady(b *testing.B, c *Cluster) {
+	var total Cost
+	for range b.N {
+		for _, fn := range []string{Provisioner, Lifecycle, Disruption} {
+			cost, _, err := c.Pass(fn)
+			if err != nil {
+				b.Fatalf("%s pass: %v", fn, err)
+			}
+			total = total.Add(cost)
+		}
+	}
+	b.Logf("steady state, %d minutes: %s", b.N, total)
+	total.Report(b, b.N)
+	b.ReportMetric(total.API.Bytes/float64(b.N), "apiserver-bytes/min")
+}
+
+// benchBurst places the pending burst b.N times, undoing the launches
+// between passes.
+func benchBurst(b *testing.B, c *Cluster) {
+	b.StopTimer()
+	c.Burst(c.Shape.Pending)
+	defer c.DeleteBurst()
+	var total Cost
+	for range b.N {
+		b.StartTimer()
+		cost, res, err := c.Pass(Provisioner)
+		b.StopTimer()
+		if err != nil {
+			b.Fatalf("provisioner pass: %v", err)
+		}
+		r := provisioned(b, res)
+		if r.Pending != c.Shape.Pending || r.Unschedulable != 0 {
+			b.Fatalf("provisioner saw %d pending and left %d unplaced, want %d and 0", r.Pending, r.Unschedulable, c.Shape.Pending)
+		}
+		total = total.Add(cost)
+		c.Unlaunch(append(r.Created, r.Launched...))
+	}
+	b.Logf("provisioner, %d passes over %d pending pods: %s", b.N, c.Shape.Pending, total)
+	total.Report(b, b.N)
+}

@@ -1,0 +1,104 @@
+package scaletest
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"syscall"
+	"time"
+)
+
+// Cost is what one function pass cost.
+type Cost struct {
+	Wall time.Duration
+	// CPU is the process's user+system CPU time over the pass: the
+	// function's, plus the in-process EC2/SQS simulator answering it.
+	CPU time.Duration
+	// PeakHeap is the most heap (live and not yet swept objects) the pass
+	// held above the heap before it, after a collection: what it needs on
+	// top of a function's idle heap.
+	PeakHeap uint64
+	// BaseHeap is the heap before the pass (the whole test process: the
+	// harness and simulator included), for context.
+	BaseHeap uint64
+	// API is the API server's requests and response bytes over the pass.
+	API apiTraffic
+	// Calls are the DynamoDB and SQS calls over the pass.
+	Calls wireCounts
+}
+
+// MiB converts bytes to MiB.
+func MiB(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// peakHeap samples the heap every millisecond until stopped; reading
+// runtime/metrics does not stop the world, so it does not slow the pass.
+type peakHeap struct {
+	done chan struct{}
+	out  chan uint64
+}
+
+const heapObjects = "/memory/classes/heap/objects:bytes"
+
+func heapNow() uint64 {
+	s := []metrics.Sample{{Name: heapObjects}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func watchHeap() *peakHeap {
+	p := &peakHeap{done: make(chan struct{}), out: make(chan uint64, 1)}
+	go func() {
+		top := heapNow()
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				p.out <- max(top, heapNow())
+				return
+			case <-tick.C:
+				top = max(top, heapNow())
+			}
+		}
+	}()
+	return p
+}
+
+func (p *peakHeap) stop() uint64 {
+	close(p.done)
+	return <-p.out
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure runs pass and returns what it cost.
+func (c *Cluster) measure(pass func() error) (Cost, error) {
+	runtime.GC()
+	base := heapNow()
+	api0, err := readAPITraffic(c.ctx, c.admin)
+	if err != nil {
+		return Cost{}, err
+	}
+	calls0 := c.db.counts().plus(c.sim.counts())
+	cpu0 := cpuTime()
+	heap := watchHeap()
+	start := time.Now()
+	passErr := pass()
+	cost := Cost{Wall: time.Since(start), CPU: cpuTime() - cpu0, BaseHeap: base}
+	if peak := heap.stop(); peak > base {
+		cost.PeakHeap = peak - base
+	}
+	cost.Calls = c.db.counts().plus(c.sim.counts()).minus(calls0)
+	api1, err := readAPITraffic(c.ctx, c.admin)
+	if err != nil {
+		return cost, err
+	}
+	cost.API = api1.minus(api0)
+	return cost, passErr
+}
