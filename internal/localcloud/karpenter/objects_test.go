@@ -29,8 +29,10 @@ var (
 )
 
 // karpenterObjects is Karpenter's side of the cluster: a KWOKNodeClass and
-// a NodePool whose nodes carry ownerLabel=karpenter, on-demand, consolidated
-// when empty or underutilized after 2 s with a 100% budget.
+// a NodePool whose nodes carry ownerLabel=karpenter, on-demand, of one
+// 2-CPU type (so 6 pods take several nodes and scaling down consolidates
+// them), consolidated when empty or underutilized after 2 s with a 100%
+// budget.
 var karpenterObjects = fmt.Sprintf(`apiVersion: karpenter.kwok.sh/v1alpha1
 kind: KWOKNodeClass
 metadata:
@@ -51,7 +53,7 @@ spec:
       requirements:
       - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
       - {key: kubernetes.io/os, operator: In, values: [linux]}
-      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [c-2x-amd64-linux]}
   disruption:
     consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 2s
