@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -62,10 +59,10 @@ func EnsureBinary(ctx context.Context, logger *slog.Logger) (*Build, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := sha256.Sum256(sum)
-	key := hex.EncodeToString(h[:])[:12]
+	key := fmt.Sprintf("%x", sha256.Sum256(sum))[:12]
 	out := filepath.Join(root, key)
-	if b, ok := builtIn(out); ok {
+	b, ok := builtIn(out)
+	if ok {
 		return b, nil
 	}
 	unlock, err := proc.Lock(ctx, filepath.Join(root, key+".lock"))
@@ -73,16 +70,17 @@ func EnsureBinary(ctx context.Context, logger *slog.Logger) (*Build, error) {
 		return nil, err
 	}
 	defer unlock()
-	if b, ok := builtIn(out); ok {
-		return b, nil // built by another process while we waited
+	// Another process may have built it while this one waited for the lock.
+	if b, ok = builtIn(out); !ok {
+		if err := build(ctx, logger, dir, out); err != nil {
+			return nil, err
+		}
+		b, ok = builtIn(out)
 	}
-	if err := build(ctx, logger, dir, out); err != nil {
-		return nil, err
+	if !ok {
+		return nil, fmt.Errorf("karpenter: build left no binary or CRDs in %s", out)
 	}
-	if b, ok := builtIn(out); ok {
-		return b, nil
-	}
-	return nil, fmt.Errorf("karpenter: build left no binary or CRDs in %s", out)
+	return b, nil
 }
 
 // builtIn finds a complete build in dir.
@@ -170,8 +168,8 @@ func copyCRDs(src, dst string) error {
 	return nil
 }
 
-// moduleDir finds this module's folder: above the working directory (go
-// test runs in the package folder), else where this file was compiled.
+// moduleDir finds this module's folder at or above the working directory
+// (go test runs in the package folder, make in the repository's).
 func moduleDir() (string, error) {
 	isModule := func(d string) bool {
 		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
@@ -190,8 +188,5 @@ func moduleDir() (string, error) {
 			}
 		}
 	}
-	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) && isModule(filepath.Dir(file)) {
-		return filepath.Dir(file), nil
-	}
-	return "", errors.New("karpenter: module internal/localcloud/karpenter not found: run from the nodewright repository")
+	return "", fmt.Errorf("karpenter: module %s not found above the working directory: run from the nodewright repository", module)
 }

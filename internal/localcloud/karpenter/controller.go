@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -97,7 +96,7 @@ func Start(ctx context.Context, cloud *localcloud.Cloud, o Options) (*Controller
 		return nil, err
 	}
 	env := proc.EnvWith("KUBECONFIG="+kubeconfig, "DISABLE_LEADER_ELECTION=true",
-		"METRICS_PORT="+strconv.Itoa(ports[0]), "HEALTH_PROBE_PORT="+strconv.Itoa(ports[1]),
+		fmt.Sprintf("METRICS_PORT=%d", ports[0]), fmt.Sprintf("HEALTH_PROBE_PORT=%d", ports[1]),
 		"LOG_LEVEL="+o.LogLevel, "BATCH_IDLE_DURATION="+o.BatchIdle.String(), "BATCH_MAX_DURATION="+o.BatchMax.String())
 	c := &Controller{Log: filepath.Join(dir, "karpenter.log")}
 	c.proc, err = proc.Start(proc.Spec{Name: "karpenter", Path: b.Binary, Dir: dir, Env: env, Log: c.Log})

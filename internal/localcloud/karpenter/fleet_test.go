@@ -8,10 +8,6 @@ import (
 	"testing"
 	"time"
 
-	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
@@ -97,44 +93,4 @@ func (f *fleet) String() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return fmt.Sprintf("karpenter=%d nodewright=%d other=%d (seen %d nodes)", f.current[byKarpenter], f.current[byNodewright], f.current[byOther], len(f.owner))
-}
-
-// karpenterAWSInstance launches, as the account's administrator, an
-// instance and a launch template tagged exactly as Karpenter's AWS
-// provider tags its own (its NodeClaim, NodePool, EC2NodeClass and the
-// cluster tags): what a cluster migrating from Karpenter still runs.
-func karpenterAWSInstance(t *testing.T, e *cloudtest.Env) (instance, template string) {
-	t.Helper()
-	admin := ec2.NewFromConfig(e.AWS)
-	param, err := ssm.NewFromConfig(e.AWS).GetParameter(e.Ctx, &ssm.GetParameterInput{Name: sdkaws.String(
-		"/aws/service/eks/optimized-ami/" + e.Cloud.AWS.Options().KubernetesVersion + "/amazon-linux-2023/x86_64/standard/recommended/image_id")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster := e.Cloud.ClusterName
-	tags := []ec2types.Tag{tag("karpenter.sh/nodeclaim", "default-x7k2p"), tag("karpenter.sh/nodepool", "default"),
-		tag("karpenter.k8s.aws/ec2nodeclass", "default"), tag("kubernetes.io/cluster/"+cluster, "owned"),
-		tag("eks:eks-cluster-name", cluster), tag("karpenter.k8s.aws/cluster", cluster)}
-	template = "karpenter.k8s.aws/12345678901234567890"
-	if _, err := admin.CreateLaunchTemplate(e.Ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: &template,
-		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: param.Parameter.Value},
-		TagSpecifications:  []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: tags}}}); err != nil {
-		t.Fatal(err)
-	}
-	out, err := admin.CreateFleet(e.Ctx, &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant,
-		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
-			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: &template, Version: sdkaws.String("$Latest")},
-			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: ec2types.InstanceTypeM5Large, AvailabilityZone: sdkaws.String(e.Cloud.Region + "a")}},
-		}},
-		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
-		TagSpecifications:           []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags}},
-	})
-	if err != nil || len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
-		t.Fatalf("the Karpenter-tagged instance: %v", err)
-	}
-	return out.Instances[0].InstanceIds[0], template
-}
-
-func tag(k, v string) ec2types.Tag {
-	return ec2types.Tag{Key: sdkaws.String(k), Value: sdkaws.String(v)}
 }

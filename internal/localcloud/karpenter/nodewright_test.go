@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/nodewright/nodewright/internal/app"
@@ -47,22 +48,19 @@ func startNodewright(t *testing.T, e *cloudtest.Env, period time.Duration) {
 	t.Cleanup(func() { stop(); wg.Wait() })
 }
 
+// build is fn's Lambda handler, as functions/<fn>/main.go builds it.
 func build(t *testing.T, a *app.App, fn string) handler {
 	t.Helper()
-	var h interface {
+	type handles interface {
 		Handle(context.Context, json.RawMessage) (any, error)
 	}
-	var err error
-	switch fn {
-	case "provisioner":
-		h, err = a.ProvisionerHandler()
-	case "lifecycle":
-		h, err = a.LifecycleHandler()
-	case "interruption":
-		h, err = a.InterruptionHandler()
-	default:
-		h, err = a.DisruptionHandler()
+	constructors := map[string]func() (handles, error){
+		"provisioner":  func() (handles, error) { return a.ProvisionerHandler() },
+		"lifecycle":    func() (handles, error) { return a.LifecycleHandler() },
+		"interruption": func() (handles, error) { return a.InterruptionHandler() },
+		"disruption":   func() (handles, error) { return a.DisruptionHandler() },
 	}
+	h, err := constructors[fn]()
 	if err != nil {
 		t.Fatalf("%s: %v", fn, err)
 	}
@@ -104,12 +102,13 @@ func (n *nodewright) queue(ctx context.Context, fn, url string) {
 	if err != nil || len(out.Messages) == 0 {
 		return
 	}
-	batch := events.SQSEvent{}
-	for _, m := range out.Messages {
-		batch.Records = append(batch.Records, events.SQSMessage{MessageId: *m.MessageId, Body: *m.Body, ReceiptHandle: *m.ReceiptHandle,
-			Attributes: map[string]string{"SentTimestamp": strconv.FormatInt(time.Now().UnixMilli(), 10)}})
+	sent := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	records := make([]events.SQSMessage, len(out.Messages))
+	for i, m := range out.Messages {
+		records[i] = events.SQSMessage{MessageId: aws.ToString(m.MessageId), Body: aws.ToString(m.Body),
+			ReceiptHandle: aws.ToString(m.ReceiptHandle), Attributes: map[string]string{"SentTimestamp": sent}}
 	}
-	raw, _ := json.Marshal(batch)
+	raw, _ := json.Marshal(events.SQSEvent{Records: records})
 	res, err := n.call(ctx, fn, raw)
 	if err != nil {
 		return // the messages come back after their visibility timeout
