@@ -143,6 +143,6 @@ karpenter-compare-test:
 # of `make test`.
 KARPENTER_COEXIST_DIR := internal/localcloud/karpenter
 karpenter-coexist-test:
-	cd $(KARPENTER_COEXIST_DIR) && $(GO) vet ./... && $(GO) test -v -count=1 -timeout 40m ./...
+	cd $(KARPENTER_COEXIST_DIR) && $(GO) vet ./... && $(GO) test -v -count=1 -timeout 100m ./...
 
 FORCE:

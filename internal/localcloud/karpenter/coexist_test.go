@@ -1,6 +1,7 @@
 package karpenter_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/apis/apistest"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
+	"github.com/nodewright/nodewright/internal/localcloud/karpenter"
 )
 
 // ownerLabel is the label each NodePool puts on its nodes, which each
@@ -32,6 +34,14 @@ const ownerLabel = "coexist.nodewright.io/owner"
 // node counts.
 func TestCoexistsWithKarpenter(t *testing.T) {
 	start := time.Now()
+	// The first run builds Karpenter (minutes; half an hour on a busy 2-core
+	// machine): before the test's own timeout starts.
+	buildCtx, cancel := context.WithTimeout(context.Background(), 80*time.Minute)
+	defer cancel()
+	if _, err := karpenter.EnsureBinary(buildCtx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Karpenter %s built (%s)", karpenter.Version, time.Since(start).Round(time.Second))
 	e := cloudtest.NewEnv(t, shared, cloudtest.PoolName("nw"), cloudtest.Timeout(25*time.Minute), cloudtest.WorkQueue(), cloudtest.InterruptionQueue(),
 		cloudtest.InstanceTypes("m5.large", "m5.xlarge"), cloudtest.CapacityTypes("spot"),
 		cloudtest.PoolSpec(func(p *apistest.Pool) {
