@@ -12,7 +12,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test
+.PHONY: all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test
 
 all: build
 
@@ -27,6 +27,7 @@ help:
 	@echo "make fuzz        run every Go fuzz target (every parser of untrusted input) for FUZZTIME each (default 60s)"
 	@echo "make karpenter-compare  Karpenter's scheduler vs nodewright's on the plan-quality scenarios (slow; flags in KARPENTER_COMPARE_FLAGS)"
 	@echo "make karpenter-compare-test  vet and test the karpentercompare module"
+	@echo "make karpenter-coexist-test  the real Karpenter (KWOK provider) beside nodewright on the local cloud (slow; first run builds Karpenter)"
 
 # Builds the local control plane (cold: ~8 min on 2 cores) and installs
 # dynalite once, before the test packages that share them start.
@@ -134,5 +135,14 @@ karpenter-compare:
 
 karpenter-compare-test:
 	cd $(KARPENTER_COMPARE_DIR) && $(GO) vet ./... && $(GO) test ./...
+
+# The real Karpenter controller (its KWOK provider, built once from its own
+# module into ~/.cache/nodewright/karpenter) beside nodewright's functions on
+# the local cloud, through churn: neither touches the other's nodes,
+# NodeClaims or instances (internal/localcloud/karpenter). Minutes: not part
+# of `make test`.
+KARPENTER_COEXIST_DIR := internal/localcloud/karpenter
+karpenter-coexist-test:
+	cd $(KARPENTER_COEXIST_DIR) && $(GO) vet ./... && $(GO) test -v -count=1 -timeout 100m ./...
 
 FORCE:

@@ -7,6 +7,7 @@ ignore (
 	./dist
 	./infra/node_modules
 	./internal/localcloud/dynalite/node_modules
+	./internal/localcloud/karpenter
 	./internal/scheduling/karpentercompare
 	./tools
 )

@@ -78,6 +78,12 @@ type Options struct {
 	// time scale, identities, seed). Region, ClusterName, KubernetesVersion
 	// and Logger are filled in from the fields above when empty.
 	Sim awssim.Options
+	// Users are further static-token users of the API server
+	// (Plane.UserRESTConfig), and AuditGroups further groups whose requests
+	// Plane.Audit logs beside the controllers': how a test runs another
+	// controller (Karpenter) next to nodewright and checks what it did.
+	Users       []kubeplane.User
+	AuditGroups []string
 }
 
 func (o *Options) defaults() {
@@ -252,6 +258,8 @@ func (c *Cloud) startBackends(ctx context.Context, opts Options) error {
 		t := time.Now()
 		po := kubeplane.Options{Logger: opts.Logger}
 		planeAccessOptions(&po)
+		po.Users = append(po.Users, opts.Users...)
+		po.AuditGroups = append(po.AuditGroups, opts.AuditGroups...)
 		if c.AWS != nil {
 			po.TokenWebhookURL = c.AWS.TokenReviewURL()
 		}
