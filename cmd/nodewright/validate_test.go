@@ -157,23 +157,28 @@ func TestValidateUsage(t *testing.T) {
 // naming file, line and field, so nothing is silently ignored.
 func TestValidateWarnsAboutFieldsNotHonoured(t *testing.T) {
 	static := strings.Replace(validPool, `    cpu: "1000"`, `    nodes: "3"`, 1) + "  replicas: 2\n"
+	balanced := strings.Replace(validPool, "name: default", "name: balanced", 1) + "  disruption:\n    consolidationPolicy: Balanced\n    consolidateAfter: 1m\n"
 	dir := writeFiles(t, map[string]string{
-		"pool.yaml":  static,
-		"class.yaml": validClass + "  placementGroupSelector:\n    name: training\n",
+		"pool.yaml":     static,
+		"balanced.yaml": balanced,
+		"class.yaml":    validClass + "  placementGroupSelector:\n    name: training\n",
 	})
 	_, errOut, err := runCLI(t, "validate", dir)
 	if err != nil {
 		t.Fatalf("validate: %v\n%s", err, errOut)
 	}
 	for _, want := range []string{
-		"warning: " + dir + "/class.yaml:13: spec.placementGroupSelector: accepted but not yet honoured by nodewright",
+		"warning: " + dir + "/balanced.yaml:",
+		"spec.disruption.consolidationPolicy: accepted but not yet honoured by nodewright",
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
 	}
-	// Static NodePools are honoured: their spec.replicas loads silently.
-	if strings.Contains(errOut, "spec.replicas") {
-		t.Errorf("a warning about spec.replicas:\n%s", errOut)
+	// Static NodePools and placement groups are honoured: they load silently.
+	for _, field := range []string{"spec.replicas", "spec.placementGroupSelector"} {
+		if strings.Contains(errOut, field) {
+			t.Errorf("a warning about %s:\n%s", field, errOut)
+		}
 	}
 }

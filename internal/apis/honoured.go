@@ -16,12 +16,8 @@ func notHonouredNodePool(np *NodePool) []fieldErr {
 	return out
 }
 
-// notHonouredNodeClass warns about an EC2NodeClass's unimplemented settings.
-func notHonouredNodeClass(nc *EC2NodeClass) []fieldErr {
-	var out []fieldErr
-	s := nc.Spec
-	if s.PlacementGroupSelector != nil {
-		out = append(out, fieldErr{path: "spec.placementGroupSelector", msg: notHonoured + " (nodes are not launched into the placement group)"})
-	}
-	return out
+// notHonouredNodeClass warns about an EC2NodeClass's unimplemented
+// settings: none today (placementGroupSelector was the last).
+func notHonouredNodeClass(*EC2NodeClass) []fieldErr {
+	return nil
 }
