@@ -189,7 +189,8 @@ func TestInclusiveOperatorsAndBalanced(t *testing.T) {
 	if r := reqs[3]; r.Operator != "Lt" || r.Values[0] != "17" {
 		t.Errorf("Lte became %+v", r)
 	}
-	if len(cfg.Warnings) != 1 || cfg.Warnings[0].String() != "p.yaml:35: spec.disruption.consolidationPolicy: accepted but not yet honoured by nodewright (Balanced pools consolidate empty nodes only, as WhenEmpty does)" {
+	// Balanced is honoured (internal/disruption scores its moves): no warning.
+	if len(cfg.Warnings) != 0 || cfg.NodePool("default").Spec.Disruption.ConsolidationPolicy != ConsolidationPolicyBalanced {
 		t.Errorf("warnings %v", cfg.Warnings)
 	}
 	_, err = LoadData("p.yaml", []byte(edit(doc, `values: ["6"]`, `values: ["-1"]`)+"---\n"+class))
