@@ -180,7 +180,7 @@ func (p *controllerPolicy) launchStatements() {
 	p.addTagged("LaunchFromOwnLaunchTemplates", launchActions, p.launchTemplates,
 		p.thisStacks(), "aws:ResourceTag/"+nwaws.TagNodeClass)
 	// A launch also names existing images, snapshots, subnets, security
-	// groups and capacity reservations. They are referenced, not created, so
+	// groups, capacity reservations and placement groups. They are referenced, not created, so
 	// they carry no request tags; the instance itself can only be created
 	// under LaunchTaggedForThisCluster.
 	p.add(&awsiam.PolicyStatementProps{
@@ -189,7 +189,7 @@ func (p *controllerPolicy) launchStatements() {
 		Resources: &[]*string{
 			p.b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}::image/*"),
 			p.b.sub("arn:${AWS::Partition}:ec2:${AWS::Region}::snapshot/*"),
-			p.ec2("security-group/*"), p.ec2("subnet/*"), p.ec2("capacity-reservation/*"),
+			p.ec2("security-group/*"), p.ec2("subnet/*"), p.ec2("capacity-reservation/*"), p.ec2("placement-group/*"),
 		},
 	})
 }
@@ -236,8 +236,8 @@ func (p *controllerPolicy) readStatements() {
 		Actions: jsii.Strings(
 			"ec2:DescribeAvailabilityZones", "ec2:DescribeCapacityReservations", "ec2:DescribeImages",
 			"ec2:DescribeInstances", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
-			"ec2:DescribeLaunchTemplates", "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory",
-			"ec2:DescribeSubnets",
+			"ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
+			"ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets",
 		),
 		Resources: jsii.Strings("*"),
 		Conditions: &map[string]interface{}{

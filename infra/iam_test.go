@@ -66,7 +66,7 @@ func TestNodeRoleAndAccessEntries(t *testing.T) {
 	}
 }
 
-var sharedLaunchResource = regexp.MustCompile(`:(image|snapshot|security-group|subnet|capacity-reservation)/\*`)
+var sharedLaunchResource = regexp.MustCompile(`:(image|snapshot|security-group|subnet|capacity-reservation|placement-group)/\*`)
 
 func TestIAMLeastPrivilege(t *testing.T) {
 	_, _, j := full(t)
@@ -194,7 +194,7 @@ func TestIAMLeastPrivilege(t *testing.T) {
 	}
 	for _, a := range []string{"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLaunchTemplate", "ec2:CreateTags", "ec2:TerminateInstances",
 		"ec2:DeleteLaunchTemplate", "iam:PassRole", "ssm:GetParameter", "pricing:GetProducts", "eks:DescribeCluster",
-		"ec2:DescribeSpotPriceHistory", "ec2:DescribeCapacityReservations", "sqs:ReceiveMessage", "sqs:SendMessage", "dynamodb:PutItem", "secretsmanager:GetSecretValue"} {
+		"ec2:DescribeSpotPriceHistory", "ec2:DescribeCapacityReservations", "ec2:DescribePlacementGroups", "sqs:ReceiveMessage", "sqs:SendMessage", "dynamodb:PutItem", "secretsmanager:GetSecretValue"} {
 		if !seen[a] {
 			t.Errorf("no policy grants %s", a)
 		}

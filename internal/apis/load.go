@@ -330,7 +330,6 @@ func (l *loader) loadNodePool(file string, root *yaml.Node) {
 	np.SetDefaults()
 	l.report(obj, append(pre, validateNodePool(np)...))
 	l.reportWarnings(obj, lintNodePool(np))
-	l.reportWarnings(obj, notHonouredNodePool(np))
 	np.exclusiveOperators()
 	l.add(obj)
 }
@@ -356,7 +355,6 @@ func (l *loader) loadBetaNodePool(file string, root *yaml.Node) {
 	}
 	l.reportWarnings(obj, obj.conv.warnings)
 	l.reportWarnings(obj, lintNodePool(np))
-	l.reportWarnings(obj, notHonouredNodePool(np))
 	l.report(obj, errs)
 	l.add(obj)
 }
@@ -367,7 +365,6 @@ func (l *loader) loadNodeClass(file string, root *yaml.Node) {
 	obj.nc = nc
 	nc.SetDefaults()
 	l.report(obj, validateEC2NodeClass(nc))
-	l.reportWarnings(obj, notHonouredNodeClass(nc))
 	l.add(obj)
 }
 

@@ -63,6 +63,18 @@
 // reservation the plan did not choose. DescribeInstances reports an
 // instance in a reservation as capacity type reserved (Instance.Reservation).
 //
+// # Placement groups
+//
+// PlacementGroup resolves spec.placementGroupSelector (name or id, state
+// available); a selector that matches nothing leaves the class not ready.
+// Every launch template of the class names the group (and, for a
+// partition group whose claim allows only some partitions, the lowest of
+// them; otherwise EC2 picks and Launch reads the partition back). A
+// cluster group's launches only offer the zone its live instances run in.
+// Claims record karpenter.k8s.aws/placement-group-id and
+// karpenter.k8s.aws/placement-group-partition, which registration copies
+// onto the Node.
+//
 // # Tags
 //
 // Instances, volumes, network interfaces and fleets carry

@@ -23,6 +23,8 @@ import (
 type fleetTemplates struct {
 	images   map[string]string           // template name -> image id
 	reserved map[string]catalog.Offering // template name -> its reserved offering
+	// placement is the placement group and partition every template names.
+	placement placement
 }
 
 // fleetInput is the CreateFleet request of one attempt: a launch template
@@ -89,7 +91,9 @@ func targetCapacityType(capacityType string, opts []option) ec2types.DefaultTarg
 // rank as priority across templates.
 func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[string]Subnet, capacityType string, opts []option,
 ) ([]ec2types.FleetLaunchTemplateConfigRequest, *fleetTemplates, error) {
-	udOpts, err := userDataOptions(l.nc, l.cluster, NodeLabels(l.claim, capacityType), RegisterTaints(l.claim))
+	labels := NodeLabels(l.claim, capacityType)
+	maps.Copy(labels, l.pl.labels())
+	udOpts, err := userDataOptions(l.nc, l.cluster, labels, RegisterTaints(l.claim))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,7 +108,7 @@ func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[str
 	}
 	groups := map[string]*group{}
 	var order []string
-	fts := &fleetTemplates{images: map[string]string{}, reserved: map[string]catalog.Offering{}}
+	fts := &fleetTemplates{images: map[string]string{}, reserved: map[string]catalog.Offering{}, placement: l.pl}
 	for rank, o := range opts {
 		maxPods := int32(min(o.it.MaxPods(allocOpts), math.MaxInt32))
 		for _, off := range o.offerings {
@@ -180,6 +184,9 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 	if c := nc.Spec.CPUOptions; c != nil {
 		spec.NestedVirtualization = sdkaws.ToString(c.NestedVirtualization)
 	}
+	if g := l.pl.group; g != nil {
+		spec.PlacementGroupID, spec.PlacementPartition = g.ID, l.pl.partition
+	}
 	spec.CapacityReservation = tg.reserved.ReservationID
 	if spec.CapacityReservation == "" && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
 		// A class that selects reservations launches into them only when it
@@ -220,6 +227,9 @@ func (p *Provider) launched(out *ec2.CreateFleetOutput, zonal map[string]Subnet,
 		inst.ZoneID = zonal[inst.Zone].ZoneID
 		if r, ok := fts.reserved[inst.LaunchTemplate]; ok {
 			inst.Reservation = &r
+		}
+		if g := fts.placement.group; g != nil {
+			inst.PlacementGroupID, inst.PlacementPartition = g.ID, fts.placement.partition
 		}
 		if inst.ImageID == "" {
 			inst.ImageID = images[inst.LaunchTemplate]

@@ -41,6 +41,10 @@ type Instance struct {
 	// spot or on-demand). DescribeInstances knows only the id and whether
 	// it is a capacity block.
 	Reservation *catalog.Offering
+	// PlacementGroupID and PlacementPartition are the instance's placement
+	// group and partition ("" and 0 for none).
+	PlacementGroupID   string
+	PlacementPartition int32
 }
 
 // ProviderID is the Kubernetes node providerID of the instance: aws:///<zone>/<id>.
@@ -92,6 +96,8 @@ func instanceFromEC2(in ec2types.Instance) Instance {
 	if in.Placement != nil {
 		out.Zone = sdkaws.ToString(in.Placement.AvailabilityZone)
 		out.ZoneID = sdkaws.ToString(in.Placement.AvailabilityZoneId)
+		out.PlacementGroupID = sdkaws.ToString(in.Placement.GroupId)
+		out.PlacementPartition = sdkaws.ToInt32(in.Placement.PartitionNumber)
 	}
 	if in.State != nil {
 		out.State = string(in.State.Name)

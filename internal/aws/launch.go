@@ -70,6 +70,9 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 	}
 	for attempt := range maxLaunchAttempts {
 		if inst, done, err := p.launchAttempt(ctx, l, attempt); done {
+			if err == nil {
+				p.learnPartition(ctx, l.pl, &inst)
+			}
 			return inst, err
 		}
 	}
@@ -85,6 +88,9 @@ type launch struct {
 	groups  []SecurityGroup
 	amis    []AMI
 	profile string
+	// pl is the claim's placement group and partition (none when the class
+	// selects no group).
+	pl placement
 	// lastErrs are the latest attempt's fleet errors, reported when the
 	// launch gives up.
 	lastErrs []string
@@ -112,6 +118,13 @@ func (p *Provider) prepareLaunch(ctx context.Context, req LaunchRequest) (*launc
 	if l.profile, err = p.instanceProfile(l.nc); err != nil {
 		return nil, err
 	}
+	pg, err := p.PlacementGroup(ctx, l.nc)
+	if err != nil {
+		return nil, err
+	}
+	if l.pl, err = choosePlacement(pg, l.claim); err != nil {
+		return nil, err
+	}
 	return l, nil
 }
 
@@ -126,6 +139,9 @@ func (p *Provider) launchAttempt(ctx context.Context, l *launch, attempt int) (i
 		return Instance{}, true, fmt.Errorf("launch nodeclaim %s: %w", name, err)
 	}
 	zonal := ZonalSubnets(subnets)
+	if zonal, err = p.placementZones(ctx, l.pl, zonal); err != nil {
+		return Instance{}, true, fmt.Errorf("launch nodeclaim %s: %w", name, err)
+	}
 	capacityType, opts := p.plan(l.claim, l.types, zonal, l.amis)
 	if len(opts) == 0 {
 		err := fmt.Errorf("%w: no available offering of %d instance types in zones %v", ErrInsufficientCapacity, len(l.types), zoneNames(zonal))

@@ -51,6 +51,9 @@ type templateSpec struct {
 	ConnectionTracking *apis.ConnectionTracking `json:"connectionTracking,omitempty"`
 	// NestedVirtualization is the class's cpuOptions.nestedVirtualization.
 	NestedVirtualization string `json:"nestedVirtualization,omitempty"`
+	// The placement group (by id) and partition (0: none) of the launch.
+	PlacementGroupID   string `json:"placementGroupID,omitempty"`
+	PlacementPartition int32  `json:"placementPartition,omitempty"`
 }
 
 // Name is the deterministic launch template name: nodewright/<cluster>/<hash>.
@@ -281,6 +284,12 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 	}
 	if spec.NestedVirtualization != "" {
 		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(spec.NestedVirtualization)}
+	}
+	if spec.PlacementGroupID != "" {
+		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupId: sdkaws.String(spec.PlacementGroupID)}
+		if spec.PlacementPartition > 0 {
+			data.Placement.PartitionNumber = sdkaws.Int32(spec.PlacementPartition)
+		}
 	}
 	if spec.CapacityReservation != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{

@@ -79,12 +79,14 @@ type Provider struct {
 	ice     *ICECache
 	log     *slog.Logger
 
-	cluster   *ttlCache[ClusterInfo]
-	subnets   *ttlCache[[]Subnet]
-	groups    *ttlCache[[]SecurityGroup]
-	amis      *ttlCache[[]AMI]
-	templates *ttlCache[string] // launch template name -> id, for names known to exist
-	catalogs  catalogCache
+	cluster *ttlCache[ClusterInfo]
+	subnets *ttlCache[[]Subnet]
+	groups  *ttlCache[[]SecurityGroup]
+	amis    *ttlCache[[]AMI]
+	// placementGroups by selector.
+	placementGroups *ttlCache[PlacementGroup]
+	templates       *ttlCache[string] // launch template name -> id, for names known to exist
+	catalogs        catalogCache
 
 	priceMu     sync.Mutex
 	priceMemo   *PriceSnapshot
@@ -103,15 +105,16 @@ func New(opts Options, clients Clients, ice *ICECache) (*Provider, error) {
 		ice = NewICECache(nil, opts.ICETTL, opts.Now)
 	}
 	return &Provider{
-		opts:      opts,
-		clients:   clients,
-		ice:       ice,
-		log:       opts.Logger.With("component", "aws", "cluster", opts.ClusterName),
-		cluster:   newTTLCache[ClusterInfo](opts.DiscoveryTTL, opts.Now),
-		subnets:   newTTLCache[[]Subnet](opts.DiscoveryTTL, opts.Now),
-		groups:    newTTLCache[[]SecurityGroup](opts.DiscoveryTTL, opts.Now),
-		amis:      newTTLCache[[]AMI](opts.DiscoveryTTL, opts.Now),
-		templates: newTTLCache[string](time.Hour, opts.Now),
+		opts:            opts,
+		clients:         clients,
+		ice:             ice,
+		log:             opts.Logger.With("component", "aws", "cluster", opts.ClusterName),
+		cluster:         newTTLCache[ClusterInfo](opts.DiscoveryTTL, opts.Now),
+		subnets:         newTTLCache[[]Subnet](opts.DiscoveryTTL, opts.Now),
+		groups:          newTTLCache[[]SecurityGroup](opts.DiscoveryTTL, opts.Now),
+		amis:            newTTLCache[[]AMI](opts.DiscoveryTTL, opts.Now),
+		placementGroups: newTTLCache[PlacementGroup](opts.DiscoveryTTL, opts.Now),
+		templates:       newTTLCache[string](time.Hour, opts.Now),
 	}, nil
 }
 
@@ -119,8 +122,9 @@ func New(opts Options, clients Clients, ice *ICECache) (*Provider, error) {
 func (p *Provider) ICE() *ICECache { return p.ice }
 
 // InvalidateDiscovery drops every cached discovery result (subnets, security
-// groups, AMIs, cluster facts); the next call asks AWS again.
+// groups, AMIs, placement groups, cluster facts); the next call asks AWS again.
 func (p *Provider) InvalidateDiscovery() {
+	p.placementGroups.invalidateAll()
 	p.cluster.invalidateAll()
 	p.subnets.invalidateAll()
 	p.groups.invalidateAll()

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"maps"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,8 +31,8 @@ const (
 
 // Record writes what the launch decided into the NodeClaim: provider ID,
 // instance and image IDs, the instance type / zone / capacity type labels the
-// claim's requirements left open, the launch template annotation and the
-// Launched condition. The caller persists the claim.
+// claim's requirements left open, the placement group labels, the launch
+// template annotation and the Launched condition. The caller persists the claim.
 func (i Instance) Record(claim *apis.NodeClaim, now metav1.Time) {
 	claim.Status.ProviderID = i.ProviderID()
 	claim.Status.InstanceID = i.ID
@@ -52,6 +53,7 @@ func (i Instance) Record(claim *apis.NodeClaim, now metav1.Time) {
 		claim.Annotations[AnnotationLaunchTemplate] = i.LaunchTemplate
 	}
 	i.RecordReservation(claim)
+	i.RecordPlacement(claim)
 	claim.SetCondition(apis.ConditionLaunched, metav1.ConditionTrue, "Launched",
 		"instance "+i.ID+" ("+i.Type+", "+i.Zone+", "+i.CapacityType+")", now)
 }
@@ -73,5 +75,21 @@ func (i Instance) RecordReservation(claim *apis.NodeClaim) {
 			claim.Annotations = map[string]string{}
 		}
 		claim.Annotations[AnnotationCapacityBlockEnd] = r.ReservationEnd.UTC().Format(time.RFC3339)
+	}
+}
+
+// RecordPlacement writes the labels of the placement group (and partition)
+// the instance runs in, as Karpenter labels such nodes. Nothing for an
+// instance in none.
+func (i Instance) RecordPlacement(claim *apis.NodeClaim) {
+	if i.PlacementGroupID == "" {
+		return
+	}
+	if claim.Labels == nil {
+		claim.Labels = map[string]string{}
+	}
+	claim.Labels[LabelPlacementGroupID] = i.PlacementGroupID
+	if i.PlacementPartition > 0 {
+		claim.Labels[LabelPlacementGroupPartition] = strconv.Itoa(int(i.PlacementPartition))
 	}
 }

@@ -50,6 +50,9 @@ type Candidate struct {
 	// DisruptionCost is Karpenter's: the pods' eviction costs scaled by the
 	// node's remaining lifetime.
 	DisruptionCost float64
+	// BalancedCost is its disruption cost under consolidationPolicy
+	// Balanced: 1 plus its pods' eviction costs, each at least 0.
+	BalancedCost float64
 
 	// Empty: no reschedulable pods.
 	Empty bool
@@ -146,11 +149,12 @@ func Candidates(ctx context.Context, v *View) ([]*Candidate, []Blocked, error) {
 		cand.Zone = firstNonEmpty(n.Node.Labels[catalog.LabelTopologyZone], n.Claim.Labels[catalog.LabelTopologyZone])
 		cand.Price = offeringPrice(c.Catalog, cand.InstanceType, cand.Zone, cand.CapacityType)
 		cand.DisruptionCost = pods.DisruptionCost(movable, n.Claim, v.Now)
+		cand.BalancedCost = balancedDisruptionCost(movable)
 		// A static pool (spec.replicas) is never consolidated; only drift
 		// replaces its nodes.
 		if after, ok := np.Spec.Disruption.ConsolidateAfter.Get(); ok && protected == "" && !np.Static() && !pods.LastPodEvent(n.Claim).Add(after).After(v.Now) {
 			cand.EmptyEligible = true
-			cand.Consolidatable = np.Spec.Disruption.ConsolidationPolicy == apis.ConsolidationPolicyWhenEmptyOrUnderutilized
+			cand.Consolidatable = np.Spec.Disruption.ConsolidationPolicy == apis.ConsolidationPolicyWhenEmptyOrUnderutilized || isBalanced(np)
 		}
 		cand.Drift = driftReason(c, n, np, v.CloudDrift[n.Claim.Name])
 		out = append(out, cand)

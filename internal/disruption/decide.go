@@ -307,7 +307,11 @@ func consolidate(ctx context.Context, v *View, cands []*Candidate, method string
 		return nil, "Can't remove without creating 2 or more nodes: " + sim.Reason, nil
 	}
 	if len(sim.Replacements) == 0 {
-		return newCommand(method, apis.DisruptionReasonUnderutilized, "", cands, sim, v.Now), "", nil
+		cmd := newCommand(method, apis.DisruptionReasonUnderutilized, "", cands, sim, v.Now)
+		if why := balancedVerdict(v, cands, cmd.Savings()); why != "" {
+			return nil, why, nil
+		}
+		return cmd, "", nil
 	}
 	// More than one replacement is allowed when together they are cheaper:
 	// the solver right-sizes, so one big node's pods may be bought as two
@@ -319,7 +323,11 @@ func consolidate(ctx context.Context, v *View, cands []*Candidate, method string
 	if why := replacementOK(v, cands, sim); why != "" {
 		return nil, why, nil
 	}
-	return newCommand(method, apis.DisruptionReasonUnderutilized, "", cands, sim, v.Now), "", nil
+	cmd := newCommand(method, apis.DisruptionReasonUnderutilized, "", cands, sim, v.Now)
+	if why := balancedVerdict(v, cands, cmd.Savings()); why != "" {
+		return nil, why, nil
+	}
+	return cmd, "", nil
 }
 
 // replacementOK applies the rules a replacement must meet: strictly
@@ -452,6 +460,9 @@ func repackStepOK(v *View, set []*Candidate, sim Simulation) string {
 	slices.Sort(to)
 	if slices.Equal(from, to) {
 		return "same shape"
+	}
+	if why := balancedVerdict(v, set, cost-sim.Cost); why != "" {
+		return why
 	}
 	return flipFlop(v, set, sim)
 }

@@ -33,6 +33,10 @@
 // Unconsolidatable) and a log line, e.g. "Consolidating: replace 3 nodes
 // (m5.xlarge x3, $0.576/h) with 1 m6i.2xlarge ($0.384/h), saves $0.192/h".
 //
+// Balanced pools (consolidationPolicy: Balanced, balanced.go) consolidate
+// underutilized nodes only through moves whose savings are worth their
+// disruption, scored as Karpenter v1.14 does.
+//
 // Static NodePools (spec.replicas) are never consolidated. A drifted static
 // node is replaced by a node of its own pool, planned from the pool's
 // template rather than from its pods (staticDrift, Karpenter's StaticDrift):

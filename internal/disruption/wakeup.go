@@ -37,7 +37,7 @@ func NextEligible(cands []*Candidate, now time.Time) (time.Time, string) {
 		if c.Protected != "" || c.NodePool == nil || c.Claim == nil {
 			continue
 		}
-		if !c.Empty && c.NodePool.Spec.Disruption.ConsolidationPolicy != apis.ConsolidationPolicyWhenEmptyOrUnderutilized {
+		if !c.Empty && c.NodePool.Spec.Disruption.ConsolidationPolicy != apis.ConsolidationPolicyWhenEmptyOrUnderutilized && !isBalanced(c.NodePool) {
 			continue
 		}
 		after, ok := c.NodePool.Spec.Disruption.ConsolidateAfter.Get()

@@ -39,16 +39,7 @@ func TestEndToEndScaleUpAndDown(t *testing.T) {
 	e := newEnv(t, withConfig(e2ePool.YAML()))
 	d := e.deps()
 	h := e.handler(d)
-	prov, err := provisioning.New(provisioning.Deps{
-		Store: e.st, Cluster: e.kc, Launcher: e.p, Config: e.cfg, Now: e.clock.Now,
-		Catalog:     provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil),
-		Unavailable: provisioning.ProviderICE(e.p),
-		Requeue:     e.requeueVia(e.sqs),
-		Settings:    provisioning.Settings{BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second, RegistrationCheck: time.Second},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prov := e.provisioner(nil)
 
 	const replicas = 4
 	cloudtest.Workload{Name: "inflate", Replicas: replicas, CPU: "1", Memory: "1Gi", NodeSelector: map[string]string{apis.NodePoolLabelKey: "e2e"},

@@ -1,6 +1,7 @@
 package lifecycle_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/apis/apistest"
+	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/provisioning"
@@ -35,20 +37,8 @@ func TestCapacityReservationUsedFirstAndRelabelledWhenItEnds(t *testing.T) {
 	e.cfg.NodeClass("default").Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: map[string]string{"nodewright.io/test": tag}}}
 
 	h := e.handler(e.deps())
-	prov, err := provisioning.New(provisioning.Deps{
-		Store: e.st, Cluster: e.kc, Launcher: e.p, Config: e.cfg, Now: e.clock.Now,
-		Catalog:     provisioning.WithReservations(provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil), e.p, e.cfg),
-		Unavailable: provisioning.ProviderICE(e.p),
-		Requeue:     e.requeueVia(e.sqs),
-		Settings:    provisioning.Settings{BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second, RegistrationCheck: time.Second},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// One pod per node (1.5 of m5.large's 2 vCPU).
-	cloudtest.Workload{Name: "reserved", Replicas: 3, CPU: "1500m", Memory: "1Gi", NodeSelector: map[string]string{apis.NodePoolLabelKey: "odcr"},
-		GraceSeconds: new(int64(0)), NoServiceAccountToken: true}.Deploy(e.ctx, e.t, e.cs, e.ns)
-	e.awaitPending("app=reserved", 3)
+	prov := e.provisioner(provisioning.WithReservations(provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil), e.p, e.cfg))
+	e.deployOnePerNode("reserved", "odcr", 3)
 	res, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
 	if err != nil || len(res.Launched) != 3 {
 		t.Fatalf("provisioner run: %+v %v", res, err)
@@ -94,6 +84,33 @@ func TestCapacityReservationUsedFirstAndRelabelledWhenItEnds(t *testing.T) {
 			t.Errorf("claim %s after the reservation ended: labels %v, marked %v", cl.Name, cl.Labels, cl.Deleting())
 		}
 	}
+}
+
+// provisioner is a provisioner over the env's clients, batching as the
+// end-to-end tests do; cat nil is the provider's catalog.
+func (e *env) provisioner(cat func(context.Context) (*catalog.Catalog, error)) *provisioning.Provisioner {
+	e.t.Helper()
+	if cat == nil {
+		cat = provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil)
+	}
+	prov, err := provisioning.New(provisioning.Deps{
+		Store: e.st, Cluster: e.kc, Launcher: e.p, Config: e.cfg, Now: e.clock.Now, Catalog: cat,
+		Unavailable: provisioning.ProviderICE(e.p), Requeue: e.requeueVia(e.sqs),
+		Settings: provisioning.Settings{BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second, RegistrationCheck: time.Second},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return prov
+}
+
+// deployOnePerNode deploys n pods of app that select pool, one per
+// m5.large (1.5 of its 2 vCPU), and waits until they are Unschedulable.
+func (e *env) deployOnePerNode(app, pool string, n int32) {
+	e.t.Helper()
+	cloudtest.Workload{Name: app, Replicas: n, CPU: "1500m", Memory: "1Gi", NodeSelector: map[string]string{apis.NodePoolLabelKey: pool},
+		GraceSeconds: new(int64(0)), NoServiceAccountToken: true}.Deploy(e.ctx, e.t, e.cs, e.ns)
+	e.awaitPending("app="+app, int(n))
 }
 
 // awaitPending waits until n pods matching selector are Unschedulable.

@@ -158,6 +158,7 @@ func recordLaunch(cl *apis.NodeClaim, inst launched, now metav1.Time) {
 	}
 	cl.Labels[apis.CapacityTypeLabelKey] = inst.CapacityType
 	inst.RecordReservation(cl)
+	inst.RecordPlacement(cl)
 	if inst.LaunchTemplate != "" {
 		if cl.Annotations == nil {
 			cl.Annotations = map[string]string{}

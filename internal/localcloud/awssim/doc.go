@@ -24,6 +24,10 @@
 //     filters, targeted and open launches that take and give back slots,
 //     ReservationCapacityExceeded when full; an ended ODCR's instances run on
 //     outside it, an ended capacity block's are terminated;
+//   - placement groups (EC2().AddPlacementGroup): DescribePlacementGroups,
+//     launches into a template's group and partition (recorded on the
+//     instance), a cluster group held to the zone of its first instance, a
+//     spread group to seven instances per zone;
 //   - an EKS token webhook (TokenReviewURL) for kube-apiserver;
 //   - a kubelet emulation (SetKube) that registers a KWOK-managed Node for
 //     every running instance from its user data and instance type;

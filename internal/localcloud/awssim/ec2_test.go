@@ -2,6 +2,7 @@ package awssim
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -258,5 +259,105 @@ func TestInstanceLifecycleAndDescribe(t *testing.T) {
 	d, _ := c.DescribeInstances(ctx(t), &ec2.DescribeInstancesInput{Filters: []types.Filter{{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodeclaim"}}}})
 	if len(d.Reservations) != 1 || *d.Reservations[0].Instances[0].InstanceId != ids[1] {
 		t.Fatalf("tag-key filter: %+v", d.Reservations)
+	}
+}
+
+// placedTemplate creates a template whose instances go into group id.
+func placedTemplate(t *testing.T, s *Server, c *ec2.Client, name, id string) string {
+	t.Helper()
+	return templateWith(t, s, c, name, func(d *types.RequestLaunchTemplateData) {
+		d.Placement = &types.LaunchTemplatePlacementRequest{GroupId: aws.String(id)}
+	})
+}
+
+func addGroup(t *testing.T, s *Server, g ec2sim.PlacementGroup) string {
+	t.Helper()
+	id, err := s.EC2().AddPlacementGroup(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// launchInto launches one instance from lt in zone and returns it, or the
+// fleet's error code.
+func launchInto(t *testing.T, s *Server, c *ec2.Client, lt, zone string) (types.Instance, string) {
+	t.Helper()
+	out, err := c.CreateFleet(ctx(t), fleetInput(lt, types.DefaultTargetCapacityTypeOnDemand, override("m5.large", zone)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Instances) == 0 {
+		return types.Instance{}, aws.ToString(out.Errors[0].ErrorCode)
+	}
+	inst, _, _ := s.EC2().Instance(out.Instances[0].InstanceIds[0])
+	return inst, ""
+}
+
+func TestDescribePlacementGroups(t *testing.T) {
+	s, cfg := newTestServer(t, nil)
+	c := ec2.NewFromConfig(cfg)
+	part := addGroup(t, s, ec2sim.PlacementGroup{Name: "training", Strategy: "partition", PartitionCount: 3, Tags: map[string]string{"team": "ml"}})
+	addGroup(t, s, ec2sim.PlacementGroup{Name: "spread", Strategy: "spread"})
+	byName, err := c.DescribePlacementGroups(ctx(t), &ec2.DescribePlacementGroupsInput{GroupNames: []string{"training"},
+		Filters: []types.Filter{{Name: aws.String("state"), Values: []string{"available"}}}})
+	if err != nil || len(byName.PlacementGroups) != 1 {
+		t.Fatalf("by name: %+v %v", byName, err)
+	}
+	g := byName.PlacementGroups[0]
+	if aws.ToString(g.GroupId) != part || g.Strategy != types.PlacementStrategyPartition || aws.ToInt32(g.PartitionCount) != 3 || len(g.Tags) != 1 {
+		t.Errorf("group %+v", g)
+	}
+	byStrategy, err := c.DescribePlacementGroups(ctx(t), &ec2.DescribePlacementGroupsInput{Filters: []types.Filter{
+		{Name: aws.String("strategy"), Values: []string{"spread"}}}})
+	if err != nil || len(byStrategy.PlacementGroups) != 1 || byStrategy.PlacementGroups[0].SpreadLevel != types.SpreadLevelRack {
+		t.Errorf("by strategy: %+v %v", byStrategy, err)
+	}
+	if _, err := c.DescribePlacementGroups(ctx(t), &ec2.DescribePlacementGroupsInput{GroupNames: []string{"nope"}}); apiCode(err) != "InvalidPlacementGroup.Unknown" {
+		t.Errorf("unknown name: %v", err)
+	}
+}
+
+// Instances record their group and partition; a launch that names no
+// partition goes to the emptiest. A cluster group stays in the zone of its
+// first instance; a spread group takes seven instances per zone.
+func TestPlacementGroupLaunches(t *testing.T) {
+	s, cfg := newTestServer(t, nil)
+	c := ec2.NewFromConfig(cfg)
+	part := placedTemplate(t, s, c, "part", addGroup(t, s, ec2sim.PlacementGroup{Name: "p", Strategy: "partition", PartitionCount: 2}))
+	var partitions []int32
+	for range 3 {
+		inst, code := launchInto(t, s, c, part, "us-west-2a")
+		if code != "" || aws.ToString(inst.Placement.GroupName) != "p" {
+			t.Fatalf("partition launch: %s %+v", code, inst.Placement)
+		}
+		partitions = append(partitions, aws.ToInt32(inst.Placement.PartitionNumber))
+	}
+	if got := fmt.Sprint(partitions); got != "[1 2 1]" {
+		t.Errorf("partitions %s, want [1 2 1] (the emptiest, then the lowest)", got)
+	}
+
+	cluster := placedTemplate(t, s, c, "cluster", addGroup(t, s, ec2sim.PlacementGroup{Name: "c", Strategy: "cluster"}))
+	if _, code := launchInto(t, s, c, cluster, "us-west-2b"); code != "" {
+		t.Fatalf("first cluster launch: %s", code)
+	}
+	if _, code := launchInto(t, s, c, cluster, "us-west-2a"); code != "InvalidParameterCombination" {
+		t.Errorf("cluster launch in another zone: %q", code)
+	}
+	if _, code := launchInto(t, s, c, cluster, "us-west-2b"); code != "" {
+		t.Errorf("cluster launch in its zone: %s", code)
+	}
+
+	spread := placedTemplate(t, s, c, "spread", addGroup(t, s, ec2sim.PlacementGroup{Name: "s", Strategy: "spread"}))
+	for i := range 7 {
+		if _, code := launchInto(t, s, c, spread, "us-west-2a"); code != "" {
+			t.Fatalf("spread launch %d: %s", i, code)
+		}
+	}
+	if _, code := launchInto(t, s, c, spread, "us-west-2a"); code != "InsufficientInstanceCapacity" {
+		t.Errorf("eighth spread launch in one zone: %q", code)
+	}
+	if _, code := launchInto(t, s, c, spread, "us-west-2b"); code != "" {
+		t.Errorf("spread launch in another zone: %s", code)
 	}
 }

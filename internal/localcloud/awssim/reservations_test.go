@@ -13,14 +13,19 @@ import (
 // reservedTemplate creates a template that targets reservation id.
 func reservedTemplate(t *testing.T, s *Server, c *ec2.Client, name, id string) string {
 	t.Helper()
-	ami, _ := s.EC2().SSMParameter("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id")
-	_, err := c.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{
-		LaunchTemplateName: aws.String(name),
-		LaunchTemplateData: &types.RequestLaunchTemplateData{ImageId: aws.String(ami),
-			CapacityReservationSpecification: &types.LaunchTemplateCapacityReservationSpecificationRequest{
-				CapacityReservationTarget: &types.CapacityReservationTarget{CapacityReservationId: aws.String(id)}}},
+	return templateWith(t, s, c, name, func(d *types.RequestLaunchTemplateData) {
+		d.CapacityReservationSpecification = &types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &types.CapacityReservationTarget{CapacityReservationId: aws.String(id)}}
 	})
-	if err != nil {
+}
+
+// templateWith creates a template of the AL2023 image, edited by edit.
+func templateWith(t *testing.T, s *Server, c *ec2.Client, name string, edit func(*types.RequestLaunchTemplateData)) string {
+	t.Helper()
+	ami, _ := s.EC2().SSMParameter("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id")
+	data := &types.RequestLaunchTemplateData{ImageId: aws.String(ami)}
+	edit(data)
+	if _, err := c.CreateLaunchTemplate(ctx(t), &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name), LaunchTemplateData: data}); err != nil {
 		t.Fatal(err)
 	}
 	return name

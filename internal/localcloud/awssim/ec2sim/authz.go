@@ -148,6 +148,10 @@ func (c *Cloud) templateUses(action string, d types.RequestLaunchTemplateData) [
 			out = append(out, c.existing(action, "capacity-reservation", id))
 		}
 	}
+	if pg, _, _ := c.templatePlacementGroup(&d); pg != nil {
+		// Placement group ARNs carry the group's name, not its id.
+		out = append(out, iam.Target{Action: action, Type: "placement-group", ARN: c.arn("placement-group", aws.ToString(pg.GroupName)), Tags: tagMap(pg.Tags)})
+	}
 	if p := d.IamInstanceProfile; p != nil {
 		profile := aws.ToString(p.Arn)
 		if profile == "" {

@@ -67,6 +67,9 @@ type Cloud struct {
 	hideNew       int                                   // see HideNewInstances
 	reservations  map[string]*types.CapacityReservation // by id
 	resOrder      []string                              // reservation ids in creation order
+	// placementGroups by id, pgOrder their ids in creation order.
+	placementGroups map[string]*types.PlacementGroup
+	pgOrder         []string
 }
 
 // Pool is an EC2 capacity pool.
@@ -99,17 +102,18 @@ func New(cfg Config) (*Cloud, error) {
 		cfg.ShuttingDownDelay = 10 * time.Second
 	}
 	c := &Cloud{
-		cfg:           cfg,
-		rng:           rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		templates:     map[string]*launchTemplate{},
-		instances:     map[string]*instance{},
-		fleets:        map[string]*fleetResult{},
-		capacity:      map[Pool]int{},
-		spotOverrides: map[[2]string]float64{},
-		ssm:           map[string]string{},
-		releases:      map[string]int{},
-		resourceTags:  map[string]*[]types.Tag{},
-		reservations:  map[string]*types.CapacityReservation{},
+		cfg:             cfg,
+		rng:             rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+		templates:       map[string]*launchTemplate{},
+		instances:       map[string]*instance{},
+		fleets:          map[string]*fleetResult{},
+		capacity:        map[Pool]int{},
+		spotOverrides:   map[[2]string]float64{},
+		ssm:             map[string]string{},
+		releases:        map[string]int{},
+		resourceTags:    map[string]*[]types.Tag{},
+		reservations:    map[string]*types.CapacityReservation{},
+		placementGroups: map[string]*types.PlacementGroup{},
 	}
 	c.seedNetwork()
 	c.seedImages()

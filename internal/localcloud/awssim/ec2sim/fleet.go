@@ -214,6 +214,9 @@ func (c *Cloud) candidate(lt *launchTemplate, spec *types.FleetLaunchTemplateSpe
 	if !archOK {
 		return nil, "InvalidParameterValue", fmt.Sprintf("The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI.", info.ProcessorInfo.SupportedArchitectures[0], cd.image.Architecture)
 	}
+	if _, code, msg := c.templatePlacementGroup(&lt.data); code != "" {
+		return nil, code, msg
+	}
 	if wantsNestedVirtualization(&lt.data) && !slices.Contains(info.ProcessorInfo.SupportedFeatures, types.SupportedAdditionalProcessorFeatureNestedVirtualization) {
 		return nil, "Unsupported", fmt.Sprintf("Nested virtualization is not supported for instance type '%s'.", cd.itype)
 	}
@@ -324,6 +327,9 @@ func (c *Cloud) unavailable(cd *candidate, life types.InstanceLifecycle) (string
 		}
 	} else if n, limited := c.remaining(Pool{cd.itype, cd.zone, string(life)}); limited && n <= 0 {
 		return "InsufficientInstanceCapacity", fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing another Availability Zone.", cd.itype, cd.zone, cd.itype)
+	}
+	if code, msg := c.placementUnavailable(cd); code != "" {
+		return code, msg
 	}
 	if life == types.InstanceLifecycleSpot && cd.ov.MaxPrice != nil {
 		maxP, err := strconv.ParseFloat(*cd.ov.MaxPrice, 64)

@@ -38,6 +38,7 @@ var handlers = map[string]handler{
 	"DescribeSpotPriceHistory":      op((*Cloud).DescribeSpotPriceHistory),
 	"DescribeAvailabilityZones":     op((*Cloud).DescribeAvailabilityZones),
 	"DescribeCapacityReservations":  op((*Cloud).DescribeCapacityReservations),
+	"DescribePlacementGroups":       op((*Cloud).DescribePlacementGroups),
 }
 
 // Handle runs one EC2 query-protocol action and returns the SDK output

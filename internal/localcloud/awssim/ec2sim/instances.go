@@ -225,6 +225,9 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 // attrs answers the filters on an instance; it reads the instance when a
 // filter asks, so a describe sees its state at that moment.
 func (in *instance) attrs(name string) ([]string, bool) {
+	if v, ok := placementAttrs(in.Placement)[name]; ok {
+		return v, true
+	}
 	return taggedValuesOf(in.Tags, map[string][]string{
 		"instance-id": one(in.InstanceId), "instance-state-name": {string(in.State.Name)},
 		"instance-state-code": {fmt.Sprint(aws.ToInt32(in.State.Code))}, "instance-type": {string(in.InstanceType)},

@@ -129,6 +129,7 @@ var Actions = map[string]ActionSpec{
 	"ec2:DescribeInstanceTypeOfferings": noResource("ec2:DescribeInstanceTypeOfferings", "ec2:Region"),
 	"ec2:DescribeInstanceTypes":         noResource("ec2:DescribeInstanceTypes", "ec2:Region"),
 	"ec2:DescribeLaunchTemplates":       noResource("ec2:DescribeLaunchTemplates", "ec2:Region"),
+	"ec2:DescribePlacementGroups":       noResource("ec2:DescribePlacementGroups", "ec2:Region"),
 	"ec2:DescribeSecurityGroups":        noResource("ec2:DescribeSecurityGroups", "ec2:Region"),
 	"ec2:DescribeSpotPriceHistory":      noResource("ec2:DescribeSpotPriceHistory", "ec2:Region"),
 	"ec2:DescribeSubnets":               noResource("ec2:DescribeSubnets", "ec2:Region"),

@@ -13,7 +13,7 @@ var calledActions = []string{
 	"ec2:CreateTags", "ec2:TerminateInstances", "ec2:DescribeAvailabilityZones",
 	"ec2:DescribeCapacityReservations", "ec2:DescribeImages", "ec2:DescribeInstances",
 	"ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplates",
-	"ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets",
+	"ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups", "ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets",
 	"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 	"dynamodb:Query", "dynamodb:Scan", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem",
 	"dynamodb:ConditionCheckItem", "dynamodb:DescribeTable", "dynamodb:CreateTable", "dynamodb:ListTables",

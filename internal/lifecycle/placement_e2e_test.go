@@ -1,0 +1,65 @@
+package lifecycle_test
+
+import (
+	"fmt"
+	"testing"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/apis/apistest"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
+	"github.com/nodewright/nodewright/internal/provisioning"
+)
+
+// placementGroupSelector end to end, under the stack's IAM policy: a class
+// that selects a partition placement group by name launches its nodes
+// into it (the instances' placement names the group and a partition, one
+// node per partition) and its claims and Nodes carry Karpenter's placement-group-id and
+// placement-group-partition labels.
+func TestNodesLaunchIntoThePlacementGroup(t *testing.T) {
+	pool := apistest.Pool{Name: "placed", Requirements: []apistest.Req{
+		apistest.In(apis.CapacityTypeLabelKey, apis.CapacityTypeOnDemand),
+		apistest.In("node.kubernetes.io/instance-type", "m5.large"),
+	}}
+	e := newEnv(t, withConfig(pool.YAML()))
+	sim := e.cloud.AWS.EC2()
+	name := fmt.Sprintf("training-%d", e.id) // the package's tests share one region
+	id, err := sim.AddPlacementGroup(ec2sim.PlacementGroup{Name: name, Strategy: "partition", PartitionCount: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.NodeClass("default").Spec.PlacementGroupSelector = &apis.PlacementGroupSelector{Name: sdkaws.String(name)}
+
+	h := e.handler(e.deps())
+	prov := e.provisioner(nil)
+	e.deployOnePerNode("placed", "placed", 2)
+	res, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
+	if err != nil || len(res.Launched) != 2 {
+		t.Fatalf("provisioner run: %+v %v", res, err)
+	}
+	claims := e.claimsByCapacityType()[apis.CapacityTypeOnDemand]
+	if len(claims) != 2 {
+		t.Fatalf("claims %v", claims)
+	}
+	partitions := map[string]bool{}
+	for _, cl := range claims {
+		inst, _, ok := sim.Instance(cl.Status.InstanceID)
+		if !ok || sdkaws.ToString(inst.Placement.GroupName) != name || sdkaws.ToString(inst.Placement.GroupId) != id {
+			t.Fatalf("claim %s's instance placement %+v", cl.Name, inst.Placement)
+		}
+		partition := fmt.Sprint(sdkaws.ToInt32(inst.Placement.PartitionNumber))
+		partitions[partition] = true
+		if cl.Labels[nwaws.LabelPlacementGroupID] != id || cl.Labels[nwaws.LabelPlacementGroupPartition] != partition || partition == "0" {
+			t.Errorf("claim %s labels %v, instance partition %s", cl.Name, cl.Labels, partition)
+		}
+	}
+	if len(partitions) != 2 {
+		t.Errorf("the two nodes share a partition: %v", partitions)
+	}
+	e.pump(h, "two registered nodes in the group, one per partition", func() bool {
+		return e.nodesWith(nwaws.LabelPlacementGroupID, id) == 2 &&
+			e.nodesWith(nwaws.LabelPlacementGroupPartition, "1") == 1 && e.nodesWith(nwaws.LabelPlacementGroupPartition, "2") == 1
+	})
+}
