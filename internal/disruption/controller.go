@@ -186,6 +186,7 @@ func (c *Controller) Run(ctx context.Context) (*Result, error) {
 		c.d.Metrics.Gauge(metrics.ClusterCostPerHour, cost, metrics.Dimensions{"nodepool": pool})
 	}
 	c.poolMetrics(v.Cluster)
+	c.podStartup(ctx, v.Cluster)
 
 	if cmd != nil {
 		if err := c.advance(ctx, v, cmd, version, res); err != nil {

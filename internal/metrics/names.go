@@ -18,6 +18,7 @@ const (
 	CloudProviderErrors        = "karpenter_cloudprovider_errors_total"
 	NodePoolUsage              = "karpenter_nodepools_usage"
 	NodePoolLimit              = "karpenter_nodepools_limit"
+	PodStartupDuration         = "karpenter_pods_startup_duration_seconds"
 
 	Nodes                   = "nodewright_nodes"
 	PodsPending             = "nodewright_pods_pending"
@@ -97,6 +98,8 @@ func Definitions() []Definition {
 			Help: "A NodePool's usage: its NodeClaims' capacity summed (cpu in cores, memory in bytes, nodes; other resources when the pool limits them), as nodepool.status.resources."},
 		{Name: NodePoolLimit, Kind: Gauge, Unit: None, Dimensions: []string{"nodepool", "resource_type"},
 			Help: "A NodePool's spec.limits, one per limited resource (same units as the usage)."},
+		{Name: PodStartupDuration, Kind: Histogram, Unit: Seconds,
+			Help: "Time from a pod's creation to its Ready condition, for pods that became Ready since the disruption function's previous pass (first start only; restarts are not counted)."},
 		{Name: Nodes, Kind: Gauge, Unit: None, Dimensions: []string{"nodepool", "capacity_type"}, Karpenter: "karpenter_cluster_state_node_count",
 			Help: "NodeClaims (launched or in flight, deleting included) by NodePool and capacity type."},
 		{Name: PodsPending, Kind: Gauge, Unit: None, Karpenter: "karpenter_pods_state{phase=Pending}",
