@@ -25,11 +25,11 @@ import (
 // kube.Client or aws.Provider fails here until shadow mode replaces it.
 var reads = map[string]map[string]bool{
 	"cluster.go": {"ClaimNode": true, "NodeFor": true, "PVCVolumeName": true, "Snapshot": true, "PodsOnNode": true,
-		"VolumeAttachmentsOnNode": true},
+		"VolumeAttachmentsOnNode": true, "FullLists": true},
 	"cloud.go": {"AMIs": true, "Cluster": true, "Subnets": true, "SecurityGroups": true, "Resolve": true, "Drift": true,
 		"GetInstance": true, "ListClusterInstances": true, "Owns": true, "Catalog": true, "ApplyICE": true, "Tags": true,
 		"LaunchTemplates": true, "Prices": true, "ICE": true, "InvalidateDiscovery": true, "CapacityReservations": true,
-		"WithReservations": true, "PlanLaunch": true},
+		"WithReservations": true, "PlanLaunch": true, "PlacementGroup": true},
 }
 
 func TestEveryWriteIsReplaced(t *testing.T) {

@@ -221,3 +221,27 @@ func createNode(ctx context.Context, t *testing.T, client kubernetes.Interface, 
 }
 
 func mustQ(s string) resource.Quantity { return resource.MustParse(s) }
+
+// A node whose machine ID and system UUID look like numbers (a simulated
+// instance ID of digits only, or digits with one e) still becomes Ready:
+// KWOK's stage writes them as strings.
+func TestKWOKNodeWithNumericIDsReady(t *testing.T) {
+	client, ctx := needPlane(t)
+	ns := plane.NewNamespace(t)
+	for i, id := range []string{"00752594602766902", "0012345e678901234"} {
+		name := fmt.Sprintf("kwok-numeric-%d-%s", i, ns)
+		n := kubeplane.FakeNode(name, nil, nil)
+		n.Status.NodeInfo.MachineID, n.Status.NodeInfo.SystemUUID, n.Status.NodeInfo.BootID = id, id, id
+		if _, err := client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create node: %v", err)
+		}
+		t.Cleanup(func() { _ = client.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		got := kubeplane.WaitFor(ctx, t, "node "+name+" Ready", func() (*corev1.Node, bool, error) {
+			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			return n, err == nil && kubeplane.NodeReady(n), err
+		})
+		if got.Status.NodeInfo.MachineID != id {
+			t.Fatalf("machine ID %q, want %q", got.Status.NodeInfo.MachineID, id)
+		}
+	}
+}
