@@ -44,6 +44,19 @@ func checkAccess(t *testing.T, j map[string]interface{}, controllerAdmin bool) {
 			t.Errorf("function %s runs with the registrar's role", f.ID)
 		}
 	}
+	// The registrar reads claims (to release its Nodes' finalizers on
+	// delete) and writes nothing in the table.
+	var regDynamo []string
+	for _, st := range statements(j) {
+		for _, a := range st.Actions {
+			if strings.HasPrefix(st.Policy, "RegistrarRole") && strings.HasPrefix(a, "dynamodb:") {
+				regDynamo = append(regDynamo, a)
+			}
+		}
+	}
+	if strings.Join(regDynamo, ",") != "dynamodb:Query" {
+		t.Errorf("registrar DynamoDB actions = %v, want dynamodb:Query only", regDynamo)
+	}
 	// Nothing in the stack may pass the registrar's role to anything.
 	for _, st := range statements(j) {
 		for _, a := range st.Actions {

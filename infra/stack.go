@@ -522,6 +522,10 @@ func (b *builder) webhook() {
 			"CABundle":    ca,
 			// Changing it re-registers the URL (after a secret rotation).
 			"SecretGeneration": strconv.Itoa(b.cfg.WebhookSecretGeneration),
+			// On delete, its claims name the Nodes whose termination
+			// finalizer the registrar releases; the reference also keeps the
+			// table until then.
+			"TableName": b.Table.TableName(),
 		},
 	})
 	// Registration needs the registrar's cluster access; on delete the
