@@ -35,6 +35,9 @@ func checkAccess(t *testing.T, j map[string]interface{}, controllerAdmin bool) {
 	if len(crs) != 1 || !strings.HasPrefix(js(crs[0].Props["Name"]), `"nodewright-controller-`) {
 		t.Fatalf("Custom::NodewrightAccess = %+v, want one, named per stack", crs)
 	}
+	if !strings.Contains(js(crs[0].Props["TableName"]), "Table") {
+		t.Errorf("Custom::NodewrightAccess TableName = %s, want the claim table (its Delete releases Node finalizers)", js(crs[0].Props["TableName"]))
+	}
 	for _, f := range resources(j, "AWS::Lambda::Function") {
 		role := js(f.Props["Role"])
 		if strings.Contains(role, ctrl) && !strings.Contains(js(f.Raw["DependsOn"]), crs[0].ID) {
