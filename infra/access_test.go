@@ -35,6 +35,9 @@ func checkAccess(t *testing.T, j map[string]interface{}, controllerAdmin bool) {
 	if len(crs) != 1 || !strings.HasPrefix(js(crs[0].Props["Name"]), `"nodewright-controller-`) {
 		t.Fatalf("Custom::NodewrightAccess = %+v, want one, named per stack", crs)
 	}
+	if !strings.Contains(js(crs[0].Props["TableName"]), "Table") {
+		t.Errorf("Custom::NodewrightAccess TableName = %s, want the claim table (its Delete releases Node finalizers)", js(crs[0].Props["TableName"]))
+	}
 	for _, f := range resources(j, "AWS::Lambda::Function") {
 		role := js(f.Props["Role"])
 		if strings.Contains(role, ctrl) && !strings.Contains(js(f.Raw["DependsOn"]), crs[0].ID) {
@@ -43,6 +46,19 @@ func checkAccess(t *testing.T, j map[string]interface{}, controllerAdmin bool) {
 		if strings.Contains(role, reg) && !strings.Contains(f.ID, "Webhookregistrar") {
 			t.Errorf("function %s runs with the registrar's role", f.ID)
 		}
+	}
+	// The registrar reads claims (to release its Nodes' finalizers on
+	// delete) and writes nothing in the table.
+	var regDynamo []string
+	for _, st := range statements(j) {
+		for _, a := range st.Actions {
+			if strings.HasPrefix(st.Policy, "RegistrarRole") && strings.HasPrefix(a, "dynamodb:") {
+				regDynamo = append(regDynamo, a)
+			}
+		}
+	}
+	if strings.Join(regDynamo, ",") != "dynamodb:Query" {
+		t.Errorf("registrar DynamoDB actions = %v, want dynamodb:Query only", regDynamo)
 	}
 	// Nothing in the stack may pass the registrar's role to anything.
 	for _, st := range statements(j) {

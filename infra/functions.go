@@ -50,7 +50,7 @@ var Sizing = map[string]FunctionSizing{
 		"Karpenter bounds multi-node consolidation at 1 min and single-node at 3 min, plus the 15 s re-validation"},
 	"lifecycle": {MemoryMB: 1024, TimeoutSeconds: 120, InVPC: true, Rationale: "registration/initialization/GC passes and one drain step per " +
 		"work item (evictions are fire-and-requeue, never waited on); work queue visibility 180 s"},
-	"webhookregistrar": {MemoryMB: 256, TimeoutSeconds: 120, InVPC: true, Rationale: "DescribeCluster, one secret read and two API calls during deployments"},
+	"webhookregistrar": {MemoryMB: 256, TimeoutSeconds: 120, InVPC: true, Rationale: "DescribeCluster, one secret read and a few API calls during deployments (on delete, one claim Query and a patch per Node)"},
 }
 
 type logGroupRef = awslogs.LogGroup

@@ -25,8 +25,9 @@ import (
 //     function URL). It can read its secret and send to the provision
 //     queue; it has no EC2, IAM, DynamoDB or Kubernetes rights, so a
 //     compromised webhook cannot launch or terminate anything.
-//   - RegistrarRole, for the CloudFormation custom resource: read the secret
-//     and describe the cluster, nothing else; runs only during deployments.
+//   - RegistrarRole, for the CloudFormation custom resource: read the secret,
+//     describe the cluster and query the claim table (to release its Nodes'
+//     finalizers on delete), nothing else; runs only during deployments.
 //
 // Every EC2 mutation is tied to this cluster's ownership tag and to
 // nodewright.io/managed-by=nodewright: creation needs the tags in the request
@@ -289,6 +290,13 @@ func (b *builder) dataGrants() {
 	// batch, ConditionCheck, DescribeTable and stream reads, which nothing
 	// uses): the local cloud's IAM coverage report shows each one used.
 	b.Table.Grant(b.ControllerRole, *jsii.Strings(storeActions...)...)
+	// The registrar lists claims (on stack delete) to find nodewright's
+	// Nodes: a Query of the table's claim partitions, no index.
+	b.registrarRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("ListNodeClaims"),
+		Actions:   jsii.Strings("dynamodb:Query"),
+		Resources: &[]*string{b.Table.TableArn()},
+	}))
 	b.InterruptionQueue.GrantConsumeMessages(b.ControllerRole)
 	b.WorkQueue.GrantConsumeMessages(b.ControllerRole)
 	b.WorkQueue.GrantSendMessages(b.ControllerRole)

@@ -454,6 +454,10 @@ func (b *builder) accessEntries() {
 			"ClusterName": b.cfg.ClusterName,
 			// Per stack: another stack for the same cluster keeps its own.
 			"Name": dnsName("nodewright-controller-", *st.StackName()),
+			// On delete (the stack's, as the name never changes), its claims
+			// name the Nodes whose termination finalizer the registrar
+			// releases once the controllers are gone.
+			"TableName": b.Table.TableName(),
 		},
 	})
 	cr.Node().AddDependency(b.registrarAccess)

@@ -50,6 +50,10 @@ func (r *registrar) handleAccess(ctx context.Context, ev cfn.Event) (string, map
 		if len(validation.IsDNS1123Subdomain(ev.PhysicalResourceID)) > 0 {
 			return ev.PhysicalResourceID, nil, nil // a create that failed before naming anything
 		}
+		// The controllers' functions are deleted before this resource, so
+		// the lifecycle function cannot put the finalizers back.
+		table, _ := ev.ResourceProperties[propTableName].(string)
+		r.releaseFinalizers(ctx, log, clusterName, table)
 		kc, found, err := r.cluster(ctx, clusterName)
 		if err != nil || !found {
 			return ev.PhysicalResourceID, nil, err

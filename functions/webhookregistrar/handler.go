@@ -41,6 +41,8 @@ type registrar struct {
 	log     *slog.Logger
 	cluster clusterClients
 	secrets secretValue
+	// claims, when set, lets Delete release nodewright's Node finalizers.
+	claims claimLister
 }
 
 type webhookProps struct {

@@ -114,6 +114,10 @@ func TestRegistrarOnRealAPIServer(t *testing.T) {
 		controllerAccess(t, ctx, r, plane, cluster)
 	})
 
+	t.Run("delete releases nodewright's node finalizers only", func(t *testing.T) {
+		releasesFinalizers(t, ctx, r, plane, cluster)
+	})
+
 	t.Run("API server calls the endpoint only for Unschedulable pods", func(t *testing.T) {
 		matchConditionsFilter(t, ctx, r, plane, cluster)
 	})

@@ -2,7 +2,9 @@
 // CDK stack's Custom::NodewrightWebhook: it puts nodewright's one and only
 // in-cluster object, a ValidatingWebhookConfiguration that forwards
 // Unschedulable pod status updates to the webhook function, into the cluster
-// on create/update and removes it on delete.
+// on create/update and removes it on delete. The same function applies the
+// controllers' RBAC (Custom::NodewrightAccess), whose delete also releases
+// the termination finalizer of the stack's own Nodes (finalizers.go).
 //
 // CloudFormation invokes the function directly (ServiceToken = its ARN) and
 // cfn.LambdaWrap answers on the pre-signed response URL, so no Node.js
@@ -19,6 +21,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/nodewright/nodewright/internal/store"
 )
 
 func main() {
@@ -32,6 +36,7 @@ func main() {
 		log:     log,
 		cluster: eksClusterClients(cfg, eks.NewFromConfig(cfg)),
 		secrets: secretsManagerValue(secretsmanager.NewFromConfig(cfg)),
+		claims:  storeClaims(store.NewDynamoDBClient(cfg)),
 	}
 	lambda.Start(cfn.LambdaWrap(r.handle))
 }

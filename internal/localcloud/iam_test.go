@@ -8,6 +8,8 @@ import (
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -78,7 +80,8 @@ func (ic *iamCloud) denied(t *testing.T, err error, code string) awssim.Denial {
 }
 
 // Each function role can do its job and nothing else: the registrar
-// describes its cluster and reads its secret; the webhook reads the secret
+// describes its cluster, reads its secret and queries (never writes) the
+// claim table; the webhook reads the secret
 // and nudges the provision queue, and can launch nothing.
 func TestRolesDoTheirJobOnly(t *testing.T) {
 	ic := newIAMCloud(t)
@@ -90,6 +93,15 @@ func TestRolesDoTheirJobOnly(t *testing.T) {
 	if _, err := secretsmanager.NewFromConfig(reg).GetSecretValue(ic.ctx, &secretsmanager.GetSecretValueInput{SecretId: sdkaws.String("iam-webhook")}); err != nil {
 		t.Errorf("registrar: read the webhook secret: %v", err)
 	}
+	// It lists claims (releasing Node finalizers on delete) and writes none.
+	db := dynamodb.NewFromConfig(reg)
+	_, err := db.Query(ic.ctx, &dynamodb.QueryInput{TableName: &ic.table, KeyConditionExpression: sdkaws.String("pk = :p"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": &ddbtypes.AttributeValueMemberS{Value: "nodeclaim#0"}}})
+	if ae := (smithy.APIError)(nil); errors.As(err, &ae) && ae.ErrorCode() == "AccessDeniedException" {
+		t.Errorf("registrar: list claims: %v", err)
+	}
+	_, err = db.PutItem(ic.ctx, &dynamodb.PutItemInput{TableName: &ic.table, Item: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "x"}}})
+	ic.denied(t, err, "AccessDeniedException")
 	wh := ic.as(ic.stack.Webhook)
 	if _, err := secretsmanager.NewFromConfig(wh).GetSecretValue(ic.ctx, &secretsmanager.GetSecretValueInput{SecretId: sdkaws.String("iam-webhook")}); err != nil {
 		t.Errorf("webhook: read its secret: %v", err)
@@ -102,7 +114,7 @@ func TestRolesDoTheirJobOnly(t *testing.T) {
 		t.Errorf("webhook: nudge the provision queue: %v", err)
 	}
 
-	_, err := ec2.NewFromConfig(wh).TerminateInstances(ic.ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}})
+	_, err = ec2.NewFromConfig(wh).TerminateInstances(ic.ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}})
 	d := ic.denied(t, err, "UnauthorizedOperation")
 	if d.Action != "ec2:TerminateInstances" || !strings.Contains(d.Principal, "nodewright-webhook") {
 		t.Errorf("denial %+v", d)
@@ -111,8 +123,8 @@ func TestRolesDoTheirJobOnly(t *testing.T) {
 	ic.denied(t, err, "AccessDeniedException")
 	_, err = eks.NewFromConfig(reg).DescribeCluster(ic.ctx, &eks.DescribeClusterInput{Name: sdkaws.String("another")})
 	ic.denied(t, err, "AccessDeniedException")
-	if n := expected(); n != 3 {
-		t.Errorf("%d denials, want 3: %v", n, ic.c.AWS.Denials())
+	if n := expected(); n != 4 {
+		t.Errorf("%d denials, want 4: %v", n, ic.c.AWS.Denials())
 	}
 }
 
