@@ -24,11 +24,11 @@ const ReasonNodePoolRemoved = "NodePoolRemoved"
 const ActionPoolRemoved = "nodepool-removed"
 
 // RemovedPoolBudget bounds how many of a removed NodePool's nodes leave at
-// once: Karpenter's default disruption budget. The pool's own budgets went
+// once (a budget's nodes value): Karpenter's default disruption budget. The pool's own budgets went
 // with it, and Karpenter (which deletes every NodeClaim of a deleted
 // NodePool at once) has no bound here at all; this one keeps a mistaken
 // configuration from draining a whole pool in one go.
-var RemovedPoolBudget = apis.Budget{Nodes: "10%"}
+const RemovedPoolBudget = "10%"
 
 // poolRemoved marks an initialized claim whose NodePool is no longer
 // configured for deletion (the NodePools in the configuration are the ones
@@ -39,7 +39,7 @@ var RemovedPoolBudget = apis.Budget{Nodes: "10%"}
 // without one (Karpenter's, a node group's) is never looked at.
 func (c *Controller) poolRemoved(ctx context.Context, s *claimState) (bool, error) {
 	pool := s.cl.NodePoolName()
-	if pool == "" || c.d.Config.NodePool(pool) != nil || !s.cl.IsTrue(apis.ConditionInitialized) || s.cl.IsTrue(apis.ConditionDisrupting) {
+	if pool == "" || c.d.Config.NodePool(pool) != nil || s.node == nil || !s.cl.IsTrue(apis.ConditionInitialized) || s.cl.IsTrue(apis.ConditionDisrupting) {
 		return false, nil
 	}
 	release, held, err := c.budgetLease(ctx, s)
@@ -52,7 +52,7 @@ func (c *Controller) poolRemoved(ctx context.Context, s *claimState) (bool, erro
 		return true, fmt.Errorf("lifecycle: claims of removed nodepool %s: %w", pool, err)
 	}
 	gone := &apis.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}
-	gone.Spec.Disruption.Budgets = []apis.Budget{RemovedPoolBudget}
+	gone.Spec.Disruption.Budgets = []apis.Budget{{Nodes: RemovedPoolBudget}}
 	// The budget names no reason, so any applies.
 	allowed, err := AllowedDisruptions(gone, claims, func(x *apis.NodeClaim) bool { return s.v.nodeReady(ctx, x) }, "", c.d.Now())
 	if err != nil {
@@ -60,9 +60,9 @@ func (c *Controller) poolRemoved(ctx context.Context, s *claimState) (bool, erro
 	}
 	if allowed <= 0 {
 		s.log.InfoContext(ctx, "node of a removed nodepool kept for now: the removal budget is taken", "node", s.node.Name,
-			"budget", RemovedPoolBudget.Nodes, "claims", len(claims))
+			"budget", RemovedPoolBudget, "claims", len(claims))
 		if err := c.d.Cluster.NodeEvent(ctx, s.node, kube.EventNormal, "DisruptionBlocked",
-			"Cannot disrupt Node yet: NodePool %q is no longer configured and %s of its nodes are already leaving", pool, RemovedPoolBudget.Nodes); err != nil {
+			"Cannot disrupt Node yet: NodePool %q is no longer configured and %s of its nodes are already leaving", pool, RemovedPoolBudget); err != nil {
 			s.log.DebugContext(ctx, "node event", "error", err)
 		}
 		s.out.Action = ActionBudgetBlocks
