@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/pods"
-	"github.com/nodewright/nodewright/internal/store"
 )
 
 // emptiness keeps the claim's pod-event clock and deletes empty nodes of
@@ -85,22 +83,12 @@ func ceilSecond(t time.Time) time.Time {
 // deleteEmpty marks an empty node's claim for deletion if the pool's
 // budgets allow, under the emptiness lease.
 func (c *Controller) deleteEmpty(ctx context.Context, s *claimState, np *apis.NodePool) (Outcome, error) {
+	release, held, err := c.budgetLease(ctx, s)
+	if err != nil || !held {
+		return s.out, err
+	}
+	defer release()
 	cl, node, out, log := s.cl, s.node, s.out, s.log
-	c.emptyMu.Lock()
-	defer c.emptyMu.Unlock()
-	lease, err := c.d.Store.AcquireLease(ctx, store.EmptinessLease, c.d.Holder, 30*time.Second)
-	if errors.Is(err, store.ErrLeaseHeld) {
-		out.RequeueAfter = c.s.Poll
-		return out, nil
-	}
-	if err != nil {
-		return out, fmt.Errorf("lifecycle: emptiness lease: %w", err)
-	}
-	defer func() {
-		if err := c.d.Store.ReleaseLease(context.WithoutCancel(ctx), lease); err != nil {
-			log.WarnContext(ctx, "releasing the emptiness lease", "error", err)
-		}
-	}()
 	// The pass's pods may come from the watch cache or an earlier pass:
 	// the node is removed only if a fresh read still finds it empty.
 	fresh, err := c.d.Cluster.PodsOnNode(ctx, node.Name)

@@ -1,7 +1,9 @@
 // Package lifecycle is the lifecycle function's controller: it moves each
 // NodeClaim from Launched to Registered and Initialized, times out claims
-// that never launch or register, marks expired claims and empty nodes of
-// WhenEmpty pools (static pools' never) for deletion, runs the termination workflow
+// that never launch or register, marks expired claims, claims whose NodePool
+// left the configuration (a tenth of the pool at a time, as Karpenter deletes
+// a deleted NodePool's NodeClaims) and empty nodes of WhenEmpty pools (static
+// pools' never) for deletion, runs the termination workflow
 // (internal/termination) on claims marked for deletion, and garbage
 // collects both ways (instances without claims, claims without instances,
 // Nodes of terminated instances). A reserved claim whose instance has left
@@ -23,14 +25,14 @@
 //
 // One claim's reconcile is a state machine: claimPhases (this file) runs
 // small phases in order, each in the file named for it: vanished.go,
-// terminate.go, liveness.go, expiry.go, registration.go, initialization.go
-// and emptynodes.go (emptiness.go holds the rules it applies). view.go is
-// what a reconcile reads of the world; pass.go and gc.go are the scheduled
-// pass and its garbage collection; chain.go and handler.go the
-// work-message chains and the Lambda handler. statemachine_test.go tests
-// the phases in memory; the other _test.go files run against a real API
-// server, dynalite and the AWS simulator over one harness
-// (harness_test.go, world_test.go).
+// terminate.go, liveness.go, expiry.go, registration.go, initialization.go,
+// poolremoved.go and emptynodes.go (emptiness.go holds the rules it
+// applies). view.go is what a reconcile reads of the world; pass.go and
+// gc.go are the scheduled pass and its garbage collection; chain.go and
+// handler.go the work-message chains and the Lambda handler.
+// statemachine_test.go tests the phases in memory; the other _test.go files
+// run against a real API server, dynalite and the AWS simulator over one
+// harness (harness_test.go, world_test.go).
 //
 // # Safety rules
 //
@@ -49,8 +51,9 @@
 //   - It never takes more than a bounded share of the fleet in one garbage
 //     collection pass (Settings.GCMaxShare / GCMaxInstances): more orphans
 //     than that means the table is wrong, and the pass refuses, warns and
-//     raises metrics.GCRefused. Emptiness and expiry go through the
-//     NodePools' disruption budgets.
+//     raises metrics.GCRefused. Emptiness goes through the NodePools'
+//     disruption budgets, a removed NodePool's drain through
+//     RemovedPoolBudget.
 //   - A claim record it cannot decode is unknown, never absent: its instance
 //     is kept.
 package lifecycle
@@ -290,6 +293,7 @@ var claimPhases = []claimPhase{
 	(*Controller).reservationEnded,    // reservation.go: out of its capacity reservation
 	(*Controller).repair,              // repair.go: unhealthy too long
 	(*Controller).initialization,      // initialization.go
+	(*Controller).poolRemoved,         // poolremoved.go: its NodePool left the configuration
 	(*Controller).emptiness,           // emptynodes.go: always settles
 }
 

@@ -261,6 +261,7 @@ func TestPhasesHandOn(t *testing.T) {
 		{"registration: registered", (*Controller).registration, claimState{cl: registered, node: node}},
 		{"nodeLiveness: node present", (*Controller).nodeLiveness, claimState{cl: registered, node: node}},
 		{"initialization: initialized", (*Controller).initialization, claimState{cl: registered, node: node}},
+		{"poolRemoved: its NodePool configured", (*Controller).poolRemoved, claimState{cl: registered, node: node}},
 	} {
 		s := tc.s
 		s.now, s.log, s.out = w.now(), w.c.log, Outcome{Claim: s.cl.Name}

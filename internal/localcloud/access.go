@@ -3,7 +3,12 @@ package localcloud
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/access"
 	"github.com/nodewright/nodewright/internal/kube"
@@ -37,22 +42,53 @@ func controllerCallerARN(account string) string {
 	return fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/nodewright", account, controllerRole)
 }
 
+// A shadow-mode stack's functions (-c mode=shadow) get, through their EKS
+// access entry, the AmazonEKSAdminViewPolicy access policy: get, list and
+// watch on every resource, Secrets included, and nothing else. The local
+// cloud gives them ShadowGroup, bound to shadowViewRole, the same rights;
+// ShadowREST authenticates as them.
+const (
+	ShadowGroup = "nodewright:shadow-view"
+	shadowUser  = "nodewright-shadow"
+	shadowRole  = "nodewright-shadow-view"
+)
+
+// shadowViewRole is what AmazonEKSAdminViewPolicy grants.
+func shadowViewRole() *rbacv1.ClusterRole {
+	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: shadowRole},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}}
+}
+
 func planeAccessOptions(po *kubeplane.Options) {
-	po.Users = append(po.Users, kubeplane.User{Name: controllerUser, Groups: []string{access.ControllerGroup}})
-	po.AuditGroups = append(po.AuditGroups, access.ControllerGroup)
+	po.Users = append(po.Users, kubeplane.User{Name: controllerUser, Groups: []string{access.ControllerGroup}},
+		kubeplane.User{Name: shadowUser, Groups: []string{ShadowGroup}})
+	po.AuditGroups = append(po.AuditGroups, access.ControllerGroup, ShadowGroup)
 }
 
 // applyAccess installs the controllers' RBAC the way the registrar does in
-// EKS and prepares ControllerREST.
+// EKS, and the shadow-mode stack's view-only rights the way its access
+// entry grants them, and prepares ControllerREST and ShadowREST.
 func (c *Cloud) applyAccess(ctx context.Context) error {
-	if err := kube.ApplyControllerAccess(ctx, c.Plane.Client(), access.ControllerRoleName); err != nil {
+	cs := c.Plane.Client()
+	if err := kube.ApplyControllerAccess(ctx, cs, access.ControllerRoleName); err != nil {
 		return fmt.Errorf("local cloud: controller RBAC: %w", err)
 	}
-	cfg, err := c.Plane.UserRESTConfig(controllerUser)
-	if err != nil {
+	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, shadowViewRole(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("local cloud: shadow-mode RBAC: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: shadowRole},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: shadowRole},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: ShadowGroup}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("local cloud: shadow-mode RBAC: %w", err)
+	}
+	var err error
+	if c.ControllerREST, err = c.Plane.UserRESTConfig(controllerUser); err != nil {
 		return fmt.Errorf("local cloud: %w", err)
 	}
-	c.ControllerREST = cfg
+	if c.ShadowREST, err = c.Plane.UserRESTConfig(shadowUser); err != nil {
+		return fmt.Errorf("local cloud: %w", err)
+	}
 	return nil
 }
 
@@ -74,10 +110,21 @@ func (c *Cloud) ControllerEnv() []string {
 
 // Forbidden lists the controllers' requests the API server refused (403)
 // so far: any entry means ControllerClusterRole lacks a right nodewright
-// uses.
+// uses. Writes refused to the shadow-mode identity are left out: RBAC is
+// there to refuse them (the shadow tests check that shadow mode attempts
+// none); a read refused to it is listed.
 func (c *Cloud) Forbidden() ([]string, error) {
 	if c.Plane == nil {
 		return nil, nil
 	}
-	return c.Plane.Forbidden()
+	denied, err := c.Plane.Forbidden()
+	return slices.DeleteFunc(denied, shadowWrite), err
+}
+
+// shadowWrite tells whether a Forbidden line ("user verb resource
+// namespace/name") is a write by the shadow-mode identity.
+func shadowWrite(line string) bool {
+	user, rest, _ := strings.Cut(line, " ")
+	verb, _, _ := strings.Cut(rest, " ")
+	return user == shadowUser && !slices.Contains([]string{"get", "list", "watch"}, verb)
 }

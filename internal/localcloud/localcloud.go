@@ -114,6 +114,10 @@ type Cloud struct {
 	// RBAC rights (access.ControllerClusterRole): what a test gives the
 	// functions it runs.
 	ControllerREST *rest.Config
+	// ShadowREST authenticates as a shadow-mode stack's functions, with
+	// view-only rights (ShadowGroup): what a test gives the functions it
+	// runs in shadow mode.
+	ShadowREST *rest.Config
 	// KubeClient is an admin clientset.
 	KubeClient kubernetes.Interface
 	// DynamoDBEndpoint is dynalite's URL.

@@ -123,3 +123,19 @@ func TestStateStaleAndForeignOwners(t *testing.T) {
 		t.Fatalf("after Stop: %v", err)
 	}
 }
+
+// Forbidden leaves out the writes RBAC refuses the shadow-mode identity
+// (its job) and keeps everything else it refuses.
+func TestShadowWrite(t *testing.T) {
+	for line, want := range map[string]bool{
+		shadowUser + " patch nodes /karp-a":                         true,
+		shadowUser + " create pods/eviction ns/web-1":               true,
+		shadowUser + " list secrets default/":                       false,
+		controllerUser + " create pods/eviction ns/web-1":           false,
+		"system:serviceaccount:x:" + shadowUser + " patch nodes /n": false,
+	} {
+		if got := shadowWrite(line); got != want {
+			t.Errorf("shadowWrite(%q) = %v, want %v", line, got, want)
+		}
+	}
+}

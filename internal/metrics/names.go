@@ -77,7 +77,7 @@ func Definitions() []Definition {
 		{Name: NodeClaimsTerminated, Kind: Counter, Unit: Count, Dimensions: []string{"nodepool", "reason"},
 			Help: "NodeClaims whose instance and node are gone, by the deletion reason."},
 		{Name: NodeClaimsDisrupted, Kind: Counter, Unit: Count, Dimensions: []string{"nodepool", "reason"},
-			Help: "NodeClaims marked for deletion by disruption, expiry, emptiness or interruption, by reason."},
+			Help: "NodeClaims marked for deletion by disruption, expiry, emptiness, interruption or their NodePool's removal, by reason."},
 		{Name: PodsUnschedulable, Kind: Gauge, Unit: None,
 			Help: "Pods the last provisioning pass could place on no NodePool."},
 		{Name: SchedulingDuration, Kind: Histogram, Unit: Seconds,

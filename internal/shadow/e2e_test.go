@@ -12,10 +12,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/apis/apistest"
@@ -43,11 +48,13 @@ var mutatingVerbs = []string{"create", "update", "patch", "delete", "deletecolle
 // stack's shadow-mode IAM, enforced) beside a fleet it did not create:
 // two nodes labelled as Karpenter labels them, running two small pods of a
 // Deployment, and pods pending for the NodePool nodewright shares with
-// it, too big for those nodes. Every function runs its passes; then no EC2 write was made or
-// refused, the controllers' identity made no mutating request to the API
-// server, and the report shows the NodeClaims nodewright would have
-// launched and the consolidation it would do of Karpenter's nodes, with
-// its savings; the HTML report renders in Chromium.
+// it, too big for those nodes. Every function runs its passes, as the
+// shadow stack's view-only Kubernetes identity; then no EC2 write was made
+// or refused, that identity made no mutating request to the API server
+// (and RBAC refuses it a taint and an eviction), and the report shows the
+// NodeClaims nodewright would have launched and the consolidation it would
+// do of Karpenter's nodes, with its savings; the HTML report renders in
+// Chromium.
 func TestShadowModeBesideKarpenter(t *testing.T) {
 	e := cloudtest.NewEnv(t, shared, cloudtest.Timeout(10*time.Minute), cloudtest.PoolLabel("shadow-pool"),
 		cloudtest.InstanceTypes("m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge"), cloudtest.CapacityTypes("on-demand"),
@@ -65,7 +72,7 @@ func TestShadowModeBesideKarpenter(t *testing.T) {
 	cloudtest.Workload{Name: "pending", Replicas: 3, CPU: "9", Memory: "1Gi", NodeSelector: selector}.Deploy(e.Ctx, t, cs, e.Namespace)
 	cloudtest.WaitUnschedulable(e.Ctx, t, cs, e.Namespace, "app=pending", 3, 3*time.Minute)
 
-	ec2Before := ec2WriteCount(e)
+	ec2Before, audited := ec2WriteCount(e), auditMark(t, e.Cloud)
 	started := time.Now()
 	for _, fn := range []string{"provisioner", "disruption", "lifecycle"} {
 		start := time.Now()
@@ -79,7 +86,8 @@ func TestShadowModeBesideKarpenter(t *testing.T) {
 	if d := e.Cloud.IAMDenials(); len(d) != 0 {
 		t.Errorf("the shadow stack's IAM refused %d calls: %v", len(d), d)
 	}
-	assertNoKubeWrites(t, e.Cloud)
+	assertNoKubeWrites(t, e.Cloud, audited)
+	assertShadowCannotWrite(e, t)
 	pods, err := cs.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=pending"})
 	if err != nil || len(pods.Items) != 3 || slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return p.Spec.NodeName != "" }) {
 		t.Errorf("the pending pods got a node (%v)", err)
@@ -136,9 +144,23 @@ func ec2WriteCount(e *cloudtest.Env) int {
 // one schedule tick of it.
 func invoke(e *cloudtest.Env, t *testing.T, fn string) {
 	t.Helper()
-	s := settings.Settings{ClusterName: e.Cloud.ClusterName, TableName: e.Table, Owner: e.Owner(), Mode: settings.ModeShadow,
+	tick(e, t, fn, function(e, t, settings.ModeShadow, e.Config, e.Stack.Controller, fn))
+}
+
+// function is fn's Lambda handler as Run builds it: settings of mode,
+// configuration cfg, AWS calls signed as creds (a deployed stack's
+// controller role) and the Kubernetes identity of a stack of that mode
+// (the controllers', or the shadow stack's view-only one).
+func function(e *cloudtest.Env, t *testing.T, mode string, cfg *apis.Config, creds aws.CredentialsProvider, fn string) app.Handler {
+	t.Helper()
+	s := settings.Settings{ClusterName: e.Cloud.ClusterName, TableName: e.Table, Owner: e.Owner(), Mode: mode,
 		BatchIdle: 200 * time.Millisecond, BatchMax: time.Second, LogLevel: slog.LevelInfo}
-	a, err := app.New(e.Ctx, s, app.Options{Function: fn, Out: e.Logs, KubeREST: e.KubeConfig(), Config: e.Config, AWSCredentials: e.Stack.Controller})
+	kubeREST := e.KubeConfig()
+	if mode == settings.ModeShadow {
+		// The shadow stack's view-only access entry.
+		kubeREST = rest.CopyConfig(e.Cloud.ShadowREST)
+	}
+	a, err := app.New(e.Ctx, s, app.Options{Function: fn, Out: e.Logs, KubeREST: kubeREST, Config: cfg, AWSCredentials: creds})
 	if err != nil {
 		t.Fatalf("%s: %v", fn, err)
 	}
@@ -161,24 +183,46 @@ func invoke(e *cloudtest.Env, t *testing.T, fn string) {
 		}
 		h = lh.Handle
 	}
-	tick, _ := json.Marshal(map[string]any{"version": "0", "id": "tick-" + fn, "detail-type": "Scheduled Event", "source": "aws.events",
-		"time": time.Now().UTC().Format(time.RFC3339), "region": e.Cloud.Region, "resources": []string{}, "detail": map[string]any{}})
-	if _, err := a.Wrap(h)(e.Ctx, tick); err != nil {
+	return a.Wrap(h)
+}
+
+// tick runs one schedule tick of fn's handler h.
+func tick(e *cloudtest.Env, t *testing.T, fn string, h app.Handler) {
+	t.Helper()
+	if _, err := h(e.Ctx, scheduled(e, fn)); err != nil {
 		t.Fatalf("%s pass: %v", fn, err)
 	}
 }
 
-// assertNoKubeWrites reads the API server's audit log: the controllers'
-// identity made requests (it read the cluster) and none of them changed
-// anything.
-func assertNoKubeWrites(t *testing.T, cloud *localcloud.Cloud) {
+// scheduled is the EventBridge schedule's event for fn.
+func scheduled(e *cloudtest.Env, fn string) json.RawMessage {
+	raw, _ := json.Marshal(map[string]any{"version": "0", "id": "tick-" + fn, "detail-type": "Scheduled Event", "source": "aws.events",
+		"time": time.Now().UTC().Format(time.RFC3339), "region": e.Cloud.Region, "resources": []string{}, "detail": map[string]any{}})
+	return raw
+}
+
+// auditMark is where the API server's audit log ends now, for
+// assertNoKubeWrites to look from.
+func auditMark(t *testing.T, cloud *localcloud.Cloud) int {
+	t.Helper()
+	events, err := cloud.Plane.Audit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(events)
+}
+
+// assertNoKubeWrites reads the API server's audit log from mark on: the
+// functions' identities made requests (they read the cluster) and none of
+// them changed anything.
+func assertNoKubeWrites(t *testing.T, cloud *localcloud.Cloud, mark int) {
 	t.Helper()
 	events, err := cloud.Plane.Audit()
 	if err != nil {
 		t.Fatal(err)
 	}
 	reads := 0
-	for _, ev := range events {
+	for _, ev := range events[mark:] {
 		if slices.Contains(mutatingVerbs, ev.Verb) {
 			t.Errorf("mutating request by the functions' identity: %s", ev)
 			continue
@@ -187,6 +231,32 @@ func assertNoKubeWrites(t *testing.T, cloud *localcloud.Cloud) {
 	}
 	if reads == 0 {
 		t.Error("the audit log has no request of the functions' identity: is it audited?")
+	}
+}
+
+// assertShadowCannotWrite shows that the shadow stack's identity can read
+// the cluster and RBAC refuses it the writes the controllers make: a bug
+// in shadow mode's adapters could not act either.
+func assertShadowCannotWrite(e *cloudtest.Env, t *testing.T) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(rest.CopyConfig(e.Cloud.ShadowREST))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Nodes().List(e.Ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		t.Errorf("the shadow identity cannot list nodes: %v", err)
+	}
+	pods, err := cs.CoreV1().Pods(e.Namespace).List(e.Ctx, metav1.ListOptions{LabelSelector: "app=fleet-app"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("the shadow identity cannot list pods: %v", err)
+	}
+	taint := []byte(`{"spec":{"taints":[{"key":"` + apis.DisruptedTaintKey + `","effect":"NoSchedule"}]}}`)
+	_, patchErr := cs.CoreV1().Nodes().Patch(e.Ctx, "karp-a", types.StrategicMergePatchType, taint, metav1.PatchOptions{})
+	evictErr := cs.PolicyV1().Evictions(e.Namespace).Evict(e.Ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: pods.Items[0].Name, Namespace: e.Namespace}})
+	for what, err := range map[string]error{"taint a node": patchErr, "evict a pod": evictErr} {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("the shadow identity tried to %s: want 403, got %v", what, err)
+		}
 	}
 }
 
