@@ -69,6 +69,10 @@ type Offering struct {
 	// (0: no limit, for offerings without a reservation).
 	ReservationID       string
 	ReservationCapacity int
+	// ReservationType ("default" or "capacity-block") and Interruptible
+	// describe the reservation, for requirements on their labels.
+	ReservationType string
+	Interruptible   bool
 }
 
 // InstanceType is the solver's view of a catalog type for one NodePool.
