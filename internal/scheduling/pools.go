@@ -423,13 +423,25 @@ type launchFilter struct {
 
 func launchFilterOf(reqs Requirements) launchFilter {
 	var f launchFilter
-	f.zone, _ = reqs.Get(LabelZone)
-	f.ct, _ = reqs.Get(LabelCapacityType)
-	f.zid, _ = reqs.Get(LabelZoneID)
-	f.rid, _ = reqs.Get(LabelReservationID)
-	f.rtype, _ = reqs.Get(LabelReservationType)
-	f.rinterrupt, _ = reqs.Get(LabelReservationInterruptible)
-	f.reservation = f.rid != nil || f.rtype != nil || f.rinterrupt != nil
+	// One pass, not six lookups: this runs for every type a pod class is
+	// checked against.
+	for i := range reqs {
+		r := &reqs[i]
+		switch r.Key {
+		case LabelZone:
+			f.zone = r
+		case LabelCapacityType:
+			f.ct = r
+		case LabelZoneID:
+			f.zid = r
+		case LabelReservationID:
+			f.rid, f.reservation = r, true
+		case LabelReservationType:
+			f.rtype, f.reservation = r, true
+		case LabelReservationInterruptible:
+			f.rinterrupt, f.reservation = r, true
+		}
+	}
 	return f
 }
 
