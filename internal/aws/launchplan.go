@@ -63,7 +63,7 @@ func (p *Provider) optionsByCapacityType(claim *apis.NodeClaim, types []*catalog
 			if _, ok := zonal[o.Zone]; !ok {
 				continue
 			}
-			if p.ice.IsUnavailable(it.Name, o.Zone, o.CapacityType) {
+			if p.ice.IsUnavailable(OfferingKeyOf(it.Name, o)) {
 				continue
 			}
 			per[o.CapacityType] = append(per[o.CapacityType], o)

@@ -209,8 +209,13 @@ func (p *poolState) addTypes(its []*InstanceType, unavailable map[OfferingKey]bo
 	for _, it := range its {
 		t := &typeInfo{it: it, offerings: append([]Offering(nil), it.Offerings...)}
 		for i := range t.offerings {
-			if unavailable[OfferingKey{it.Name, t.offerings[i].Zone, t.offerings[i].CapacityType}] {
-				t.offerings[i].Available = false
+			o := &t.offerings[i]
+			k := OfferingKey{it.Name, o.Zone, o.CapacityType, ""}
+			if unavailable[k] {
+				o.Available = false
+			} else if o.ReservationID != "" {
+				k.ReservationID = o.ReservationID
+				o.Available = o.Available && !unavailable[k]
 			}
 		}
 		if !typeCompatible(t, p.reqs) {

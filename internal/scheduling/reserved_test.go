@@ -106,3 +106,31 @@ func TestReservationLabelsAreRequirements(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// An ICE entry for one reservation keeps that reservation out, not the
+// type's other reservation in the same zone; an entry without a
+// reservation keeps them all out.
+func TestUnavailableReservationIsOneReservation(t *testing.T) {
+	res := func(id string) scheduling.Offering {
+		return scheduling.Offering{Zone: "zone-a", CapacityType: scheduling.CapacityTypeReserved, Price: 0.10 / 1e7, Available: true,
+			ReservationID: id, ReservationCapacity: 1}
+	}
+	types := []*scheduling.InstanceType{
+		mkType("m.large", 2, 8, 30, "amd64", 0.10, od("zone-a", 0.10), res("cr-1"), res("cr-2")),
+		mkType("c.large", 2, 4, 30, "amd64", 0.08, od("zone-a", 0.08)),
+	}
+	solve := func(k scheduling.OfferingKey) string {
+		in := &scheduling.Input{Pods: pods(1, podOpts{cpu: "1500m", mem: "1Gi"}),
+			NodePools:            []*scheduling.NodePool{reservedPool(scheduling.CapacityTypeReserved, "on-demand")},
+			DefaultInstanceTypes: types, Unavailable: map[scheduling.OfferingKey]bool{k: true}}
+		return mustSolve(t, in).NodeClaims[0].CapacityType
+	}
+	key := scheduling.OfferingKey{InstanceType: "m.large", Zone: "zone-a", CapacityType: scheduling.CapacityTypeReserved}
+	if ct := solve(key); ct != "on-demand" {
+		t.Errorf("every reservation unavailable: %s, want on-demand", ct)
+	}
+	key.ReservationID = "cr-1"
+	if ct := solve(key); ct != scheduling.CapacityTypeReserved {
+		t.Errorf("cr-1 unavailable: %s, want cr-2's reserved capacity", ct)
+	}
+}

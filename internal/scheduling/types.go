@@ -37,6 +37,9 @@ type OfferingKey struct {
 	InstanceType string
 	Zone         string
 	CapacityType string
+	// ReservationID is set for one capacity reservation's offering; a
+	// reserved key without it covers every reservation of the type and zone.
+	ReservationID string
 }
 
 // NodePool is the solver's view of a karpenter.sh/v1 NodePool.
