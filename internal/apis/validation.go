@@ -237,7 +237,8 @@ var (
 	}
 	allowedKarpenterLabels = []string{CapacityTypeLabelKey, NodePoolLabelKey}
 	allowedAWSLabels       = []string{
-		CapacityReservationIDLabelKey, "karpenter.k8s.aws/ec2nodeclass",
+		CapacityReservationIDLabelKey, CapacityReservationTypeLabelKey, CapacityReservationInterruptibleLabelKey,
+		"karpenter.k8s.aws/ec2nodeclass",
 		"karpenter.k8s.aws/instance-encryption-in-transit-supported", "karpenter.k8s.aws/instance-category",
 		"karpenter.k8s.aws/instance-hypervisor", "karpenter.k8s.aws/instance-family",
 		"karpenter.k8s.aws/instance-generation", "karpenter.k8s.aws/instance-local-nvme",

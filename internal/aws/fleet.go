@@ -301,7 +301,8 @@ func zoneOfSubnet(zonal map[string]Subnet, id string) string {
 // recordFleetErrors marks the offerings of capacity errors unavailable. It
 // returns an error when any fleet error is not about capacity (retrying the
 // same request cannot help), or when no offering could be identified.
-func (p *Provider) recordFleetErrors(ctx context.Context, claim string, errs []ec2types.CreateFleetError, zonal map[string]Subnet, capacityType string) ([]string, error) {
+func (p *Provider) recordFleetErrors(ctx context.Context, claim string, errs []ec2types.CreateFleetError, zonal map[string]Subnet,
+	capacityType string, fts *fleetTemplates) ([]string, error) {
 	var msgs []string
 	marked := 0
 	var fatal error
@@ -327,6 +328,10 @@ func (p *Provider) recordFleetErrors(ctx context.Context, claim string, errs []e
 			ct = lifecycleCapacityType(string(e.Lifecycle))
 		}
 		key := OfferingKey{InstanceType: string(lo.Overrides.InstanceType), Zone: zone, CapacityType: ct}
+		if ct == catalog.CapacityTypeReserved && fts != nil && lo.LaunchTemplateSpecification != nil {
+			// Each reservation has its own template: mark that one only.
+			key.ReservationID = fts.reserved[sdkaws.ToString(lo.LaunchTemplateSpecification.LaunchTemplateName)].ReservationID
+		}
 		if err := p.ice.MarkUnavailable(ctx, key, code); err != nil {
 			p.log.WarnContext(ctx, "ICE entry not shared", "nodeclaim", claim, "offering", key.String(), "error", err)
 		}

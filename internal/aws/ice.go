@@ -6,17 +6,45 @@ import (
 	"maps"
 	"sync"
 	"time"
+
+	"github.com/nodewright/nodewright/internal/catalog"
 )
 
-// OfferingKey identifies an EC2 capacity pool: instance type, zone, capacity type.
+// OfferingKey identifies an EC2 capacity pool: instance type, zone, capacity
+// type and, for a reserved offering, its capacity reservation (one full
+// reservation leaves the type's other reservations in the zone usable).
 type OfferingKey struct {
-	InstanceType string
-	Zone         string
-	CapacityType string
+	InstanceType  string
+	Zone          string
+	CapacityType  string
+	ReservationID string
 }
 
 func (k OfferingKey) String() string {
-	return k.InstanceType + "/" + k.Zone + "/" + k.CapacityType
+	s := k.InstanceType + "/" + k.Zone + "/" + k.CapacityType
+	if k.ReservationID != "" {
+		s += "/" + k.ReservationID
+	}
+	return s
+}
+
+// OfferingKeyOf is the key of a type's catalog offering.
+func OfferingKeyOf(instanceType string, o catalog.Offering) OfferingKey {
+	return OfferingKey{InstanceType: instanceType, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID}
+}
+
+// unavailableIn reports whether set holds k, or, for one reservation's
+// key, the entry without a reservation that covers them all.
+func unavailableIn[V any](set map[OfferingKey]V, k OfferingKey) bool {
+	if _, ok := set[k]; ok {
+		return true
+	}
+	if k.ReservationID == "" {
+		return false
+	}
+	k.ReservationID = ""
+	_, ok := set[k]
+	return ok
 }
 
 // ICEStore persists the unavailable-offerings set so every function sees it
@@ -73,20 +101,14 @@ func (c *ICECache) MarkUnavailable(ctx context.Context, key OfferingKey, reason 
 	return nil
 }
 
-// IsUnavailable reports whether key is in the set and not expired.
-func (c *ICECache) IsUnavailable(instanceType, zone, capacityType string) bool {
-	k := OfferingKey{instanceType, zone, capacityType}
+// IsUnavailable reports whether k (or, for one reservation, every
+// reservation of its type and zone) is in the set and not expired.
+func (c *ICECache) IsUnavailable(k OfferingKey) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	exp, ok := c.entries[k]
-	if !ok {
-		return false
-	}
-	if !c.now().Before(exp) {
-		delete(c.entries, k)
-		return false
-	}
-	return true
+	now := c.now()
+	maps.DeleteFunc(c.entries, func(_ OfferingKey, exp time.Time) bool { return !now.Before(exp) })
+	return unavailableIn(c.entries, k)
 }
 
 // Snapshot returns the unexpired entries.

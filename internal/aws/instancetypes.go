@@ -134,7 +134,7 @@ func (p *Provider) ApplyICE(c *catalog.Catalog) (*catalog.Catalog, error) {
 			if !o.Available {
 				continue
 			}
-			if _, bad := ice[OfferingKey{it.Name, o.Zone, o.CapacityType}]; !bad {
+			if !unavailableIn(ice, OfferingKeyOf(it.Name, o)) {
 				continue
 			}
 			if copied == nil {

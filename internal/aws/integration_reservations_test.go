@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
@@ -77,7 +78,7 @@ func TestReservedLaunchAndFallback(t *testing.T) {
 	}
 	// The planner's view is a pass old: the reservation looks free but is full.
 	_, err = e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("odcr-2", reserved), NodeClass: nc, InstanceTypes: types})
-	if !errors.Is(err, nwaws.ErrInsufficientCapacity) || !e.p.ICE().IsUnavailable("m5.large", zones[0], catalog.CapacityTypeReserved) {
+	if !errors.Is(err, nwaws.ErrInsufficientCapacity) || !e.p.ICE().IsUnavailable(nwaws.OfferingKey{InstanceType: "m5.large", Zone: zones[0], CapacityType: catalog.CapacityTypeReserved, ReservationID: id}) {
 		t.Fatalf("full reservation: %v", err)
 	}
 	inst, err = e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("odcr-3", in(apis.CapacityTypeLabelKey, "reserved", "on-demand")),
@@ -87,6 +88,80 @@ func TestReservedLaunchAndFallback(t *testing.T) {
 	}
 	if got, _, _ := sim.Instance(inst.ID); got.CapacityReservationId != nil {
 		t.Errorf("the on-demand instance joined reservation %s", sdkaws.ToString(got.CapacityReservationId))
+	}
+}
+
+// A claim that requires a reservation by id (a NodePool's or a pod's
+// karpenter.k8s.aws/capacity-reservation-id) launches into that one, not
+// into the first zone's; one that requires no reservation launches
+// on-demand though reservations are free.
+func TestReservationLabelRequirementsPickTheLaunch(t *testing.T) {
+	e := newEnv(t, false)
+	sim := e.sim.EC2()
+	zones := zoneNames(nwaws.ZonalSubnets(e.subnets(t, nodeClass("al2023@latest"))))
+	tags := map[string]string{"team": "ml"}
+	sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 2, Tags: tags})
+	second := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[1], Count: 2, Tags: tags})
+	nc := nodeClass("al2023@latest")
+	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: tags}}
+	cat, err := e.p.Catalog(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, _ := e.p.WithReservations(e.ctx, cat, []*apis.EC2NodeClass{nc}).ForNodeClass("default").Get("m5.large")
+	types := []*catalog.InstanceType{it}
+	byID := newClaim("by-id", in(apis.CapacityTypeLabelKey, "reserved", "on-demand"), in(apis.CapacityReservationIDLabelKey, second))
+	inst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: byID, NodeClass: nc, InstanceTypes: types})
+	if err != nil || inst.Reservation == nil || inst.Reservation.ReservationID != second || inst.Zone != zones[1] {
+		t.Fatalf("launch requiring %s: %v %+v", second, err, inst)
+	}
+	none := newClaim("none", in(apis.CapacityTypeLabelKey, "reserved", "on-demand"),
+		apis.NodeSelectorRequirementWithMinValues{Key: apis.CapacityReservationIDLabelKey, Operator: corev1.NodeSelectorOpDoesNotExist})
+	inst, err = e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: none, NodeClass: nc, InstanceTypes: types})
+	if err != nil || inst.CapacityType != catalog.CapacityTypeOnDemand || inst.Reservation != nil {
+		t.Fatalf("launch requiring no reservation: %v %+v", err, inst)
+	}
+}
+
+// A full reservation is kept out of launches on its own: the type's other
+// reservation in the same zone still takes the next claim, before anything
+// falls back to on-demand.
+func TestFullReservationLeavesItsNeighbourUsable(t *testing.T) {
+	e := newEnv(t, false)
+	sim := e.sim.EC2()
+	zones := zoneNames(nwaws.ZonalSubnets(e.subnets(t, nodeClass("al2023@latest"))))
+	tags := map[string]string{"team": "ml"}
+	a := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 1, Tags: tags})
+	b := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 1, Tags: tags})
+	nc := nodeClass("al2023@latest")
+	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: tags}}
+	cat, err := e.p.Catalog(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both claims plan from one view, in which both reservations are free.
+	it, _ := e.p.WithReservations(e.ctx, cat, []*apis.EC2NodeClass{nc}).ForNodeClass("default").Get("m5.large")
+	types := []*catalog.InstanceType{it}
+	reserved := in(apis.CapacityTypeLabelKey, apis.CapacityTypeReserved)
+	used := map[string]bool{}
+	for _, name := range []string{"first", "second"} {
+		var inst nwaws.Instance
+		for range 2 { // a launch that met the full reservation is retried, as the provisioner does
+			if inst, err = e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim(name, reserved), NodeClass: nc, InstanceTypes: types}); err == nil {
+				break
+			}
+		}
+		if err != nil || inst.Reservation == nil {
+			t.Fatalf("claim %s: %v %+v", name, err, inst)
+		}
+		used[inst.Reservation.ReservationID] = true
+	}
+	if !used[a] || !used[b] {
+		t.Fatalf("reservations used %v, want both %s and %s", used, a, b)
+	}
+	full := nwaws.OfferingKey{InstanceType: "m5.large", Zone: zones[0], CapacityType: catalog.CapacityTypeReserved}
+	if e.p.ICE().IsUnavailable(full) {
+		t.Error("one full reservation marked the type's every reservation in the zone unavailable")
 	}
 }
 

@@ -362,7 +362,7 @@ func TestInsufficientCapacityMovesToAnotherOffering(t *testing.T) {
 		t.Fatalf("want ErrInsufficientCapacity, got %v", err)
 	}
 	for z := range zonal {
-		if !e.p.ICE().IsUnavailable("m5.large", z, "spot") {
+		if !e.p.ICE().IsUnavailable(nwaws.OfferingKey{InstanceType: "m5.large", Zone: z, CapacityType: "spot"}) {
 			t.Errorf("m5.large/%s/spot not marked unavailable", z)
 		}
 	}
@@ -388,7 +388,7 @@ func TestInsufficientCapacityMovesToAnotherOffering(t *testing.T) {
 	}
 	// After the TTL the offerings come back.
 	e.clock.Advance(3*time.Minute + time.Second)
-	if e.p.ICE().IsUnavailable("m5.large", inst.Zone, "spot") {
+	if e.p.ICE().IsUnavailable(nwaws.OfferingKey{InstanceType: "m5.large", Zone: inst.Zone, CapacityType: "spot"}) {
 		t.Error("ICE entry outlived 3 minutes")
 	}
 }

@@ -193,7 +193,7 @@ func (p *Provider) fleetAnswered(ctx context.Context, l *launch, out *ec2.Create
 	if inst, ok := p.launched(out, zonal, capacityType, fts); ok {
 		// Pools the fleet tried before succeeding are short of capacity too;
 		// record them so the next claim does not start there.
-		_, _ = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType)
+		_, _ = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType, fts)
 		p.log.InfoContext(ctx, "launched instance", "nodeclaim", name, "instance", inst.ID, "instance-type", inst.Type,
 			"zone", inst.Zone, "capacity-type", inst.CapacityType, "image", inst.ImageID, "launch-template", inst.LaunchTemplate)
 		return inst, true, nil
@@ -206,13 +206,13 @@ func (p *Provider) fleetAnswered(ctx context.Context, l *launch, out *ec2.Create
 		// Free-address counts were stale; re-discover and let the zone's
 		// next-best subnet (or another zone) take the launch.
 		p.subnets.invalidateAll()
-		if _, err := p.recordFleetErrors(ctx, name, capacityOnly(out.Errors), zonal, capacityType); err != nil {
+		if _, err := p.recordFleetErrors(ctx, name, capacityOnly(out.Errors), zonal, capacityType, fts); err != nil {
 			p.log.DebugContext(ctx, "no capacity errors beside the exhausted subnet", "nodeclaim", name)
 		}
 		l.lastErrs = fleetErrorStrings(out.Errors)
 		return Instance{}, false, nil
 	}
-	l.lastErrs, err = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType)
+	l.lastErrs, err = p.recordFleetErrors(ctx, name, out.Errors, zonal, capacityType, fts)
 	if err != nil {
 		return Instance{}, true, &LaunchError{NodeClaim: name, Errors: l.lastErrs, Err: err}
 	}

@@ -57,13 +57,13 @@ func (p *Provider) optionsByCapacityType(claim *apis.NodeClaim, types []*catalog
 		}
 		per := map[string][]catalog.Offering{}
 		for _, o := range it.Offerings {
-			if !o.Available || !allows(reqs, labelZone, o.Zone) || !allows(reqs, labelCapacityType, o.CapacityType) {
+			if !o.Available || !offeringAllowed(reqs, o) {
 				continue
 			}
 			if _, ok := zonal[o.Zone]; !ok {
 				continue
 			}
-			if p.ice.IsUnavailable(it.Name, o.Zone, o.CapacityType) {
+			if p.ice.IsUnavailable(OfferingKeyOf(it.Name, o)) {
 				continue
 			}
 			per[o.CapacityType] = append(per[o.CapacityType], o)
@@ -172,20 +172,45 @@ func checkMinValues(reqs []apis.NodeSelectorRequirementWithMinValues, opts []opt
 // allows evaluates the claim's requirements on key for value. Keys the
 // requirements do not mention are allowed.
 func allows(reqs []apis.NodeSelectorRequirementWithMinValues, key, value string) bool {
+	return allowsLabel(reqs, key, value, true)
+}
+
+// allowsLabel is allows for a label a node may lack (exists false): only
+// NotIn and DoesNotExist admit a node without it.
+func allowsLabel(reqs []apis.NodeSelectorRequirementWithMinValues, key, value string, exists bool) bool {
 	for _, r := range reqs {
 		if r.Key != key {
 			continue
 		}
+		ok := true
 		switch r.Operator {
 		case corev1.NodeSelectorOpIn:
-			if !slices.Contains(r.Values, value) {
-				return false
-			}
+			ok = exists && slices.Contains(r.Values, value)
 		case corev1.NodeSelectorOpNotIn:
-			if slices.Contains(r.Values, value) {
-				return false
-			}
+			ok = !exists || !slices.Contains(r.Values, value)
+		case corev1.NodeSelectorOpExists:
+			ok = exists
 		case corev1.NodeSelectorOpDoesNotExist:
+			ok = !exists
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// offeringAllowed evaluates the claim's requirements on the labels the
+// offering decides: zone, capacity type and, for a reserved offering, its
+// reservation's id, type and interruptibility.
+func offeringAllowed(reqs []apis.NodeSelectorRequirementWithMinValues, o catalog.Offering) bool {
+	if !allows(reqs, labelZone, o.Zone) || !allows(reqs, labelCapacityType, o.CapacityType) {
+		return false
+	}
+	labels := catalog.ReservationLabels(o) // nil unless reserved
+	for _, key := range []string{catalog.LabelCapacityReservationID, catalog.LabelCapacityReservationType, catalog.LabelCapacityReservationInterruptible} {
+		v, ok := labels[key]
+		if !allowsLabel(reqs, key, v, ok) {
 			return false
 		}
 	}

@@ -100,7 +100,7 @@ func TestPlanChoosesSpotCheapestFirstAndSkipsICE(t *testing.T) {
 	if z := opts[0].offerings[0].Zone; z != "us-west-2b" {
 		t.Errorf("cheapest zone first: got %s", z)
 	}
-	if err := p.ice.MarkUnavailable(context.Background(), OfferingKey{"m5.large", "us-west-2b", "spot"}, "InsufficientInstanceCapacity"); err != nil {
+	if err := p.ice.MarkUnavailable(context.Background(), OfferingKey{InstanceType: "m5.large", Zone: "us-west-2b", CapacityType: "spot"}, "InsufficientInstanceCapacity"); err != nil {
 		t.Fatal(err)
 	}
 	_, opts = p.plan(claim(), types, zonalAB, amisBoth)
@@ -129,7 +129,7 @@ func TestPlanHonoursRequirementsAndFallsBackToOnDemand(t *testing.T) {
 		itype("m5.large", "amd64", map[string]float64{"us-west-2a/spot": 0.04, "us-west-2a/on-demand": 0.096, "us-west-2b/on-demand": 0.096}),
 	}
 	c := claim(req(labelZone, corev1.NodeSelectorOpNotIn, "us-west-2b"), req(labelInstanceType, corev1.NodeSelectorOpIn, "m5.large", "m5.xlarge"))
-	for _, k := range []OfferingKey{{"m5.large", "us-west-2a", "spot"}} {
+	for _, k := range []OfferingKey{{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}} {
 		_ = p.ice.MarkUnavailable(context.Background(), k, "test")
 	}
 	ct, opts := p.plan(c, types, zonalAB, amisBoth)
@@ -304,22 +304,22 @@ func TestICECacheSharesThroughStore(t *testing.T) {
 	shared := &memICEStore{m: map[OfferingKey]time.Time{}}
 	a := NewICECache(shared, 3*time.Minute, clock.Now)
 	b := NewICECache(shared, 3*time.Minute, clock.Now)
-	k := OfferingKey{"m5.large", "us-west-2a", "spot"}
+	k := OfferingKey{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}
 	if err := a.MarkUnavailable(context.Background(), k, "InsufficientInstanceCapacity"); err != nil {
 		t.Fatal(err)
 	}
-	if b.IsUnavailable(k.InstanceType, k.Zone, k.CapacityType) {
+	if b.IsUnavailable(k) {
 		t.Fatal("b saw the entry before syncing")
 	}
-	if err := b.Sync(context.Background(), 0); err != nil || !b.IsUnavailable(k.InstanceType, k.Zone, k.CapacityType) {
+	if err := b.Sync(context.Background(), 0); err != nil || !b.IsUnavailable(k) {
 		t.Fatalf("b did not learn the entry: %v", err)
 	}
 	clock.Advance(3 * time.Minute)
-	if a.IsUnavailable(k.InstanceType, k.Zone, k.CapacityType) || len(b.Snapshot()) != 0 {
+	if a.IsUnavailable(k) || len(b.Snapshot()) != 0 {
 		t.Error("entry outlived its TTL")
 	}
 	shared.fail = errors.New("dynamodb down")
-	if err := a.MarkUnavailable(context.Background(), k, "x"); err == nil || !a.IsUnavailable(k.InstanceType, k.Zone, k.CapacityType) {
+	if err := a.MarkUnavailable(context.Background(), k, "x"); err == nil || !a.IsUnavailable(k) {
 		t.Errorf("store failure must be reported and the local set still updated: %v", err)
 	}
 }
@@ -333,13 +333,13 @@ func TestRecordFleetErrors(t *testing.T) {
 			InstanceType: "m5.large", SubnetId: sdkaws.String("subnet-b"),
 		}},
 	}}
-	if _, err := p.recordFleetErrors(context.Background(), "c", errs, zonalAB, "spot"); err != nil {
+	if _, err := p.recordFleetErrors(context.Background(), "c", errs, zonalAB, "spot", nil); err != nil {
 		t.Fatal(err)
 	}
-	if !p.ice.IsUnavailable("m5.large", "us-west-2b", "spot") {
+	if !p.ice.IsUnavailable(OfferingKey{InstanceType: "m5.large", Zone: "us-west-2b", CapacityType: "spot"}) {
 		t.Error("capacity error did not mark the offering (zone from subnet)")
 	}
-	_, err := p.recordFleetErrors(context.Background(), "c", []ec2types.CreateFleetError{{ErrorCode: sdkaws.String("InvalidParameterValue"), ErrorMessage: sdkaws.String("bad")}}, zonalAB, "spot")
+	_, err := p.recordFleetErrors(context.Background(), "c", []ec2types.CreateFleetError{{ErrorCode: sdkaws.String("InvalidParameterValue"), ErrorMessage: sdkaws.String("bad")}}, zonalAB, "spot", nil)
 	if err == nil || !strings.Contains(err.Error(), "InvalidParameterValue") {
 		t.Errorf("non-capacity error must fail the launch: %v", err)
 	}
@@ -353,7 +353,7 @@ func TestApplyICE(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = p.ice.MarkUnavailable(context.Background(), OfferingKey{"m5.large", "us-west-2a", "spot"}, "x")
+	_ = p.ice.MarkUnavailable(context.Background(), OfferingKey{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}, "x")
 	out, err := p.ApplyICE(c)
 	if err != nil {
 		t.Fatal(err)

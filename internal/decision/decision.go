@@ -34,12 +34,7 @@ type Launch struct {
 
 // Claim is one NodeClaim a pass would have launched.
 type Claim struct {
-	Name         string  `json:"name"`
-	NodePool     string  `json:"nodePool"`
-	InstanceType string  `json:"instanceType"`
-	Zone         string  `json:"zone"`
-	CapacityType string  `json:"capacityType"`
-	Price        float64 `json:"price"`
+	Node
 	// Pods are the pods the pass would have put on it (namespace/name).
 	Pods []string `json:"pods,omitempty"`
 }
@@ -85,7 +80,7 @@ type Opportunity struct {
 	SavingsPerHr float64 `json:"savingsPerHour"`
 }
 
-// Node is a node a command removes or launches.
+// Node is a node a command removes or launches, or a claim's node.
 type Node struct {
 	Name         string  `json:"name,omitempty"`
 	NodePool     string  `json:"nodePool"`

@@ -31,7 +31,7 @@ func fixture(t *testing.T) Records {
 			t.Fatal(err)
 		}
 	}
-	claim := Claim{Name: "default-abc", NodePool: "default", InstanceType: "m5.xlarge", Zone: "us-east-1a", CapacityType: "spot", Price: 0.0712,
+	claim := Claim{Node: Node{Name: "default-abc", NodePool: "default", InstanceType: "m5.xlarge", Zone: "us-east-1a", CapacityType: "spot", Price: 0.0712},
 		Pods: []string{"work/big-0", "work/big-1"}}
 	put(KindLaunch, t0.Add(-50*time.Minute), Launch{At: t0.Add(-50 * time.Minute), DecisionSeconds: 0.4, Claims: []Claim{claim},
 		Pending: []Pod{{Pod: "work/big-0", Seconds: 20}, {Pod: "work/big-1", Seconds: 20}}})

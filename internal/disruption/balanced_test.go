@@ -63,3 +63,34 @@ func TestBalancedRefusesMovesNotWorthTheirDisruption(t *testing.T) {
 		t.Errorf("no Balanced finding for a: %+v (command %s)", d.Findings, fmtCmd(d.Command))
 	}
 }
+
+// Validation re-scores a Balanced delete against the fresh view: a node
+// decided with one pod that has since taken ten more is now worth keeping,
+// and the command is dropped with Balanced's reason instead of acted on.
+func TestBalancedValidationRescoresDeletes(t *testing.T) {
+	f := newFixture(t, fixOpt{policy: "Balanced", budgets: []apistest.Budget{{Nodes: "1"}}})
+	f.node("a", "m5.large")
+	f.pod("a-0", "a", "50m", "64Mi")
+	f.node("b", "m5.2xlarge")
+	f.pod("b-big", "b", "6", "1Gi") // only an m5.2xlarge holds it
+	for i := range 10 {
+		f.pod(fmt.Sprintf("b-%d", i), "b", "50m", "64Mi")
+	}
+	d := f.decide()
+	if d.Command == nil || d.Command.Action() != ActionDelete || !slices.Equal(d.Command.NodeNames(), []string{"a"}) {
+		t.Fatalf("decided %s, want a deleted", fmtCmd(d.Command))
+	}
+	if ok, why, err := Validate(ctx, f.view(), d.Command); err != nil || !ok {
+		t.Fatalf("unchanged view: ok=%v why=%q err=%v", ok, why, err)
+	}
+	for i := range 10 {
+		f.pod(fmt.Sprintf("a-new-%d", i), "a", "50m", "64Mi")
+	}
+	ok, why, err := Validate(ctx, f.view(), d.Command)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok || !strings.HasPrefix(why, "Balanced: NodePool \"default\"") {
+		t.Fatalf("after a took ten pods: ok=%v why=%q, want refused by Balanced", ok, why)
+	}
+}

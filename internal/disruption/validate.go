@@ -62,22 +62,38 @@ func Validate(ctx context.Context, v *View, cmd *Command) (bool, string, error) 
 	if cmd.Method == MethodDrift {
 		return true, "", nil
 	}
-	if len(sim.Replacements) != len(cmd.Replacements) {
-		return false, fmt.Sprintf("the simulation now needs %d new nodes, decided %d", len(sim.Replacements), len(cmd.Replacements)), nil
-	}
-	if sim.Cost > cmd.NewCost()+1e-9 {
-		return false, fmt.Sprintf("replacements now cost $%.3f/h, decided $%.3f/h", sim.Cost, cmd.NewCost()), nil
-	}
-	if len(sim.Replacements) > 0 {
-		var why string
-		if cmd.Method == MethodRepack {
-			why = repackStepOK(v, set, sim)
-		} else {
-			why = replacementOK(v, set, sim)
-		}
-		if why != "" {
-			return false, why, nil
-		}
+	if why := consolidationStillOK(v, cmd, set, sim); why != "" {
+		return false, why, nil
 	}
 	return true, "", nil
+}
+
+// consolidationStillOK re-applies a consolidation's rules to the fresh
+// simulation: the same number of replacements at no higher cost, the
+// replacement (or re-pack step) rules, and for Balanced pools the score of
+// the move as it is now, deletes included: pods that arrived since the
+// decision raise its disruption and may sink it below the threshold.
+func consolidationStillOK(v *View, cmd *Command, set []*Candidate, sim Simulation) string {
+	if len(sim.Replacements) != len(cmd.Replacements) {
+		return fmt.Sprintf("the simulation now needs %d new nodes, decided %d", len(sim.Replacements), len(cmd.Replacements))
+	}
+	if sim.Cost > cmd.NewCost()+1e-9 {
+		return fmt.Sprintf("replacements now cost $%.3f/h, decided $%.3f/h", sim.Cost, cmd.NewCost())
+	}
+	if cmd.Method == MethodRepack {
+		if len(sim.Replacements) == 0 {
+			return ""
+		}
+		return repackStepOK(v, set, sim) // scores Balanced pools itself
+	}
+	if len(sim.Replacements) > 0 {
+		if why := replacementOK(v, set, sim); why != "" {
+			return why
+		}
+	}
+	cost := 0.0
+	for _, c := range set {
+		cost += c.Price
+	}
+	return balancedVerdict(v, set, cost-sim.Cost)
 }

@@ -3,12 +3,14 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/provisioning"
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
@@ -17,26 +19,58 @@ import (
 // good enough to decide, never to act; a command is validated, and its
 // candidates handed to termination, against a fresh one.
 func (c *Controller) view(ctx context.Context, cached bool) (*View, error) {
-	snap, err := c.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Cached: cached})
-	if err != nil {
-		return nil, fmt.Errorf("disruption: %w", err)
-	}
-	claims, err := c.d.Store.ListNodeClaims(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("disruption: list nodeclaims: %w", err)
-	}
-	cat, err := c.d.Catalog(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("disruption: instance types: %w", err)
-	}
-	unavailable := provisioning.ReadICE(ctx, c.d.Unavailable, c.log)
-	cl, err := state.Build(state.Sources{Snapshot: snap, Claims: claims, Config: c.d.Config, Catalog: cat, Unavailable: unavailable})
+	r := Reads{Cluster: c.d.Cluster, Store: c.d.Store, Catalog: c.d.Catalog, Unavailable: c.d.Unavailable, Config: c.d.Config, Log: c.log}
+	cl, snap, err := r.Read(ctx, kube.SnapshotOptions{Cached: cached}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("disruption: %w", err)
 	}
 	v := &View{Cluster: cl, PDBs: snap.PDBs, Now: c.d.Now(), Settings: c.s, CloudDrift: c.cloudDrift(ctx, cl)}
 	v.History = c.history(ctx)
 	return v, nil
+}
+
+// Reads are the sources a pass over the fleet builds its cluster from: the
+// disruption function's, and shadow mode's fleet pass, which adds claims
+// for the nodes other autoscalers launched.
+type Reads struct {
+	Cluster interface {
+		Snapshot(ctx context.Context, opts kube.SnapshotOptions) (*kube.Snapshot, error)
+	}
+	Store interface {
+		ListNodeClaims(ctx context.Context) ([]*apis.NodeClaim, error)
+	}
+	Catalog     func(ctx context.Context) (*catalog.Catalog, error)
+	Unavailable func(ctx context.Context) (map[scheduling.OfferingKey]bool, error)
+	Config      *apis.Config
+	Log         *slog.Logger
+}
+
+// Read snapshots the cluster and builds its state from the snapshot, the
+// table's claims, the priced catalog and the ICE set. extra (optional)
+// returns claims to add, derived from the snapshot and the table's claims.
+func (r Reads) Read(ctx context.Context, opts kube.SnapshotOptions,
+	extra func(*kube.Snapshot, []*apis.NodeClaim) []*apis.NodeClaim) (*state.Cluster, *kube.Snapshot, error) {
+	snap, err := r.Cluster.Snapshot(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	claims, err := r.Store.ListNodeClaims(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list nodeclaims: %w", err)
+	}
+	cat, err := r.Catalog(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("instance types: %w", err)
+	}
+	if extra != nil {
+		claims = append(claims, extra(snap, claims)...)
+	}
+	unavailable := provisioning.ReadICE(ctx, r.Unavailable, r.Log)
+	cl, err := state.Build(state.Sources{Snapshot: snap, Claims: claims, Config: r.Config, Catalog: cat, Unavailable: unavailable})
+	if err != nil {
+		return nil, nil, err
+	}
+	return cl, snap, nil
 }
 
 // cloudDrift asks EC2 which registered claims' instances drifted.

@@ -29,6 +29,9 @@ type PoolUsage struct {
 	Deleting   int                 `json:"deleting"`
 	Used       corev1.ResourceList `json:"used"`
 	Limits     apis.Limits         `json:"limits,omitempty"`
+	// Replicas is a static pool's node count (spec.replicas); nil for a
+	// dynamic pool.
+	Replicas *int64 `json:"replicas,omitempty"`
 	// CostPerHour sums the known prices; Unpriced counts claims without one.
 	CostPerHour float64 `json:"costPerHour"`
 	Unpriced    int     `json:"unpriced,omitempty"`
@@ -66,6 +69,7 @@ func Usage(cfg *apis.Config, claims []Claim, prices Prices) []PoolUsage {
 			u.Configured = true
 			u.Limits = np.Spec.Limits
 			u.Weight = np.Spec.Weight
+			u.Replicas = np.Spec.Replicas
 			if nc := cfg.NodeClassFor(np); nc != nil {
 				u.NodeClass = nc.Name
 			} else if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
@@ -106,8 +110,8 @@ func Usage(cfg *apis.Config, claims []Claim, prices Prices) []PoolUsage {
 
 // WriteNodePools prints pool usage in one of the Output* formats (wide is
 // the table). The table has NODES, CPU and MEMORY as used/limit (just used
-// when unlimited), other limited resources in LIMITS, the pool's cost per
-// hour and, unless NoHeaders, a final line with the cluster total. No pools
+// when unlimited; a static pool's NODES as nodes/replicas), other limited
+// resources in LIMITS, the pool's cost per hour and, unless NoHeaders, a final line with the cluster total. No pools
 // print nothing (the caller tells people).
 func WriteNodePools(w io.Writer, pools []PoolUsage, o PrintOptions) error {
 	var total float64
@@ -147,6 +151,9 @@ func poolRow(u PoolUsage) []string {
 	nodesCol := strconv.Itoa(u.Nodes)
 	if l, ok := u.Limits[resourceNodes]; ok {
 		nodesCol += "/" + l.String()
+	}
+	if u.Replicas != nil {
+		nodesCol = fmt.Sprintf("%d/%d replicas", u.Nodes, *u.Replicas)
 	}
 	if u.Deleting > 0 {
 		nodesCol += fmt.Sprintf(" (%d deleting)", u.Deleting)

@@ -67,7 +67,8 @@ func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts 
 		t := &InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity(o), Allocatable: alloc}
 		for _, off := range it.Offerings {
 			t.Offerings = append(t.Offerings, Offering{Zone: off.Zone, ZoneID: off.ZoneID, CapacityType: off.CapacityType, Price: off.Price,
-				Available: off.Available, ReservationID: off.ReservationID, ReservationCapacity: off.ReservationCapacity})
+				Available: off.Available, ReservationID: off.ReservationID, ReservationCapacity: off.ReservationCapacity,
+				ReservationType: off.ReservationType, Interruptible: off.Interruptible})
 		}
 		out = append(out, t)
 	}

@@ -371,15 +371,15 @@ func (p *poolState) addDomains(key string, set map[string]bool) {
 	r, constrained := p.reqs.Get(key)
 	f := launchFilterOf(p.reqs)
 	for _, t := range p.types {
-		switch key {
-		case LabelZone, LabelCapacityType, LabelZoneID:
+		switch {
+		case isOfferingKey(key):
 			for j := range t.offerings {
 				o := &t.offerings[j]
 				// Only offerings this pool could launch make a domain.
 				if !f.allows(o) {
 					continue
 				}
-				if v := offeringValue(o, key); v != "" && (!constrained || r.Has(v)) {
+				if v, ok := offeringLabel(o, key); ok && v != "" && (!constrained || r.Has(v)) {
 					set[v] = true
 				}
 			}

@@ -88,4 +88,7 @@
 // fitting types with that capacity type, cheapest first, at most 60. A
 // reserved offering takes at most its ReservationCapacity claims of the
 // plan; later claims resolve to the next capacity type their pool allows.
+// The offering, not the type, decides zone, zone ID, capacity type and the
+// three capacity-reservation labels (launchFilter in pools.go), so
+// requirements on any of them select offerings.
 package scheduling

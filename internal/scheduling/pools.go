@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -62,25 +63,13 @@ func isTypeLevelKey(key string) bool {
 }
 
 // typeCompatible reports whether some launchable offering of t meets reqs:
-// type-level keys are checked against the type's labels, zone, zone ID and
-// capacity type against its available offerings, and everything else is
-// left to the NodePool.
+// type-level keys are checked against the type's labels, the offering keys
+// (zone, zone ID, capacity type, reservation) against its available
+// offerings, and everything else is left to the NodePool.
 func typeCompatible(t *typeInfo, reqs Requirements) bool {
-	var zone, ct, zid *Requirement
 	for i := range reqs {
 		r := &reqs[i]
-		switch r.Key {
-		case LabelZone:
-			zone = r
-			continue
-		case LabelCapacityType:
-			ct = r
-			continue
-		case LabelZoneID:
-			zid = r
-			continue
-		}
-		if !isTypeKey(t.it, r.Key) {
+		if isOfferingKey(r.Key) || !isTypeKey(t.it, r.Key) {
 			continue
 		}
 		v, ok := t.it.Labels[r.Key]
@@ -88,38 +77,22 @@ func typeCompatible(t *typeInfo, reqs Requirements) bool {
 			return false
 		}
 	}
+	f := launchFilterOf(reqs)
 	for i := range t.offerings {
-		o := &t.offerings[i]
-		if !o.Available {
-			continue
+		if f.allows(&t.offerings[i]) {
+			return true
 		}
-		if zone != nil && !zone.Has(o.Zone) {
-			continue
-		}
-		if ct != nil && !ct.Has(o.CapacityType) {
-			continue
-		}
-		if zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "") {
-			continue
-		}
-		return true
 	}
 	return false
 }
 
 // cheapestOffering returns the cheapest available offering of t meeting reqs.
 func cheapestOffering(t *typeInfo, reqs Requirements, capacityType string) (Offering, bool) {
-	zone, _ := reqs.Get(LabelZone)
-	ct, _ := reqs.Get(LabelCapacityType)
-	zid, _ := reqs.Get(LabelZoneID)
+	f := launchFilterOf(reqs)
 	var best Offering
 	found := false
 	for _, o := range t.offerings {
-		if !o.Available || (capacityType != "" && o.CapacityType != capacityType) {
-			continue
-		}
-		if (zone != nil && !zone.Has(o.Zone)) || (ct != nil && !ct.Has(o.CapacityType)) ||
-			(zid != nil && !zid.Matches(o.ZoneID, o.ZoneID != "")) {
+		if (capacityType != "" && o.CapacityType != capacityType) || !f.allows(&o) {
 			continue
 		}
 		if !found || o.Price < best.Price || (o.Price == best.Price && o.Zone < best.Zone) {
@@ -236,8 +209,13 @@ func (p *poolState) addTypes(its []*InstanceType, unavailable map[OfferingKey]bo
 	for _, it := range its {
 		t := &typeInfo{it: it, offerings: append([]Offering(nil), it.Offerings...)}
 		for i := range t.offerings {
-			if unavailable[OfferingKey{it.Name, t.offerings[i].Zone, t.offerings[i].CapacityType}] {
-				t.offerings[i].Available = false
+			o := &t.offerings[i]
+			k := OfferingKey{it.Name, o.Zone, o.CapacityType, ""}
+			if unavailable[k] {
+				o.Available = false
+			} else if o.ReservationID != "" {
+				k.ReservationID = o.ReservationID
+				o.Available = o.Available && !unavailable[k]
 			}
 		}
 		if !typeCompatible(t, p.reqs) {
@@ -439,33 +417,85 @@ func (rs Requirements) canonical() string {
 	return string(w.b)
 }
 
-// launchFilter holds the zone, capacity type and zone ID requirements an
-// offering must meet for a pool or claim to launch it (nil: any).
-type launchFilter struct{ zone, ct, zid *Requirement }
+// launchFilter holds the requirements on offering keys an offering must
+// meet for a pool or claim to launch it (nil: any). The reservation keys
+// are rare, so they sit behind one flag to keep the common check short.
+type launchFilter struct {
+	zone, ct, zid          *Requirement
+	reservation            bool
+	rid, rtype, rinterrupt *Requirement
+}
 
 func launchFilterOf(reqs Requirements) launchFilter {
 	var f launchFilter
-	f.zone, _ = reqs.Get(LabelZone)
-	f.ct, _ = reqs.Get(LabelCapacityType)
-	f.zid, _ = reqs.Get(LabelZoneID)
+	// One pass, not six lookups: this runs for every type a pod class is
+	// checked against.
+	for i := range reqs {
+		r := &reqs[i]
+		switch r.Key {
+		case LabelZone:
+			f.zone = r
+		case LabelCapacityType:
+			f.ct = r
+		case LabelZoneID:
+			f.zid = r
+		case LabelReservationID:
+			f.rid, f.reservation = r, true
+		case LabelReservationType:
+			f.rtype, f.reservation = r, true
+		case LabelReservationInterruptible:
+			f.rinterrupt, f.reservation = r, true
+		}
+	}
 	return f
 }
 
 func (f launchFilter) allows(o *Offering) bool {
-	return o.Available && (f.zone == nil || f.zone.Has(o.Zone)) && (f.ct == nil || f.ct.Has(o.CapacityType)) &&
-		(f.zid == nil || f.zid.Matches(o.ZoneID, o.ZoneID != ""))
+	if !o.Available || (f.zone != nil && !f.zone.Has(o.Zone)) || (f.ct != nil && !f.ct.Has(o.CapacityType)) ||
+		(f.zid != nil && !f.zid.Matches(o.ZoneID, o.ZoneID != "")) {
+		return false
+	}
+	if !f.reservation {
+		return true
+	}
+	for _, r := range [...]*Requirement{f.rid, f.rtype, f.rinterrupt} {
+		if r != nil && !r.Matches(offeringLabel(o, r.Key)) {
+			return false
+		}
+	}
+	return true
 }
 
-// offeringValue is the value an offering gives key: its zone, capacity
-// type or zone ID.
-func offeringValue(o *Offering, key string) string {
+// isOfferingKey reports whether an offering, not the instance type,
+// decides the label key's value on a node.
+func isOfferingKey(key string) bool {
+	switch key {
+	case LabelZone, LabelCapacityType, LabelZoneID, LabelReservationID, LabelReservationType, LabelReservationInterruptible:
+		return true
+	}
+	return false
+}
+
+// offeringLabel is the value an offering gives an offering key, and
+// whether a node launched from it carries the label at all (only reserved
+// offerings carry the reservation labels).
+func offeringLabel(o *Offering, key string) (string, bool) {
 	switch key {
 	case LabelCapacityType:
-		return o.CapacityType
+		return o.CapacityType, true
 	case LabelZoneID:
-		return o.ZoneID
+		return o.ZoneID, o.ZoneID != ""
+	case LabelReservationID:
+		return o.ReservationID, o.ReservationID != ""
+	case LabelReservationType:
+		if o.ReservationType == "" {
+			return "default", o.ReservationID != ""
+		}
+		return o.ReservationType, o.ReservationID != ""
+	case LabelReservationInterruptible:
+		return strconv.FormatBool(o.Interruptible), o.ReservationID != ""
 	}
-	return o.Zone
+	return o.Zone, true
 }
 
 // satisfiesMinValues checks every minValues requirement against options.
@@ -478,11 +508,11 @@ func (p *poolState) satisfiesMinValues(reqs Requirements, options bitset) (bool,
 		seen := map[string]bool{}
 		options.each(func(ti int) bool {
 			t := p.types[ti]
-			switch r.Key {
-			case LabelZone, LabelCapacityType, LabelZoneID:
+			switch {
+			case isOfferingKey(r.Key):
 				for j := range t.offerings {
 					o := &t.offerings[j]
-					if v := offeringValue(o, r.Key); o.Available && r.Has(v) {
+					if v, ok := offeringLabel(o, r.Key); ok && o.Available && r.Has(v) {
 						seen[v] = true
 					}
 				}

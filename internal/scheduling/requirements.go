@@ -28,6 +28,12 @@ const (
 	LabelWindowsBuild   = "node.kubernetes.io/windows-build"
 	awsInstanceLabelPfx = "karpenter.k8s.aws/instance-"
 
+	// The labels of a node launched into a capacity reservation; nodes of
+	// other offerings lack them.
+	LabelReservationID            = "karpenter.k8s.aws/capacity-reservation-id"
+	LabelReservationType          = "karpenter.k8s.aws/capacity-reservation-type"
+	LabelReservationInterruptible = "karpenter.k8s.aws/capacity-reservation-interruptible"
+
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"
 	CapacityTypeReserved = "reserved"
@@ -38,7 +44,8 @@ const (
 func IsWellKnownLabel(key string) bool {
 	switch key {
 	case LabelInstanceType, LabelArch, LabelOS, LabelZone, LabelRegion, LabelZoneID,
-		LabelCapacityType, LabelNodePool, LabelNodeClass, LabelWindowsBuild:
+		LabelCapacityType, LabelNodePool, LabelNodeClass, LabelWindowsBuild,
+		LabelReservationID, LabelReservationType, LabelReservationInterruptible:
 		return true
 	}
 	return strings.HasPrefix(key, awsInstanceLabelPfx)

@@ -115,24 +115,14 @@ func (st *state) viable(n *node, key string) []string {
 		out = append(out, v)
 	}
 	r, constrained := c.reqs.Get(key)
-	switch key {
-	case LabelZone, LabelCapacityType, LabelZoneID:
+	switch {
+	case isOfferingKey(key):
 		f := launchFilterOf(c.reqs)
 		c.options.each(func(i int) bool {
 			for j := range c.pool.types[i].offerings {
 				o := &c.pool.types[i].offerings[j]
-				if !f.allows(o) {
-					continue
-				}
-				switch key {
-				case LabelZone:
-					add(o.Zone)
-				case LabelCapacityType:
-					add(o.CapacityType)
-				default:
-					if o.ZoneID != "" {
-						add(o.ZoneID)
-					}
+				if v, ok := offeringLabel(o, key); ok && f.allows(o) {
+					add(v)
 				}
 			}
 			return true

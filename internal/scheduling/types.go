@@ -37,6 +37,9 @@ type OfferingKey struct {
 	InstanceType string
 	Zone         string
 	CapacityType string
+	// ReservationID is set for one capacity reservation's offering; a
+	// reserved key without it covers every reservation of the type and zone.
+	ReservationID string
 }
 
 // NodePool is the solver's view of a karpenter.sh/v1 NodePool.
@@ -69,6 +72,10 @@ type Offering struct {
 	// (0: no limit, for offerings without a reservation).
 	ReservationID       string
 	ReservationCapacity int
+	// ReservationType ("default" or "capacity-block") and Interruptible
+	// describe the reservation, for requirements on their labels.
+	ReservationType string
+	Interruptible   bool
 }
 
 // InstanceType is the solver's view of a catalog type for one NodePool.

@@ -16,7 +16,6 @@ import (
 	"github.com/nodewright/nodewright/internal/decision"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/kube"
-	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/store"
@@ -71,21 +70,13 @@ func (f *Fleet) Handle(ctx context.Context, _ json.RawMessage) (any, error) {
 
 // Pass decides and records; it changes nothing.
 func (f *Fleet) Pass(ctx context.Context) (*decision.Fleet, error) {
-	snap, err := f.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("shadow fleet: %w", err)
-	}
-	claims, err := f.d.Store.ListNodeClaims(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("shadow fleet: list nodeclaims: %w", err)
-	}
-	cat, err := f.d.Catalog(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("shadow fleet: instance types: %w", err)
-	}
-	foreign, owner := foreignClaims(snap.Nodes, claims, f.d.Config)
-	cl, err := state.Build(state.Sources{Snapshot: snap, Claims: append(claims, foreign...), Config: f.d.Config, Catalog: cat,
-		Unavailable: provisioning.ReadICE(ctx, f.d.Unavailable, f.d.Log)})
+	var owner map[string]string
+	r := disruption.Reads{Cluster: f.d.Cluster, Store: f.d.Store, Catalog: f.d.Catalog, Unavailable: f.d.Unavailable, Config: f.d.Config, Log: f.d.Log}
+	cl, snap, err := r.Read(ctx, kube.SnapshotOptions{}, func(snap *kube.Snapshot, claims []*apis.NodeClaim) []*apis.NodeClaim {
+		var foreign []*apis.NodeClaim
+		foreign, owner = foreignClaims(snap.Nodes, claims, f.d.Config)
+		return foreign
+	})
 	if err != nil {
 		return nil, fmt.Errorf("shadow fleet: %w", err)
 	}

@@ -67,7 +67,7 @@ func (r *Recorder) launched(cl *apis.NodeClaim, inst nwaws.Instance, price float
 	if len(r.claims) == 0 {
 		r.firstAt = r.now()
 	}
-	c := decision.Claim{Name: cl.Name, NodePool: cl.NodePoolName(), InstanceType: inst.Type, Zone: inst.Zone, CapacityType: inst.CapacityType, Price: price}
+	c := decision.Claim{Node: decision.Node{Name: cl.Name, NodePool: cl.NodePoolName(), InstanceType: inst.Type, Zone: inst.Zone, CapacityType: inst.CapacityType, Price: price}}
 	if i, ok := r.byName[cl.Name]; ok {
 		r.claims[i] = c
 		return

@@ -18,15 +18,29 @@ type Offering struct {
 	InstanceType string
 	Zone         string
 	CapacityType string
+	// ReservationID narrows a reserved offering to one capacity reservation
+	// (empty: every reservation of the type in the zone).
+	ReservationID string
 }
 
-func (o Offering) String() string { return o.CapacityType + "/" + o.Zone + "/" + o.InstanceType }
+func (o Offering) String() string {
+	s := o.CapacityType + "/" + o.Zone + "/" + o.InstanceType
+	if o.ReservationID != "" {
+		s += "/" + o.ReservationID
+	}
+	return s
+}
 
-func (o Offering) validate() error {
+// Validate checks the offering can be a key: its parts non-empty and free of
+// the key separator.
+func (o Offering) Validate() error {
 	for _, p := range []string{o.InstanceType, o.Zone, o.CapacityType} {
 		if p == "" || strings.Contains(p, "#") {
 			return fmt.Errorf("offering %q: instance type, zone and capacity type must be non-empty and free of '#'", o.String())
 		}
+	}
+	if strings.Contains(o.ReservationID, "#") {
+		return fmt.Errorf("offering %q: the reservation id must be free of '#'", o.String())
 	}
 	return nil
 }
@@ -38,7 +52,7 @@ type Unavailable struct {
 	Reason string
 }
 
-// ICE items: pk "ice", sk "<capacityType>#<zone>#<type>"; "until" in
+// ICE items: pk "ice", sk "<capacityType>#<zone>#<type>[#<reservation>]"; "until" in
 // milliseconds decides; expiresAt (an hour later) only lets DynamoDB clean up.
 type iceItem struct {
 	PK           string `dynamodbav:"pk"`
@@ -46,21 +60,27 @@ type iceItem struct {
 	InstanceType string `dynamodbav:"instanceType"`
 	Zone         string `dynamodbav:"zone"`
 	CapacityType string `dynamodbav:"capacityType"`
-	Until        int64  `dynamodbav:"until"`
-	Reason       string `dynamodbav:"reason,omitempty"`
-	ExpiresAt    int64  `dynamodbav:"expiresAt"`
+	// ReservationID is absent on items written before reservations were
+	// told apart; they cover every reservation of the type and zone.
+	ReservationID string `dynamodbav:"reservationID,omitempty"`
+	Until         int64  `dynamodbav:"until"`
+	Reason        string `dynamodbav:"reason,omitempty"`
+	ExpiresAt     int64  `dynamodbav:"expiresAt"`
 }
 
 // MarkUnavailable records that an offering has no capacity until the given
 // time. An existing entry that lasts longer is kept (a later, shorter mark
 // never shortens it), so concurrent functions cannot undo each other.
 func (s *Store) MarkUnavailable(ctx context.Context, o Offering, until time.Time, reason string) error {
-	if err := o.validate(); err != nil {
+	if err := o.Validate(); err != nil {
 		return err
 	}
+	sk := o.CapacityType + "#" + o.Zone + "#" + o.InstanceType
+	if o.ReservationID != "" {
+		sk += "#" + o.ReservationID
+	}
 	it := iceItem{
-		PK: pkICE, SK: o.CapacityType + "#" + o.Zone + "#" + o.InstanceType,
-		InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType,
+		PK: pkICE, SK: sk, InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID,
 		Until: until.UnixMilli(), Reason: reason, ExpiresAt: until.Add(time.Hour).Unix(),
 	}
 	av, err := attributevalue.MarshalMap(it)
@@ -97,7 +117,7 @@ func (s *Store) UnavailableOfferings(ctx context.Context) (map[Offering]Unavaila
 			if it.Until <= now {
 				continue
 			}
-			o := Offering{InstanceType: it.InstanceType, Zone: it.Zone, CapacityType: it.CapacityType}
+			o := Offering{InstanceType: it.InstanceType, Zone: it.Zone, CapacityType: it.CapacityType, ReservationID: it.ReservationID}
 			out[o] = Unavailable{Offering: o, Until: time.UnixMilli(it.Until), Reason: it.Reason}
 		}
 		return nil

@@ -18,10 +18,8 @@ func (s *Store) MarkUnavailable(ctx context.Context, o store.Offering, until tim
 	if err := s.begin(ctx, "MarkUnavailable", "mark "+o.String()+" unavailable"); err != nil {
 		return err
 	}
-	for _, p := range []string{o.InstanceType, o.Zone, o.CapacityType} {
-		if p == "" || strings.Contains(p, "#") {
-			return fmt.Errorf("offering %q: instance type, zone and capacity type must be non-empty and free of '#'", o.String())
-		}
+	if err := o.Validate(); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

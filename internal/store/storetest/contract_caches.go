@@ -131,6 +131,19 @@ func iceMarks(t *testing.T, c *contract) {
 	if set, err := c.s.UnavailableOfferings(c.ctx); err != nil || len(set) != 0 {
 		t.Fatalf("after every mark expired: %+v %v", set, err)
 	}
+	// One reservation's mark is its own entry, beside a type-wide one.
+	later := c.clock.Now()
+	r1 := store.Offering{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "reserved", ReservationID: "cr-1"}
+	r0 := store.Offering{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "reserved"}
+	must(t, c.s.MarkUnavailable(c.ctx, r1, later.Add(time.Minute), "ReservationCapacityExceeded"))
+	must(t, c.s.MarkUnavailable(c.ctx, r0, later.Add(2*time.Minute), "InsufficientInstanceCapacity"))
+	set, err = c.s.UnavailableOfferings(c.ctx)
+	must(t, err)
+	if u1, u0 := set[r1], set[r0]; len(set) != 2 || u1.Offering != r1 || !u1.Until.Equal(later.Add(time.Minute)) || u0.Offering != r0 {
+		t.Fatalf("a reservation's and a type's marks: %+v", set)
+	}
+	c.clock.Advance(2 * time.Minute)
+	wantInvalid(t, "mark with '#' in the reservation", c.s.MarkUnavailable(c.ctx, store.Offering{InstanceType: "m5.large", Zone: "z", CapacityType: "reserved", ReservationID: "cr#1"}, now, ""))
 	wantInvalid(t, "mark without a zone", c.s.MarkUnavailable(c.ctx, store.Offering{InstanceType: "m5.large", CapacityType: "spot"}, now, ""))
 	wantInvalid(t, "mark with '#'", c.s.MarkUnavailable(c.ctx, store.Offering{InstanceType: "m5#large", Zone: "z", CapacityType: "spot"}, now, ""))
 }
