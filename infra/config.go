@@ -1,6 +1,8 @@
 // Package infra is nodewright's CDK app: one stack per EKS cluster with the
 // Lambda functions, their queues, schedules, table, IAM, EKS access entries,
-// the webhook registration and the alarms. See README.md in this folder.
+// the webhook registration and the alarms (NewStack), built by Build, which
+// infra/nodewright's construct also uses to place them in a user's stack.
+// See README.md in this folder.
 package infra
 
 import (

@@ -83,7 +83,7 @@ func (b *builder) roleFor(fn string) awsiam.Role {
 }
 
 func (b *builder) functions(layerDir string) {
-	st := b.Stack.Stack
+	st := b.scope
 	b.layer = awslambda.NewLayerVersion(st, jsii.String("ConfigLayer"), &awslambda.LayerVersionProps{
 		Code:                    awslambda.Code_FromAsset(jsii.String(layerDir), nil),
 		CompatibleArchitectures: &[]awslambda.Architecture{awslambda.Architecture_ARM_64()},
@@ -138,7 +138,7 @@ func (b *builder) functionEnv() functionEnvs {
 
 // function creates one function and its log group.
 func (b *builder) function(name string, envs functionEnvs) {
-	st := b.Stack.Stack
+	st := b.scope
 	size := b.cfg.Sized(name)
 	role := b.roleFor(name)
 	lg := awslogs.NewLogGroup(st, jsii.String(exportID(name)+"Logs"), &awslogs.LogGroupProps{

@@ -66,7 +66,7 @@ func (b *builder) controllerRole() {
 
 // roles creates the three roles described above, without their policies.
 func (b *builder) roles() {
-	st := b.Stack.Stack
+	st := b.scope
 	cluster := b.cfg.ClusterName
 	b.ControllerRole = awsiam.NewRole(st, jsii.String("ControllerRole"), &awsiam.RoleProps{
 		AssumedBy:   lambdaPrincipal(),
@@ -242,7 +242,7 @@ func (p *controllerPolicy) readStatements() {
 		),
 		Resources: jsii.Strings("*"),
 		Conditions: &map[string]interface{}{
-			"StringEquals": map[string]interface{}{"aws:RequestedRegion": b.Stack.Stack.Region()},
+			"StringEquals": map[string]interface{}{"aws:RequestedRegion": b.stack.Region()},
 		},
 	})
 	// Public AMI aliases (al2023@latest ...) resolve through AWS's public
@@ -271,7 +271,7 @@ func (p *controllerPolicy) readStatements() {
 			},
 		})
 	}
-	b.clusterArn = b.Stack.Stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("eks"), Resource: jsii.String("cluster"), ResourceName: jsii.String(p.cluster)})
+	b.clusterArn = b.stack.FormatArn(&awscdk.ArnComponents{Service: jsii.String("eks"), Resource: jsii.String("cluster"), ResourceName: jsii.String(p.cluster)})
 	describeCluster := func() awsiam.PolicyStatement {
 		return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("DescribeCluster"),

@@ -28,13 +28,13 @@ func (b *builder) nodeRole() {
 	// The stack's role is created even when no class uses it: its name and
 	// ARN are the functions' settings and the stack's outputs. It is passed
 	// to EC2 only when a class uses it.
-	b.NodeRole = awsiam.NewRole(b.Stack.Stack, jsii.String("NodeRole"), &awsiam.RoleProps{
+	b.NodeRole = awsiam.NewRole(b.scope, jsii.String("NodeRole"), &awsiam.RoleProps{
 		RoleName:        jsii.String(b.cfg.NodeRoleName),
 		AssumedBy:       awsiam.NewServicePrincipal(jsii.String("ec2.amazonaws.com"), nil),
 		ManagedPolicies: &mps,
 		Description:     jsii.String("Nodes launched by nodewright for EKS cluster " + b.cfg.ClusterName),
 	})
-	b.instanceProfile = awsiam.NewInstanceProfile(b.Stack.Stack, jsii.String("NodeInstanceProfile"), &awsiam.InstanceProfileProps{
+	b.instanceProfile = awsiam.NewInstanceProfile(b.scope, jsii.String("NodeInstanceProfile"), &awsiam.InstanceProfileProps{
 		InstanceProfileName: jsii.String(nwaws.InstanceProfileName(b.cfg.ClusterName, b.cfg.NodeRoleName)),
 		Role:                b.NodeRole,
 	})
@@ -43,7 +43,7 @@ func (b *builder) nodeRole() {
 			continue
 		}
 		// Roles holds role names; a path is not part of them.
-		awsiam.NewCfnInstanceProfile(b.Stack.Stack, jsii.String("InstanceProfileFor-"+r.Name), &awsiam.CfnInstanceProfileProps{
+		awsiam.NewCfnInstanceProfile(b.scope, jsii.String("InstanceProfileFor-"+r.Name), &awsiam.CfnInstanceProfileProps{
 			InstanceProfileName: jsii.String(nwaws.InstanceProfileName(b.cfg.ClusterName, r.Name)),
 			Roles:               &[]interface{}{r.Name},
 		})
@@ -89,7 +89,7 @@ func (b *builder) nodeAccessEntries() {
 		if r.Own || r.ExistingAccessEntry {
 			continue
 		}
-		awseks.NewCfnAccessEntry(b.Stack.Stack, jsii.String("NodeAccessEntryFor-"+r.Name), &awseks.CfnAccessEntryProps{
+		awseks.NewCfnAccessEntry(b.scope, jsii.String("NodeAccessEntryFor-"+r.Name), &awseks.CfnAccessEntryProps{
 			ClusterName:  jsii.String(b.cfg.ClusterName),
 			PrincipalArn: b.nodeRoleArn(r),
 			Type:         jsii.String(r.AccessEntryType()),
@@ -98,7 +98,7 @@ func (b *builder) nodeAccessEntries() {
 	if own.ExistingAccessEntry {
 		return
 	}
-	awseks.NewCfnAccessEntry(b.Stack.Stack, jsii.String("NodeAccessEntry"), &awseks.CfnAccessEntryProps{
+	awseks.NewCfnAccessEntry(b.scope, jsii.String("NodeAccessEntry"), &awseks.CfnAccessEntryProps{
 		ClusterName:  jsii.String(b.cfg.ClusterName),
 		PrincipalArn: b.NodeRole.RoleArn(),
 		Type:         jsii.String(own.AccessEntryType()),

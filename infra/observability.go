@@ -47,7 +47,7 @@ func (b *builder) search(name, stat string, period awscdk.Duration) awscloudwatc
 }
 
 func (b *builder) observability() {
-	st := b.Stack.Stack
+	st := b.scope
 	var topic awssns.ITopic
 	switch {
 	case b.cfg.AlarmTopicArn != "":
@@ -143,7 +143,7 @@ func (b *builder) dashboard() {
 		return q.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: minute, Label: jsii.String(label)})
 	}
 	m := b.search
-	awscloudwatch.NewDashboard(b.Stack.Stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+	awscloudwatch.NewDashboard(b.scope, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String(dnsName("nodewright-", b.cfg.ClusterName)),
 		Widgets: &[]*[]awscloudwatch.IWidget{
 			{

@@ -50,7 +50,7 @@ func (b *builder) savedQueries() {
 		groups = append(groups, b.logGroups[fn].LogGroupName())
 	}
 	for _, q := range SavedQueries() {
-		awslogs.NewCfnQueryDefinition(b.Stack.Stack, jsii.String(q.ID), &awslogs.CfnQueryDefinitionProps{
+		awslogs.NewCfnQueryDefinition(b.scope, jsii.String(q.ID), &awslogs.CfnQueryDefinitionProps{
 			Name:          jsii.String("nodewright/" + b.cfg.ClusterName + "/" + q.Name),
 			QueryString:   jsii.String(q.Query),
 			LogGroupNames: &groups,

@@ -54,9 +54,56 @@ type StackInput struct {
 	StackProps *awscdk.StackProps
 }
 
-// Stack is the nodewright stack of one cluster.
+// Stack is the nodewright stack of one cluster: a stack holding nothing but
+// nodewright's resources, added directly under it by Build.
 type Stack struct {
 	awscdk.Stack
+	*Resources
+}
+
+// StackName is the default stack name for a cluster.
+func StackName(clusterName string) string { return "nodewright-" + clusterName }
+
+// NewStack validates the input (configuration first, then the user's YAML)
+// and only then builds the stack, so a bad file never leaves half a stack.
+// The resources are the stack's direct children, as they always were: their
+// logical IDs, and so what CloudFormation keeps on an update, must not
+// change (testdata/logical-ids.txt).
+func NewStack(scope constructs.Construct, id string, in StackInput) (*Stack, error) {
+	p, err := prepare(Input{Config: in.Config, Loader: in.Loader, StagingDir: in.StagingDir})
+	if err != nil {
+		return nil, err
+	}
+	st := awscdk.NewStack(scope, jsii.String(id), stackProps(p.cfg, in.StackProps))
+	return &Stack{Stack: st, Resources: p.build(st)}, nil
+}
+
+// stackProps are the given props with the environment of cfg and a
+// description naming the cluster when they have none.
+func stackProps(cfg Config, given *awscdk.StackProps) *awscdk.StackProps {
+	props := awscdk.StackProps{}
+	if given != nil {
+		props = *given
+	}
+	if props.Env == nil && (cfg.Account != "" || cfg.Region != "") {
+		env := &awscdk.Environment{}
+		if cfg.Account != "" {
+			env.Account = jsii.String(cfg.Account)
+		}
+		if cfg.Region != "" {
+			env.Region = jsii.String(cfg.Region)
+		}
+		props.Env = env
+	}
+	if props.Description == nil {
+		props.Description = jsii.String(fmt.Sprintf("nodewright: serverless Karpenter-compatible node autoscaling for EKS cluster %s", cfg.ClusterName))
+	}
+	return &props
+}
+
+// Resources are the constructs of one cluster's nodewright, for the code
+// that placed them to wire to its own (alarm actions, more grants...).
+type Resources struct {
 	Config     Config
 	NodeConfig *NodeConfig
 	// NodeRoles are the roles the EC2NodeClasses launch with (noderoles.go).
@@ -76,91 +123,14 @@ type Stack struct {
 	Functions         map[string]awslambda.Function
 }
 
-// StackName is the default stack name for a cluster.
-func StackName(clusterName string) string { return "nodewright-" + clusterName }
-
-// NewStack validates the input (configuration first, then the user's YAML)
-// and only then builds the stack, so a bad file never leaves half a stack.
-func NewStack(scope constructs.Construct, id string, in StackInput) (*Stack, error) {
-	cfg := in.Config
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if in.Loader == nil {
-		return nil, fmt.Errorf("no configuration loader")
-	}
-	files, err := ConfigFiles(cfg.ConfigDir)
-	if err != nil {
-		return nil, err
-	}
-	nc, err := in.Loader(files...)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s is invalid:\n%w", CtxConfigDir, cfg.ConfigDir, err)
-	}
-	roles, err := checkNodeConfig(cfg, nc)
-	if err != nil {
-		return nil, err
-	}
-	if in.StagingDir == "" {
-		return nil, fmt.Errorf("no staging directory for generated assets")
-	}
-	code := map[string]string{}
-	for _, fn := range Functions {
-		dir, err := functionCode(cfg, in.StagingDir, fn)
-		if err != nil {
-			return nil, err
-		}
-		code[fn] = dir
-	}
-	layerDir, err := stageConfigLayer(in.StagingDir, files)
-	if err != nil {
-		return nil, err
-	}
-
-	props := awscdk.StackProps{}
-	if in.StackProps != nil {
-		props = *in.StackProps
-	}
-	if props.Env == nil && (cfg.Account != "" || cfg.Region != "") {
-		env := &awscdk.Environment{}
-		if cfg.Account != "" {
-			env.Account = jsii.String(cfg.Account)
-		}
-		if cfg.Region != "" {
-			env.Region = jsii.String(cfg.Region)
-		}
-		props.Env = env
-	}
-	if props.Description == nil {
-		props.Description = jsii.String(fmt.Sprintf("nodewright: serverless Karpenter-compatible node autoscaling for EKS cluster %s", cfg.ClusterName))
-	}
-	s := &Stack{Stack: awscdk.NewStack(scope, jsii.String(id), &props), Config: cfg, NodeConfig: nc, NodeRoles: roles, Functions: map[string]awslambda.Function{}}
-	awscdk.Tags_Of(s.Stack).Add(jsii.String("nodewright.io/cluster"), jsii.String(cfg.ClusterName), nil)
-
-	b := &builder{Stack: s, cfg: cfg, code: code}
-	b.table()
-	b.queues()
-	b.nodeRole()
-	b.controllerRole()
-	b.network()
-	b.functions(layerDir)
-	b.interruptionRules()
-	b.schedules()
-	b.accessEntries()
-	if cfg.Webhook {
-		b.webhook()
-	}
-	b.observability()
-	b.outputs()
-	suppressNagFindings(b)
-	return s, nil
-}
-
-// builder carries the constructs between the steps of NewStack.
+// builder carries the constructs between the steps of build. Resources are
+// created under scope; stack is the stack holding it (region, ARNs, name).
 type builder struct {
-	*Stack
-	cfg  Config
-	code map[string]string
+	*Resources
+	scope constructs.Construct
+	stack awscdk.Stack
+	cfg   Config
+	code  map[string]string
 
 	clusterArn       *string
 	logGroups        map[string]logGroupRef
@@ -197,7 +167,7 @@ func (b *builder) table() {
 	if sk := store.Schema.TableKey.SortKey; sk != "" {
 		props.SortKey = &awsdynamodb.Attribute{Name: jsii.String(sk), Type: str}
 	}
-	b.Table = awsdynamodb.NewTable(b.Stack.Stack, jsii.String("Table"), props)
+	b.Table = awsdynamodb.NewTable(b.scope, jsii.String("Table"), props)
 	for _, g := range store.Schema.GSIs {
 		gp := &awsdynamodb.GlobalSecondaryIndexProps{
 			IndexName:      jsii.String(g.Name),
@@ -288,7 +258,7 @@ const maxSQSDelaySeconds = 900
 func (b *builder) queue(id string, props *awssqs.QueueProps) awssqs.Queue {
 	props.Encryption = awssqs.QueueEncryption_SQS_MANAGED
 	props.EnforceSSL = jsii.Bool(true)
-	return awssqs.NewQueue(b.Stack.Stack, jsii.String(id), props)
+	return awssqs.NewQueue(b.scope, jsii.String(id), props)
 }
 
 // dlq creates a dead-letter queue, keeping messages dlqRetentionDays.
@@ -312,10 +282,10 @@ func (b *builder) network() {
 	if b.cfg.VpcID == "" {
 		return
 	}
-	st := b.Stack.Stack
+	st := b.scope
 	b.vpc = awsec2.Vpc_FromVpcAttributes(st, jsii.String("Vpc"), &awsec2.VpcAttributes{
 		VpcId:             jsii.String(b.cfg.VpcID),
-		AvailabilityZones: st.AvailabilityZones(),
+		AvailabilityZones: b.stack.AvailabilityZones(),
 	})
 	var subnets []awsec2.ISubnet
 	for i, id := range b.cfg.SubnetIDs {
@@ -347,7 +317,7 @@ func (b *builder) network() {
 }
 
 func (b *builder) interruptionRules() {
-	st := b.Stack.Stack
+	st := b.scope
 	rules := []struct {
 		id      string
 		pattern *awsevents.EventPattern
@@ -387,7 +357,7 @@ func (b *builder) schedules() {
 		{"LifecycleSchedule", "lifecycle", b.cfg.LifecycleRateMinutes},
 		{"DisruptionSchedule", "disruption", b.cfg.DisruptionRateMinutes},
 	} {
-		awsevents.NewRule(b.Stack.Stack, jsii.String(s.id), &awsevents.RuleProps{
+		awsevents.NewRule(b.scope, jsii.String(s.id), &awsevents.RuleProps{
 			Description: jsii.String(fmt.Sprintf("nodewright %s: %s every %d min", b.cfg.ClusterName, s.fn, s.minutes)),
 			Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(float64(s.minutes)))),
 			// A missed tick is not retried: the next one comes within minutes.
@@ -423,7 +393,7 @@ func (b *builder) accessEntries() {
 		b.shadowAccessEntry()
 		return
 	}
-	st := b.Stack.Stack
+	st := b.scope
 	b.nodeAccessEntries()
 	ctrl := &awseks.CfnAccessEntryProps{
 		ClusterName:  jsii.String(b.cfg.ClusterName),
@@ -453,7 +423,7 @@ func (b *builder) accessEntries() {
 		Properties: &map[string]interface{}{
 			"ClusterName": b.cfg.ClusterName,
 			// Per stack: another stack for the same cluster keeps its own.
-			"Name": dnsName("nodewright-controller-", *st.StackName()),
+			"Name": dnsName("nodewright-controller-", *b.stack.StackName()),
 			// On delete (the stack's, as the name never changes), its claims
 			// name the Nodes whose termination finalizer the registrar
 			// releases once the controllers are gone.
@@ -474,7 +444,7 @@ func (b *builder) accessEntries() {
 // and nothing else: no node access entries (shadow mode launches no node),
 // no registrar access and no RBAC objects.
 func (b *builder) shadowAccessEntry() {
-	b.controllerAccess = awseks.NewCfnAccessEntry(b.Stack.Stack, jsii.String("ControllerAccessEntry"), &awseks.CfnAccessEntryProps{
+	b.controllerAccess = awseks.NewCfnAccessEntry(b.scope, jsii.String("ControllerAccessEntry"), &awseks.CfnAccessEntryProps{
 		ClusterName:  jsii.String(b.cfg.ClusterName),
 		PrincipalArn: b.ControllerRole.RoleArn(),
 		Type:         jsii.String("STANDARD"),
@@ -489,7 +459,7 @@ func (b *builder) shadowAccessEntry() {
 }
 
 func (b *builder) webhook() {
-	st := b.Stack.Stack
+	st := b.scope
 	b.webhookSecret = awssecretsmanager.NewSecret(st, jsii.String("WebhookSecret"), &awssecretsmanager.SecretProps{
 		Description: jsii.String("nodewright " + b.cfg.ClusterName + ": shared secret in the admission webhook URL path"),
 		GenerateSecretString: &awssecretsmanager.SecretStringGenerator{
@@ -536,7 +506,7 @@ func (b *builder) webhook() {
 }
 
 func (b *builder) outputs() {
-	st := b.Stack.Stack
+	st := b.scope
 	out := func(id string, v *string, desc string) {
 		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Value: v, Description: jsii.String(desc)})
 	}
