@@ -53,17 +53,8 @@ func TestReservedLaunchAndFallback(t *testing.T) {
 	sim := e.sim.EC2()
 	zones := zoneNames(nwaws.ZonalSubnets(e.subnets(t, nodeClass("al2023@latest"))))
 	id := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 1, Tags: map[string]string{"team": "ml"}})
-	nc := nodeClass("al2023@latest")
-	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}
-	cat, err := e.p.Catalog(e.ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reservedTypes := func() []*catalog.InstanceType {
-		it, _ := e.p.WithReservations(e.ctx, cat, []*apis.EC2NodeClass{nc}).ForNodeClass("default").Get("m5.large")
-		return []*catalog.InstanceType{it}
-	}
-	types := reservedTypes()
+	nc := mlReservationClass()
+	types := e.reservedM5(t, nc)
 	reserved := in(apis.CapacityTypeLabelKey, apis.CapacityTypeReserved)
 
 	inst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("odcr-1", reserved), NodeClass: nc, InstanceTypes: types})
@@ -82,7 +73,7 @@ func TestReservedLaunchAndFallback(t *testing.T) {
 		t.Fatalf("full reservation: %v", err)
 	}
 	inst, err = e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: newClaim("odcr-3", in(apis.CapacityTypeLabelKey, "reserved", "on-demand")),
-		NodeClass: nc, InstanceTypes: reservedTypes()})
+		NodeClass: nc, InstanceTypes: e.reservedM5(t, nc)})
 	if err != nil || inst.CapacityType != catalog.CapacityTypeOnDemand || inst.Reservation != nil {
 		t.Fatalf("fallback to on-demand: %v %+v", err, inst)
 	}
@@ -102,14 +93,8 @@ func TestReservationLabelRequirementsPickTheLaunch(t *testing.T) {
 	tags := map[string]string{"team": "ml"}
 	sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 2, Tags: tags})
 	second := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[1], Count: 2, Tags: tags})
-	nc := nodeClass("al2023@latest")
-	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: tags}}
-	cat, err := e.p.Catalog(e.ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, _ := e.p.WithReservations(e.ctx, cat, []*apis.EC2NodeClass{nc}).ForNodeClass("default").Get("m5.large")
-	types := []*catalog.InstanceType{it}
+	nc := mlReservationClass()
+	types := e.reservedM5(t, nc)
 	byID := newClaim("by-id", in(apis.CapacityTypeLabelKey, "reserved", "on-demand"), in(apis.CapacityReservationIDLabelKey, second))
 	inst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: byID, NodeClass: nc, InstanceTypes: types})
 	if err != nil || inst.Reservation == nil || inst.Reservation.ReservationID != second || inst.Zone != zones[1] {
@@ -133,15 +118,10 @@ func TestFullReservationLeavesItsNeighbourUsable(t *testing.T) {
 	tags := map[string]string{"team": "ml"}
 	a := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 1, Tags: tags})
 	b := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 1, Tags: tags})
-	nc := nodeClass("al2023@latest")
-	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: tags}}
-	cat, err := e.p.Catalog(e.ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc := mlReservationClass()
 	// Both claims plan from one view, in which both reservations are free.
-	it, _ := e.p.WithReservations(e.ctx, cat, []*apis.EC2NodeClass{nc}).ForNodeClass("default").Get("m5.large")
-	types := []*catalog.InstanceType{it}
+	types := e.reservedM5(t, nc)
+	var err error
 	reserved := in(apis.CapacityTypeLabelKey, apis.CapacityTypeReserved)
 	used := map[string]bool{}
 	for _, name := range []string{"first", "second"} {
@@ -163,6 +143,25 @@ func TestFullReservationLeavesItsNeighbourUsable(t *testing.T) {
 	if e.p.ICE().IsUnavailable(full) {
 		t.Error("one full reservation marked the type's every reservation in the zone unavailable")
 	}
+}
+
+// mlReservationClass selects the reservations tagged team=ml.
+func mlReservationClass() *apis.EC2NodeClass {
+	nc := nodeClass("al2023@latest")
+	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}
+	return nc
+}
+
+// reservedM5 is m5.large as nc sees it now: with an offering per
+// reservation it selects.
+func (e *env) reservedM5(t *testing.T, nc *apis.EC2NodeClass) []*catalog.InstanceType {
+	t.Helper()
+	cat, err := e.p.Catalog(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, _ := e.p.WithReservations(e.ctx, cat, []*apis.EC2NodeClass{nc}).ForNodeClass("default").Get("m5.large")
+	return []*catalog.InstanceType{it}
 }
 
 func zoneNames(zonal map[string]nwaws.Subnet) []string {
