@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -79,6 +80,7 @@ func TestShadowModeBesideKarpenter(t *testing.T) {
 		invoke(e, t, fn)
 		t.Logf("%s pass in shadow mode: %s", fn, time.Since(start).Round(time.Millisecond))
 	}
+	spotWarning(e, t, "i-karpa")
 
 	if n := ec2WriteCount(e) - ec2Before; n != 0 {
 		t.Errorf("%d EC2 writes in shadow mode", n)
@@ -182,8 +184,36 @@ func function(e *cloudtest.Env, t *testing.T, mode string, cfg *apis.Config, cre
 			t.Fatal(err)
 		}
 		h = lh.Handle
+	case "interruption":
+		ih, err := a.InterruptionHandler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h = ih.Handle
 	}
 	return a.Wrap(h)
+}
+
+// spotWarning hands the shadow interruption function a spot interruption
+// warning for instance (a Karpenter node's): it must take the message (no
+// batch item failure) and change nothing, which the caller's checks of
+// EC2 and API server writes cover.
+func spotWarning(e *cloudtest.Env, t *testing.T, instance string) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"version": "0", "id": "spot-" + instance, "detail-type": "EC2 Spot Instance Interruption Warning",
+		"source": "aws.ec2", "time": time.Now().UTC().Format(time.RFC3339), "region": e.Cloud.Region,
+		"resources": []string{"arn:aws:ec2:" + e.Cloud.Region + ":instance/" + instance},
+		"detail":    map[string]any{"instance-id": instance, "instance-action": "terminate"}})
+	raw, _ := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m-" + instance, Body: string(body),
+		Attributes: map[string]string{"SentTimestamp": fmt.Sprint(time.Now().UnixMilli())}}}})
+	h := function(e, t, settings.ModeShadow, e.Config, e.Stack.Controller, "interruption")
+	out, err := h(e.Ctx, raw)
+	if err != nil {
+		t.Fatalf("interruption in shadow mode: %v", err)
+	}
+	if r, ok := out.(events.SQSEventResponse); !ok || len(r.BatchItemFailures) != 0 {
+		t.Errorf("interruption in shadow mode answered %#v, want the message taken", out)
+	}
 }
 
 // tick runs one schedule tick of fn's handler h.
