@@ -84,6 +84,8 @@ type Options struct {
 	// controller (Karpenter) next to nodewright and checks what it did.
 	Users       []kubeplane.User
 	AuditGroups []string
+	// NodeLease is KWOK's node lease duration (kubeplane.Options.NodeLease).
+	NodeLease time.Duration
 }
 
 func (o *Options) defaults() {
@@ -256,7 +258,7 @@ func (c *Cloud) startBackends(ctx context.Context, opts Options) error {
 	}
 	if opts.Components.Has(ControlPlane) {
 		t := time.Now()
-		po := kubeplane.Options{Logger: opts.Logger}
+		po := kubeplane.Options{Logger: opts.Logger, NodeLease: opts.NodeLease}
 		planeAccessOptions(&po)
 		po.Users = append(po.Users, opts.Users...)
 		po.AuditGroups = append(po.AuditGroups, opts.AuditGroups...)

@@ -101,8 +101,13 @@ func (s Shape) envOptions() []cloudtest.Option {
 }
 
 // NewShared is the local cloud a scale test package shares (hand its Main
-// to TestMain): the functions' tests' short simulated delays.
-func NewShared() *localcloud.Shared { return cloudtest.NewShared("scale") }
+// to TestMain): the functions' tests' short simulated delays, and node
+// leases of 4 minutes, renewed each minute: at the kubelet's 40 s, 2,000
+// KWOK nodes renew 200 leases a second, more writes than seeding makes,
+// and nothing in a scale test waits on a node's death.
+func NewShared() *localcloud.Shared {
+	return cloudtest.NewShared("scale", func(o *localcloud.Options) { o.NodeLease = 4 * time.Minute })
+}
 
 // NodesFor is how many nodes n pending pods need, spread over the pools as
 // Burst spreads them: the fewest that hold PodsPerNode pods each.
