@@ -60,12 +60,16 @@ type Options struct {
 	// Forbidden.
 	AuditGroups []string
 	// NodeLease is the lease duration of KWOK's nodes (renewed every
-	// quarter of it), default 40 s as a kubelet's; the controller manager
-	// gives a node as long before it marks it unreachable. Thousands of
-	// nodes renew 100 leases a second per 1,000 nodes at the default, more
-	// writes than anything a test makes; a longer lease makes a large
-	// cluster cheap to keep alive.
+	// quarter of it), default 40 s as a kubelet's. 1,000 nodes renew 100
+	// leases a second at the default, more writes than anything a test
+	// makes; a longer lease makes a large cluster cheaper to keep alive.
 	NodeLease time.Duration
+	// NodeGrace is how long the controller manager waits for a node's
+	// lease before it marks the node unreachable (taints it, marks its
+	// pods not ready, then evicts them); default its own (50 s). KWOK
+	// renewing thousands of leases on a loaded machine falls minutes
+	// behind: a seeded cluster, where no node ever dies, sets it long.
+	NodeGrace time.Duration
 }
 
 // nodeLease is Options.NodeLease or its default.
@@ -408,10 +412,8 @@ func (p *Plane) kcmArgs(s *startup) []string {
 		"--kube-api-qps=200",
 		"--kube-api-burst=400",
 	}
-	if s.opts.NodeLease > 0 {
-		// A node is unreachable once its lease is a whole lease duration
-		// old (the default grace, 50 s, is over a default lease).
-		args = append(args, "--node-monitor-grace-period="+max(50*time.Second, s.opts.NodeLease).String())
+	if s.opts.NodeGrace > 0 {
+		args = append(args, "--node-monitor-grace-period="+s.opts.NodeGrace.String())
 	}
 	return args
 }
