@@ -33,24 +33,34 @@ type FunctionSizing struct {
 	Rationale string
 }
 
-// Sizing is the starting point, to be replaced by the figures issues 6 and 7
-// measure (provisioner run time and peak memory at 1,000/10,000 pending pods
-// on a 500-node snapshot; interruption message-to-taint latency). Lambda
-// gives CPU in proportion to memory (1 vCPU at 1,769 MB), so the solver's
-// functions get memory for CPU as much as for heap.
+// Sizing is each function's size and why. Memory and timeout are
+// settings.DefaultSize (one place, shared with the cost model), from the
+// passes measured at 2,000 nodes (infra/SCALE.md). Lambda gives CPU in
+// proportion to memory (1 vCPU at 1,769 MB), so the solver's functions get
+// memory for CPU as much as for heap.
 var Sizing = map[string]FunctionSizing{
-	"webhook": {MemoryMB: 256, TimeoutSeconds: 5, ReservedConcurrency: 10, Rationale: "decodes one AdmissionReview and sends at most one (coalesced) SQS nudge; " +
-		"the API server gives up after 2 s (timeoutSeconds) so a longer timeout buys nothing"},
-	"provisioner": {MemoryMB: 2048, TimeoutSeconds: 300, SQSMaxConcurrency: 2, InVPC: true, Rationale: "cluster snapshot + solver: Karpenter's benchmark " +
+	"webhook": sized("webhook", FunctionSizing{ReservedConcurrency: 10, Rationale: "decodes one AdmissionReview and sends at most one (coalesced) SQS nudge; " +
+		"the API server gives up after 2 s (timeoutSeconds) so a longer timeout buys nothing"}),
+	"provisioner": sized("provisioner", FunctionSizing{SQSMaxConcurrency: 2, InVPC: true, Rationale: "cluster snapshot + solver: Karpenter's benchmark " +
 		"places 5,000 pods in 12 s at 179 MB and 20,000 in 84 s at 552 MB on 2 cores; 2 GB (~1.2 vCPU) leaves heap for a 500-node snapshot " +
-		"and 300 s covers a 10,000-pod pass including launches (also the provision queue's visibility timeout)"},
-	"interruption": {MemoryMB: 1024, TimeoutSeconds: 40, ReservedConcurrency: 5, InVPC: true, Rationale: "up to 10 messages per batch, each a snapshot lookup, maybe a " +
-		"replacement launch and a taint; spot warnings give 120 s, so a batch must finish well inside it (queue visibility 60 s)"},
-	"disruption": {MemoryMB: 2048, TimeoutSeconds: 300, ReservedConcurrency: 1, InVPC: true, Rationale: "simulates consolidation with the solver; " +
-		"Karpenter bounds multi-node consolidation at 1 min and single-node at 3 min, plus the 15 s re-validation"},
-	"lifecycle": {MemoryMB: 1024, TimeoutSeconds: 120, InVPC: true, Rationale: "registration/initialization/GC passes and one drain step per " +
-		"work item (evictions are fire-and-requeue, never waited on); work queue visibility 180 s"},
-	"webhookregistrar": {MemoryMB: 256, TimeoutSeconds: 120, InVPC: true, Rationale: "DescribeCluster, one secret read and a few API calls during deployments (on delete, one claim Query and a patch per Node)"},
+		"and 300 s covers a 10,000-pod pass including launches (also the provision queue's visibility timeout); at 2,000 nodes " +
+		"placing 5,000 pending pods peaked at +1,273 MiB and took 40 s on 2 loaded cores (infra/SCALE.md)"}),
+	"interruption": sized("interruption", FunctionSizing{ReservedConcurrency: 5, InVPC: true, Rationale: "up to 10 messages per batch, each a snapshot lookup, maybe a " +
+		"replacement launch and a taint; spot warnings give 120 s, so a batch must finish well inside it (queue visibility 60 s)"}),
+	"disruption": sized("disruption", FunctionSizing{ReservedConcurrency: 1, InVPC: true, Rationale: "simulates consolidation with the solver; " +
+		"at 2,000 nodes / 40,000 pods a pass peaked at +912 MiB of heap and took ~3 min on 2 loaded cores (infra/SCALE.md); its searches stop at " +
+		"1 min (multi-node) and 3 min (single-node), so 300 s covers them, the snapshot and the writes, under the 6-min lease (never renewed)"}),
+	"lifecycle": sized("lifecycle", FunctionSizing{InVPC: true, Rationale: "registration/initialization/GC passes and one drain step per " +
+		"work item (evictions are fire-and-requeue, never waited on); work queue visibility 180 s; " +
+		"at 2,000 nodes a scheduled pass peaked at +250 MiB and took 11 s on 2 loaded cores (infra/SCALE.md)"}),
+	"webhookregistrar": sized("webhookregistrar", FunctionSizing{InVPC: true, Rationale: "DescribeCluster, one secret read and a few API calls during deployments (on delete, one claim Query and a patch per Node)"}),
+}
+
+// sized is s with fn's default memory and timeout.
+func sized(fn string, s FunctionSizing) FunctionSizing {
+	d := settings.DefaultSize(fn)
+	s.MemoryMB, s.TimeoutSeconds = d.MemoryMB, d.TimeoutSeconds
+	return s
 }
 
 type logGroupRef = awslogs.LogGroup

@@ -5,6 +5,16 @@ import (
 	"testing"
 )
 
+// Every function has a default size (settings.DefaultSize) Lambda accepts.
+func TestEveryFunctionHasADefaultSize(t *testing.T) {
+	for _, fn := range Functions {
+		s := Sizing[fn]
+		if s.MemoryMB < minMemoryMB || s.MemoryMB > maxMemoryMB || s.TimeoutSeconds < 1 || s.TimeoutSeconds > maxTimeoutSeconds {
+			t.Errorf("%s: default size %d MB, %d s", fn, s.MemoryMB, s.TimeoutSeconds)
+		}
+	}
+}
+
 // Bigger clusters size functions by context; a size Lambda would refuse, or
 // one for a function that does not exist, fails validation.
 func TestFunctionSizesFromContext(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/nodewright/nodewright/internal/admission"
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
+	"github.com/nodewright/nodewright/internal/settings"
 )
 
 // phaseStats sums the invocations of one function in one phase.
@@ -284,9 +285,9 @@ const (
 	platformLogLen = 350                // Lambda's START, END and REPORT lines
 )
 
-// Memory each function is configured with (infra.Sizing; Lambda bills
-// configured memory, not what is used).
-var memoryMB = map[string]int{"webhook": 256, "provisioner": 2048, "interruption": 1024, "disruption": 2048, "lifecycle": 1024}
+// memoryMB is the memory fn is configured with (settings.DefaultSize, what
+// the stack deploys): Lambda bills configured memory, not what is used.
+func memoryMB(fn string) int { return settings.DefaultSize(fn).MemoryMB }
 
 // fit is a per-invocation figure as a + b·nodes.
 type fit struct{ a, b float64 }
@@ -320,7 +321,7 @@ func loads(ms []*measurement, n int) []FunctionLoad {
 		wru := get(func(p phaseStats) float64 { _, _, w, _, _ := p.mean(); return w })
 		sqs := get(func(p phaseStats) float64 { _, _, _, q, _ := p.mean(); return q })
 		lb := get(func(p phaseStats) float64 { _, _, _, _, l := p.mean(); return l })
-		out = append(out, FunctionLoad{Name: fn + " (schedule)", MemoryMB: memoryMB[fn], Invocations: ticksPerMonth,
+		out = append(out, FunctionLoad{Name: fn + " (schedule)", MemoryMB: memoryMB(fn), Invocations: ticksPerMonth,
 			DurationSeconds: sec.at(n), RRU: rru.at(n), WRU: wru.at(n), SQSRequests: sqs.at(n), LogBytes: lb.at(n) + platformLogLen})
 	}
 	// Event work per node, from the largest run: everything the launch and
@@ -342,17 +343,17 @@ func loads(ms []*measurement, n int) []FunctionLoad {
 		}
 		perNode := 1 / float64(big.nodes)
 		invPerNode := float64(tot.n) * perNode
-		out = append(out, FunctionLoad{Name: fn + " (events)", MemoryMB: memoryMB[fn], Invocations: replacements * invPerNode,
+		out = append(out, FunctionLoad{Name: fn + " (events)", MemoryMB: memoryMB(fn), Invocations: replacements * invPerNode,
 			DurationSeconds: tot.seconds / float64(tot.n), RRU: tot.rru / float64(tot.n), WRU: tot.wru / float64(tot.n),
 			SQSRequests: tot.sqs / float64(tot.n), LogBytes: tot.logBytes/float64(tot.n) + platformLogLen})
 	}
 	ip := big.stats("terminate", "interruption")
 	if sec, rru, wru, sqs, lb := ip.mean(); ip.n > 0 {
-		out = append(out, FunctionLoad{Name: "interruption", MemoryMB: memoryMB["interruption"], Invocations: 2 * replacements,
+		out = append(out, FunctionLoad{Name: "interruption", MemoryMB: memoryMB("interruption"), Invocations: 2 * replacements,
 			DurationSeconds: sec, RRU: rru, WRU: wru, SQSRequests: sqs, LogBytes: lb + platformLogLen})
 	}
 	if sec, rru, wru, sqs, lb := big.webhook.mean(); big.webhook.n > 0 {
-		out = append(out, FunctionLoad{Name: "webhook", MemoryMB: memoryMB["webhook"], Invocations: replacements * podsPerNode * webhookPerPod,
+		out = append(out, FunctionLoad{Name: "webhook", MemoryMB: memoryMB("webhook"), Invocations: replacements * podsPerNode * webhookPerPod,
 			DurationSeconds: sec, RRU: rru, WRU: wru, SQSRequests: sqs, LogBytes: lb + platformLogLen})
 	}
 	return out

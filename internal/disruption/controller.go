@@ -93,6 +93,9 @@ type Controller struct {
 	d   Deps
 	s   Settings
 	log *slog.Logger
+	// memo keeps a warm function from emitting the same findings every
+	// pass (findings.go).
+	memo findingMemo
 }
 
 // New checks the dependencies and returns a Controller.
@@ -285,18 +288,6 @@ func (c *Controller) advance(ctx context.Context, v *View, cmd *Command, version
 		log.WarnContext(ctx, "disruption command in an unknown phase; dropped", "phase", cmd.Phase)
 		res.Dropped = "unknown phase " + cmd.Phase
 		return c.dropCommand(ctx, version)
-	}
-}
-
-// findings turns a decision's findings into node events (capped).
-func (c *Controller) findings(ctx context.Context, v *View, fs []Finding) {
-	for i, f := range fs {
-		if i >= c.s.MaxEvents {
-			c.log.InfoContext(ctx, "disruption findings capped", "emitted", c.s.MaxEvents, "dropped", len(fs)-c.s.MaxEvents)
-			return
-		}
-		c.log.InfoContext(ctx, "disruption finding", "node", f.Node, "reason", f.Reason, "message", f.Text)
-		c.event(ctx, v, f.Node, kube.EventNormal, f.Reason, "%s", f.Text)
 	}
 }
 

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -251,6 +252,9 @@ func multiNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *D
 	for lo <= hi && ctx.Err() == nil {
 		mid := (lo + hi) / 2
 		cmd, _, err := consolidate(ctx, v, list[:mid], MethodMultiNode)
+		if searchTimedOut(ctx, err) {
+			break // the best found so far stands
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -280,6 +284,9 @@ func singleNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *
 			continue
 		}
 		cmd, why, err := consolidate(ctx, v, []*Candidate{c}, MethodSingleNode)
+		if searchTimedOut(ctx, err) {
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -289,6 +296,14 @@ func singleNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *
 		d.Findings = append(d.Findings, Finding{Node: c.Name(), Reason: ReasonUnconsol, Text: why})
 	}
 	return nil, nil
+}
+
+// searchTimedOut reports whether err is the search's own time bound
+// running out (ctx is the search's): the search ends with what it found,
+// as when the bound runs out between two tries, rather than failing the
+// pass. A cancelled pass is still an error.
+func searchTimedOut(ctx context.Context, err error) bool {
+	return err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && errors.Is(err, context.DeadlineExceeded)
 }
 
 // maxReplacements bounds how many new nodes one consolidation launches

@@ -84,6 +84,9 @@ type Options struct {
 	// controller (Karpenter) next to nodewright and checks what it did.
 	Users       []kubeplane.User
 	AuditGroups []string
+	// NodeLease and NodeGrace are KWOK's node lease duration and the
+	// controller manager's wait for it (kubeplane.Options).
+	NodeLease, NodeGrace time.Duration
 }
 
 func (o *Options) defaults() {
@@ -260,7 +263,7 @@ func (c *Cloud) startBackends(ctx context.Context, opts Options) error {
 	}
 	if opts.Components.Has(ControlPlane) {
 		t := time.Now()
-		po := kubeplane.Options{Logger: opts.Logger}
+		po := kubeplane.Options{Logger: opts.Logger, NodeLease: opts.NodeLease, NodeGrace: opts.NodeGrace}
 		planeAccessOptions(&po)
 		po.Users = append(po.Users, opts.Users...)
 		po.AuditGroups = append(po.AuditGroups, opts.AuditGroups...)

@@ -59,6 +59,25 @@ type Options struct {
 	// AuditGroups are the groups whose requests are audit-logged for
 	// Forbidden.
 	AuditGroups []string
+	// NodeLease is the lease duration of KWOK's nodes (renewed every
+	// quarter of it), default 40 s as a kubelet's. 1,000 nodes renew 100
+	// leases a second at the default, more writes than anything a test
+	// makes; a longer lease makes a large cluster cheaper to keep alive.
+	NodeLease time.Duration
+	// NodeGrace is how long the controller manager waits for a node's
+	// lease before it marks the node unreachable (taints it, marks its
+	// pods not ready, then evicts them); default its own (50 s). KWOK
+	// renewing thousands of leases on a loaded machine falls minutes
+	// behind: a seeded cluster, where no node ever dies, sets it long.
+	NodeGrace time.Duration
+}
+
+// nodeLease is Options.NodeLease or its default.
+func (o Options) nodeLease() time.Duration {
+	if o.NodeLease > 0 {
+		return o.NodeLease
+	}
+	return 40 * time.Second
 }
 
 // Plane is a running control plane.
@@ -354,29 +373,7 @@ func (p *Plane) apiServerArgs(s *startup) ([]string, error) {
 // startControllers starts kube-controller-manager, kube-scheduler and KWOK,
 // without waiting for them.
 func (p *Plane) startControllers(s *startup) (kcm, kwok *proc.Process, err error) {
-	pk := s.pk
-	kcm, err = p.start("kube-controller-manager", s.bins.KubeControllerManager,
-		"--kubeconfig="+filepath.Join(p.Dir, "kube-controller-manager.kubeconfig"),
-		"--leader-elect=false",
-		"--bind-address=127.0.0.1",
-		"--secure-port=0",
-		"--controllers=*",
-		"--use-service-account-credentials=false",
-		"--service-account-private-key-file="+pk.SAKey,
-		"--root-ca-file="+pk.CACert,
-		"--cluster-signing-cert-file="+pk.CACert,
-		"--cluster-signing-key-file="+pk.CAKey,
-		"--service-cluster-ip-range="+ServiceClusterIPRange,
-		"--allocate-node-cidrs=false",
-		// Small clusters: act on a dead node after 40 s, like upstream defaults,
-		// but re-check often so tests observe it promptly.
-		"--node-monitor-period=2s",
-		"--profiling=false",
-		// The default 20 QPS throttles the disruption and garbage-collection
-		// controllers during bursts that tests provoke on purpose.
-		"--kube-api-qps=200",
-		"--kube-api-burst=400",
-	)
+	kcm, err = p.start("kube-controller-manager", s.bins.KubeControllerManager, p.kcmArgs(s)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -388,6 +385,37 @@ func (p *Plane) startControllers(s *startup) (kcm, kwok *proc.Process, err error
 		return nil, nil, err
 	}
 	return kcm, kwok, nil
+}
+
+// kcmArgs are kube-controller-manager's flags.
+func (p *Plane) kcmArgs(s *startup) []string {
+	pk := s.pk
+	args := []string{
+		"--kubeconfig=" + filepath.Join(p.Dir, "kube-controller-manager.kubeconfig"),
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--controllers=*",
+		"--use-service-account-credentials=false",
+		"--service-account-private-key-file=" + pk.SAKey,
+		"--root-ca-file=" + pk.CACert,
+		"--cluster-signing-cert-file=" + pk.CACert,
+		"--cluster-signing-key-file=" + pk.CAKey,
+		"--service-cluster-ip-range=" + ServiceClusterIPRange,
+		"--allocate-node-cidrs=false",
+		// Small clusters: act on a dead node after 40 s, like upstream defaults,
+		// but re-check often so tests observe it promptly.
+		"--node-monitor-period=2s",
+		"--profiling=false",
+		// The default 20 QPS throttles the disruption and garbage-collection
+		// controllers during bursts that tests provoke on purpose.
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
+	}
+	if s.opts.NodeGrace > 0 {
+		args = append(args, "--node-monitor-grace-period="+s.opts.NodeGrace.String())
+	}
+	return args
 }
 
 func (p *Plane) startScheduler(s *startup) error {
@@ -422,7 +450,7 @@ func (p *Plane) startKWOK(s *startup) (*proc.Process, error) {
 		"--config="+stagesPath,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+KWOKAnnotation+"=fake",
-		"--node-lease-duration-seconds=40",
+		"--node-lease-duration-seconds="+strconv.Itoa(int(s.opts.nodeLease().Seconds())),
 		"--cidr=10.64.0.0/10",
 	)
 }

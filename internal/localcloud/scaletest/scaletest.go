@@ -101,8 +101,16 @@ func (s Shape) envOptions() []cloudtest.Option {
 }
 
 // NewShared is the local cloud a scale test package shares (hand its Main
-// to TestMain): the functions' tests' short simulated delays.
-func NewShared() *localcloud.Shared { return cloudtest.NewShared("scale") }
+// to TestMain): the functions' tests' short simulated delays, node leases
+// of 4 minutes (renewed each minute: at the kubelet's 40 s, 2,000 KWOK
+// nodes renew 200 leases a second, more writes than seeding makes), and an
+// hour before a node whose lease KWOK has not renewed is marked unreachable:
+// on a loaded machine KWOK falls minutes behind, and the controller
+// manager would then evict a seeded node's pods (no node dies in a scale
+// test; a node emptied that way is one the lifecycle removes).
+func NewShared() *localcloud.Shared {
+	return cloudtest.NewShared("scale", func(o *localcloud.Options) { o.NodeLease, o.NodeGrace = 4*time.Minute, time.Hour })
+}
 
 // NodesFor is how many nodes n pending pods need, spread over the pools as
 // Burst spreads them: the fewest that hold PodsPerNode pods each.

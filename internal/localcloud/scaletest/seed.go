@@ -124,6 +124,7 @@ func (c *Cluster) seed() {
 	c.t.Logf("seeded %d nodes in %s", c.Shape.Nodes, time.Since(start).Round(time.Second))
 	start = time.Now()
 	var made atomic.Int64
+	defer c.progress("seeded pods", &made)()
 	for _, sp := range c.pools {
 		for _, node := range sp.names {
 			for j := range c.Shape.PodsPerNode {
@@ -137,7 +138,29 @@ func (c *Cluster) seed() {
 	if err := g.Wait(); err != nil {
 		c.t.Fatalf("seed pods (%d made): %v", made.Load(), err)
 	}
-	c.t.Logf("seeded %d pods in %s", made.Load(), time.Since(start).Round(time.Second))
+	took := time.Since(start)
+	c.t.Logf("seeded %d pods in %s (%.0f pods/s)", made.Load(), took.Round(time.Second), float64(made.Load())/took.Seconds())
+}
+
+// progress logs what count says every minute until the returned func is
+// called: seeding 40,000 pods takes minutes.
+func (c *Cluster) progress(what string, count *atomic.Int64) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		start := time.Now()
+		tick := time.NewTicker(time.Minute)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				n := count.Load()
+				c.t.Logf("%s: %d after %s (%.0f/s)", what, n, time.Since(start).Round(time.Second), float64(n)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // seedNode creates the Node and the claim of one cloned instance.
@@ -171,6 +194,10 @@ func (c *Cluster) seedNode(sp *seedPool, i int, inst ec2types.Instance) error {
 // harness stays outside the controllers).
 const podSetAnnotation = "nodewright.io/pod-set"
 
+// statusByAnnotation on a pod keeps KWOK's pod-ready stage off it (the
+// local cloud's stages): its creator writes its status.
+const statusByAnnotation = "nodewright.io/status-by"
+
 // swapper maps the template's identifiers to inst's: node name and IP
 // whole, the instance ID (with or without "i-") wherever it appears.
 func swapper(sp *seedPool, inst ec2types.Instance) func(string) string {
@@ -202,6 +229,11 @@ func swapMap(m map[string]string, sw func(string) string) map[string]string {
 func (c *Cluster) createPod(sp *seedPool, name, node string) error {
 	p := cloudtest.PausePod(c.Env.Namespace, name, sp.name, map[string]string{PoolLabel: sp.name}, sp.cpu.String(), sp.memory.String())
 	p.Spec.NodeName = node
+	if node != "" {
+		// Its status is written below: KWOK's pod-ready stage leaves it
+		// alone rather than race that write with one of its own.
+		p.Annotations = map[string]string{statusByAnnotation: "scaletest"}
+	}
 	if node == "" {
 		// No scheduler takes it: the harness marks it unschedulable itself,
 		// so the kube-scheduler's work is not part of what is measured.
@@ -219,13 +251,7 @@ func (c *Cluster) createPod(sp *seedPool, name, node string) error {
 			Message: "0/0 nodes are available (scaletest)", LastTransitionTime: now,
 		})
 	} else {
-		// Running and Ready as a kubelet reports it: KWOK leaves a Ready
-		// pod alone, and marking 40,000 pods Running from here, Workers at
-		// once, is many times faster than waiting for KWOK to.
-		status.Phase, status.StartTime = corev1.PodRunning, &now
-		for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
-			status.Conditions = append(status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
-		}
+		status = runningStatus(p, now)
 	}
 	// A merge patch, not an update: KWOK may touch the pod in between.
 	patch, err := json.Marshal(map[string]any{"status": status})
@@ -236,4 +262,21 @@ func (c *Cluster) createPod(sp *seedPool, name, node string) error {
 		return fmt.Errorf("set the status of pod %s: %w", name, err)
 	}
 	return nil
+}
+
+// runningStatus is p's status as a kubelet reports a started pod: Running,
+// Ready, its containers running. One write per pod from the harness, Workers
+// at once, instead of KWOK's (which would also race it with a second).
+func runningStatus(p *corev1.Pod, now metav1.Time) corev1.PodStatus {
+	status := corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &now}
+	for _, t := range []corev1.PodConditionType{corev1.PodScheduled, corev1.PodInitialized, corev1.ContainersReady, corev1.PodReady} {
+		status.Conditions = append(status.Conditions, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	for _, c := range p.Spec.Containers {
+		status.ContainerStatuses = append(status.ContainerStatuses, corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, Ready: true, Started: new(true),
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+		})
+	}
+	return status
 }
