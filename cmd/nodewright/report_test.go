@@ -19,13 +19,13 @@ func TestReportOnDynalite(t *testing.T) {
 	defer cancel()
 	table, st := dynaliteTable(ctx, t)
 	now := time.Now()
-	claim := decision.Claim{Name: "default-abc", NodePool: "default", InstanceType: "m5.xlarge", Zone: "us-east-1a", CapacityType: "spot", Price: 0.0712}
+	claim := decision.Claim{Node: decision.Node{Name: "default-abc", NodePool: "default", InstanceType: "m5.xlarge", Zone: "us-east-1a", CapacityType: "spot", Price: 0.0712}}
 	for _, r := range []struct {
 		kind string
 		at   time.Time
 		v    any
 	}{
-		{decision.KindLaunch, now.Add(-3 * time.Hour), decision.Launch{Claims: []decision.Claim{{Name: "old-one"}}}},
+		{decision.KindLaunch, now.Add(-3 * time.Hour), decision.Launch{Claims: []decision.Claim{{Node: decision.Node{Name: "old-one"}}}}},
 		{decision.KindLaunch, now.Add(-time.Minute), decision.Launch{At: now.Add(-time.Minute), Claims: []decision.Claim{claim}}},
 		{decision.KindFleet, now.Add(-time.Minute), decision.Fleet{At: now.Add(-time.Minute), CostPerHour: 0.864, PlanCostPerHour: 0.5,
 			Opportunity: &decision.Opportunity{Method: "single-node-consolidation", Action: "replace", SavingsPerHr: 0.288,

@@ -278,8 +278,8 @@ func (st *state) existingNode(en *ExistingNode) *node {
 	n.alloc = st.space.vector(en.Allocatable, false)
 	n.used = make(resVec, st.space.dim())
 	present := map[string]bool{} // DaemonSets with a pod here, by UID and by namespace/name
-	for _, p := range en.Pods {
-		st.addExistingPod(n, PodRequests(p), podHostPorts(p))
+	for i, p := range en.Pods {
+		st.addExistingPod(n, en.podRequests(i), podHostPorts(p))
 		for _, o := range p.OwnerReferences {
 			if o.Kind == "DaemonSet" {
 				present[string(o.UID)] = true
@@ -299,6 +299,15 @@ func (st *state) existingNode(en *ExistingNode) *node {
 		}
 	}
 	return n
+}
+
+// podRequests is the requests of en's i-th pod: the caller's sum when it
+// gave one per pod, else summed here.
+func (en *ExistingNode) podRequests(i int) corev1.ResourceList {
+	if len(en.PodRequests) == len(en.Pods) {
+		return en.PodRequests[i]
+	}
+	return PodRequests(en.Pods[i])
 }
 
 // addExistingPod counts one pod's requests and host ports on node n.

@@ -282,7 +282,11 @@ func (c *Cluster) NodeForClaim(claim string) (*Node, bool) {
 }
 
 func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
-	en := &scheduling.ExistingNode{Name: n.Name, Pods: n.Pods, InFlight: n.Node == nil}
+	en := &scheduling.ExistingNode{Name: n.Name, Pods: n.Pods, InFlight: n.Node == nil,
+		PodRequests: make([]corev1.ResourceList, len(n.Pods))}
+	for i, p := range n.Pods {
+		en.PodRequests[i] = scheduling.PodRequests(p) // once per pass, not once per simulation
+	}
 	cl := n.Claim
 	if kn := n.Node; kn != nil {
 		en.Labels = kn.Labels
