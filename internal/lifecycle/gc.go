@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/store"
 	"github.com/nodewright/nodewright/internal/termination"
@@ -53,9 +54,12 @@ func (c *Controller) collectInstances(ctx context.Context, v *snapView, in gcInp
 			len(orphans), len(in.instances))
 		return nil
 	}
+	nodes, err := c.orphansNodes(ctx, v, orphans)
+	if err != nil {
+		return err
+	}
 	var bare []string
 	var errs []error
-	nodes := nodesByInstance(v.snap.Nodes)
 	for _, inst := range orphans {
 		node := nodes[inst.ID]
 		waiting, err := c.podsWaiting(ctx, v, node)
@@ -164,6 +168,24 @@ func nodesByInstance(nodes []*corev1.Node) map[string]*corev1.Node {
 		}
 	}
 	return out
+}
+
+// orphansNodes maps instance IDs to their Nodes. The pass's node list may
+// come from the watch cache; an orphan it shows without a Node would be
+// terminated without a drain, so the nodes are then listed fresh.
+func (c *Controller) orphansNodes(ctx context.Context, v *snapView, orphans []nwaws.Instance) (map[string]*corev1.Node, error) {
+	nodes := nodesByInstance(v.snap.Nodes)
+	for _, inst := range orphans {
+		if nodes[inst.ID] != nil {
+			continue
+		}
+		fresh, err := c.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartNodes})
+		if err != nil {
+			return nil, fmt.Errorf("lifecycle: nodes of orphaned instances: %w", err)
+		}
+		return nodesByInstance(fresh.Nodes), nil
+	}
+	return nodes, nil
 }
 
 // podsWaiting reports whether node has pods a drain must move. The

@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,10 +12,12 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/store"
@@ -143,6 +146,42 @@ func TestGCDrainsAnOrphanWithPods(t *testing.T) {
 	}
 	if e.terminateCalls(id) == 0 {
 		t.Errorf("drained orphan %s never terminated", id)
+	}
+}
+
+// nodelessCluster's cached snapshots miss one node and its pods, as a watch
+// cache behind the API server may; fresh ones are whole.
+type nodelessCluster struct {
+	lifecycle.Cluster
+	node string
+}
+
+func (s nodelessCluster) Snapshot(ctx context.Context, opts kube.SnapshotOptions) (*kube.Snapshot, error) {
+	snap, err := s.Cluster.Snapshot(ctx, opts)
+	if err == nil && opts.Cached {
+		snap.Nodes = slices.DeleteFunc(snap.Nodes, func(n *corev1.Node) bool { return n.Name == s.node })
+		delete(snap.PodsByNode, s.node)
+	}
+	return snap, err
+}
+
+// An orphan whose Node the pass's cached list does not show is looked up
+// in a fresh list before it could be terminated without a drain: its pod
+// is drained, not lost.
+func TestGCLooksUpAnOrphansNodeFresh(t *testing.T) {
+	e := newEnv(t, withBudget("0"))
+	d := e.deps()
+	cl, node := e.initializedClaim(e.newController(d), "gc-stale")
+	e.runningPod("gc-stale-web", node.Name, nil)
+	if err := e.st.DeleteNodeClaim(e.ctx, cl); err != nil {
+		t.Fatal(err)
+	}
+	d.Cluster = nodelessCluster{Cluster: d.Cluster, node: node.Name}
+	id := cl.Status.InstanceID
+	e.clock.Advance(time.Hour)
+	res := e.tick(e.handler(d))
+	if slices.Contains(res.TerminatedInstances, id) || !slices.Contains(res.DrainedOrphans, id) || e.terminateCalls(id) != 0 {
+		t.Fatalf("orphan missing from the cached node list: %+v, want it adopted for draining", res)
 	}
 }
 
