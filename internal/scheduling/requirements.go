@@ -28,12 +28,6 @@ const (
 	LabelWindowsBuild   = "node.kubernetes.io/windows-build"
 	awsInstanceLabelPfx = "karpenter.k8s.aws/instance-"
 
-	// The labels of a node launched into a capacity reservation; nodes of
-	// other offerings lack them.
-	LabelReservationID            = "karpenter.k8s.aws/capacity-reservation-id"
-	LabelReservationType          = "karpenter.k8s.aws/capacity-reservation-type"
-	LabelReservationInterruptible = "karpenter.k8s.aws/capacity-reservation-interruptible"
-
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"
 	CapacityTypeReserved = "reserved"
