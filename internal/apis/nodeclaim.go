@@ -34,6 +34,11 @@ const (
 	CapacityReservationIDLabelKey            = "karpenter.k8s.aws/capacity-reservation-id"
 	CapacityReservationTypeLabelKey          = "karpenter.k8s.aws/capacity-reservation-type"
 	CapacityReservationInterruptibleLabelKey = "karpenter.k8s.aws/capacity-reservation-interruptible"
+
+	// Labels of a node launched into its EC2NodeClass's placement group:
+	// the group's id and, in a partition group, the partition (1-based).
+	PlacementGroupIDLabelKey        = "karpenter.k8s.aws/placement-group-id"
+	PlacementGroupPartitionLabelKey = "karpenter.k8s.aws/placement-group-partition"
 )
 
 // NodeClaim condition types (status.conditions[].type).

@@ -238,7 +238,7 @@ var (
 	allowedKarpenterLabels = []string{CapacityTypeLabelKey, NodePoolLabelKey}
 	allowedAWSLabels       = []string{
 		CapacityReservationIDLabelKey, CapacityReservationTypeLabelKey, CapacityReservationInterruptibleLabelKey,
-		"karpenter.k8s.aws/ec2nodeclass",
+		PlacementGroupIDLabelKey, PlacementGroupPartitionLabelKey, "karpenter.k8s.aws/ec2nodeclass",
 		"karpenter.k8s.aws/instance-encryption-in-transit-supported", "karpenter.k8s.aws/instance-category",
 		"karpenter.k8s.aws/instance-hypervisor", "karpenter.k8s.aws/instance-family",
 		"karpenter.k8s.aws/instance-generation", "karpenter.k8s.aws/instance-local-nvme",

@@ -76,7 +76,7 @@ func (a *App) wakeup() func(ctx context.Context, msg queue.Message, delay time.D
 // simulates with): EC2's instance types priced from the shared price cache,
 // with the capacity reservations the EC2NodeClasses select.
 func (a *App) catalog() func(context.Context) (*catalog.Catalog, error) {
-	return provisioning.WithReservations(provisioning.ProviderCatalog(a.EC2, awsstore.Prices{Store: a.Store}, a.AWSConfig.Region, a.Log), a.EC2, a.Config)
+	return provisioning.ForNodeClasses(provisioning.ProviderCatalog(a.EC2, awsstore.Prices{Store: a.Store}, a.AWSConfig.Region, a.Log), a.EC2, a.Config)
 }
 
 // replacementPass is a provisioning pass over the provisioner function's

@@ -12,20 +12,21 @@ import (
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/basedeps"
+	"github.com/nodewright/nodewright/internal/catalog"
 )
 
 // Labels of a node launched into a placement group (Karpenter's names): the
 // group's id and, for a partition group, the partition.
 const (
-	LabelPlacementGroupID        = "karpenter.k8s.aws/placement-group-id"
-	LabelPlacementGroupPartition = "karpenter.k8s.aws/placement-group-partition"
+	LabelPlacementGroupID        = apis.PlacementGroupIDLabelKey
+	LabelPlacementGroupPartition = apis.PlacementGroupPartitionLabelKey
 )
 
 // Placement group strategies.
 const (
-	PlacementCluster   = "cluster"
-	PlacementPartition = "partition"
-	PlacementSpread    = "spread"
+	PlacementCluster   = catalog.PlacementCluster
+	PlacementPartition = catalog.PlacementPartition
+	PlacementSpread    = catalog.PlacementSpread
 )
 
 // PlacementGroup is the placement group an EC2NodeClass selects.
@@ -69,6 +70,30 @@ func (p *Provider) PlacementGroup(ctx context.Context, nc *apis.EC2NodeClass) (*
 		return nil, err
 	}
 	return &pg, nil
+}
+
+// WithPlacementGroups returns cat with the placement group of every
+// EC2NodeClass of classes that selects one (catalog.WithPlacementGroups):
+// planning then leaves out the types the group's strategy refuses and
+// offers a partition group's partitions. A class whose group cannot be
+// resolved is left as it is: its launches fail until the group is there.
+func (p *Provider) WithPlacementGroups(ctx context.Context, cat *catalog.Catalog, classes []*apis.EC2NodeClass) *catalog.Catalog {
+	byClass := map[string]catalog.PlacementGroup{}
+	for _, nc := range classes {
+		if nc == nil || nc.Spec.PlacementGroupSelector == nil {
+			continue
+		}
+		pg, err := p.PlacementGroup(ctx, nc)
+		if err != nil || pg == nil {
+			p.log.WarnContext(ctx, "placement group not resolved; planning without it", "ec2nodeclass", nc.Name, "error", err)
+			continue
+		}
+		byClass[nc.Name] = catalog.PlacementGroup{ID: pg.ID, Strategy: pg.Strategy, Partitions: int(pg.PartitionCount)}
+	}
+	if len(byClass) == 0 {
+		return cat
+	}
+	return cat.WithPlacementGroups(byClass)
 }
 
 // placement is where one launch goes in its class's placement group.

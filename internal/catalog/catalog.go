@@ -90,8 +90,11 @@ type InstanceType struct {
 	NetworkCards int64 `json:"networkCards,omitempty"`
 	// NestedVirtualization says the type can run nested virtual machines
 	// (ProcessorInfo.SupportedFeatures).
-	NestedVirtualization bool  `json:"nestedVirtualization,omitempty"`
-	LocalNVMeGiB         int64 `json:"localNVMeGiB,omitempty"` // total instance-store size (GB as EC2 reports it)
+	NestedVirtualization bool `json:"nestedVirtualization,omitempty"`
+	// PlacementStrategies are the placement group strategies the type
+	// supports (PlacementGroupInfo; empty: unknown, taken as all).
+	PlacementStrategies []string `json:"placementStrategies,omitempty"`
+	LocalNVMeGiB        int64    `json:"localNVMeGiB,omitempty"` // total instance-store size (GB as EC2 reports it)
 
 	// ENI limits of the default network card (the only one the VPC CNI uses).
 	MaxENIs    int64 `json:"maxENIs"`
@@ -197,6 +200,9 @@ type Catalog struct {
 	// reservations are the capacity reservations per EC2NodeClass name
 	// (WithReservations).
 	reservations map[string][]Reservation
+	// placementGroups are the placement groups per EC2NodeClass name
+	// (WithPlacementGroups).
+	placementGroups map[string]PlacementGroup
 }
 
 // New builds a catalog, sorting types by name and indexing them.
@@ -275,10 +281,17 @@ func (c *Catalog) Zone(name string) (Zone, bool) {
 	return Zone{}, false
 }
 
+// derived is an empty catalog of c's region and zones, with room for n
+// types, that keeps what c knows per EC2NodeClass.
+func (c *Catalog) derived(n int) *Catalog {
+	return &Catalog{Region: c.Region, Zones: c.Zones, Types: make([]*InstanceType, 0, n),
+		byName: make(map[string]*InstanceType, n), reservations: c.reservations, placementGroups: c.placementGroups}
+}
+
 // Filter returns a catalog holding the types keep accepts. The types are
 // shared, not copied.
 func (c *Catalog) Filter(keep func(*InstanceType) bool) *Catalog {
-	out := &Catalog{Region: c.Region, Zones: c.Zones, byName: map[string]*InstanceType{}, reservations: c.reservations}
+	out := c.derived(0)
 	for _, it := range c.Types {
 		if keep(it) {
 			out.Types = append(out.Types, it)
@@ -302,9 +315,8 @@ func (c *Catalog) Names() []string {
 // such offering are shared; affected types are copied, so the receiver is
 // unchanged.
 func (c *Catalog) WithUnavailable(unavailable func(instanceType, zone, capacityType string) bool) *Catalog {
-	out := &Catalog{Region: c.Region, Zones: c.Zones, Types: make([]*InstanceType, len(c.Types)), byName: make(map[string]*InstanceType, len(c.Types)),
-		reservations: c.reservations}
-	for i, it := range c.Types {
+	out := c.derived(len(c.Types))
+	for _, it := range c.Types {
 		cp := it
 		for j, o := range it.Offerings {
 			if o.Available && unavailable(it.Name, o.Zone, o.CapacityType) {
@@ -316,7 +328,7 @@ func (c *Catalog) WithUnavailable(unavailable func(instanceType, zone, capacityT
 				cp.Offerings[j].Available = false
 			}
 		}
-		out.Types[i] = cp
+		out.Types = append(out.Types, cp)
 		out.byName[cp.Name] = cp
 	}
 	return out

@@ -198,6 +198,11 @@ func FromInstanceTypeInfo(info *ec2types.InstanceTypeInfo) (*InstanceType, error
 		Burstable:         deref(info.BurstablePerformanceSupported),
 		CPUManufacturer:   deref(info.ProcessorInfo.Manufacturer),
 	}
+	if pgi := info.PlacementGroupInfo; pgi != nil {
+		for _, st := range pgi.SupportedStrategies {
+			it.PlacementStrategies = append(it.PlacementStrategies, string(st))
+		}
+	}
 	it.NestedVirtualization = slices.Contains(info.ProcessorInfo.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
 	if ghz := deref(info.ProcessorInfo.SustainedClockSpeedInGhz); ghz > 0 {
 		it.CPUClockMHz = int64(math.Round(ghz * 1000))

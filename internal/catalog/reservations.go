@@ -64,26 +64,34 @@ func (c *Catalog) Reservations(class string) []Reservation { return c.reservatio
 // ForNodeClass returns the catalog as the EC2NodeClass called class sees
 // it: every type it holds a reservation of gains one reserved offering per
 // reservation (price near zero, ReservationCapacity its available count,
-// unavailable when full). Types without reservations are shared; the
-// others are copied, so the receiver is unchanged.
+// unavailable when full); with a placement group, only the types that
+// support its strategy remain, labelled with the group's id. Types the
+// class changes nothing of are shared; the others are copied, so the
+// receiver is unchanged.
 func (c *Catalog) ForNodeClass(class string) *Catalog {
 	rs := c.reservations[class]
-	if len(rs) == 0 {
+	pg, placed := c.placementGroups[class]
+	if len(rs) == 0 && !placed {
 		return c
 	}
 	byType := map[string][]Reservation{}
 	for _, r := range rs {
 		byType[r.InstanceType] = append(byType[r.InstanceType], r)
 	}
-	out := &Catalog{Region: c.Region, Zones: c.Zones, Types: make([]*InstanceType, len(c.Types)),
-		byName: make(map[string]*InstanceType, len(c.Types)), reservations: c.reservations}
-	for i, it := range c.Types {
+	out := c.derived(len(c.Types))
+	for _, it := range c.Types {
+		if placed && !it.SupportsPlacement(pg.Strategy) {
+			continue // EC2 refuses the type in a group of this strategy
+		}
 		if mine := byType[it.Name]; len(mine) > 0 {
 			cp := *it
 			cp.Offerings = append(append([]Offering(nil), it.Offerings...), c.reservedOfferings(it, mine)...)
 			it = &cp
 		}
-		out.Types[i] = it
+		if placed {
+			it = pg.placed(it)
+		}
+		out.Types = append(out.Types, it)
 		out.byName[it.Name] = it
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis/apistest"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/provisioning"
 )
 
@@ -61,5 +62,46 @@ func TestNodesLaunchIntoThePlacementGroup(t *testing.T) {
 	e.pump(h, "two registered nodes in the group, one per partition", func() bool {
 		return e.nodesWith(nwaws.LabelPlacementGroupID, id) == 2 &&
 			e.nodesWith(nwaws.LabelPlacementGroupPartition, "1") == 1 && e.nodesWith(nwaws.LabelPlacementGroupPartition, "2") == 1
+	})
+}
+
+// A pod that selects a partition of its class's partition group gets a
+// node in that partition: the planner offers the group's partitions (the
+// provider's ForNodeClasses catalog), the claim requires the pod's, and
+// the launch names it to EC2 instead of letting EC2 pick the emptiest.
+func TestAPodSelectsItsPartition(t *testing.T) {
+	pool := apistest.Pool{Name: "placed", Requirements: []apistest.Req{
+		apistest.In(apis.CapacityTypeLabelKey, apis.CapacityTypeOnDemand),
+		apistest.In("node.kubernetes.io/instance-type", "m5.large"),
+	}}
+	e := newEnv(t, withConfig(pool.YAML()))
+	sim := e.cloud.AWS.EC2()
+	name := fmt.Sprintf("select-%d", e.id)
+	id, err := sim.AddPlacementGroup(ec2sim.PlacementGroup{Name: name, Strategy: "partition", PartitionCount: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.NodeClass("default").Spec.PlacementGroupSelector = &apis.PlacementGroupSelector{Name: sdkaws.String(name)}
+
+	h := e.handler(e.deps())
+	prov := e.provisioner(provisioning.ForNodeClasses(provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil), e.p, e.cfg))
+	cloudtest.Workload{Name: "pinned", Replicas: 1, CPU: "1500m", Memory: "1Gi",
+		NodeSelector: map[string]string{apis.NodePoolLabelKey: "placed", apis.PlacementGroupPartitionLabelKey: "3"},
+		GraceSeconds: new(int64(0)), NoServiceAccountToken: true}.Deploy(e.ctx, e.t, e.cs, e.ns)
+	e.awaitPending("app=pinned", 1)
+	res, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
+	if err != nil || len(res.Launched) != 1 {
+		t.Fatalf("provisioner run: %+v %v", res, err)
+	}
+	claims := e.claimsByCapacityType()[apis.CapacityTypeOnDemand]
+	if len(claims) != 1 {
+		t.Fatalf("claims %v", claims)
+	}
+	inst, _, ok := sim.Instance(claims[0].Status.InstanceID)
+	if !ok || sdkaws.ToString(inst.Placement.GroupId) != id || sdkaws.ToInt32(inst.Placement.PartitionNumber) != 3 {
+		t.Fatalf("instance placement %+v, want partition 3 of %s", inst.Placement, id)
+	}
+	e.pump(h, "the node registered in partition 3", func() bool {
+		return e.nodesWith(nwaws.LabelPlacementGroupPartition, "3") == 1
 	})
 }

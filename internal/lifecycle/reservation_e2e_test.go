@@ -37,7 +37,7 @@ func TestCapacityReservationUsedFirstAndRelabelledWhenItEnds(t *testing.T) {
 	e.cfg.NodeClass("default").Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: map[string]string{"nodewright.io/test": tag}}}
 
 	h := e.handler(e.deps())
-	prov := e.provisioner(provisioning.WithReservations(provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil), e.p, e.cfg))
+	prov := e.provisioner(provisioning.ForNodeClasses(provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil), e.p, e.cfg))
 	e.deployOnePerNode("reserved", "odcr", 3)
 	res, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
 	if err != nil || len(res.Launched) != 3 {

@@ -32,17 +32,19 @@ func ProviderCatalog(p *nwaws.Provider, prices nwaws.PriceStore, region string, 
 	}
 }
 
-// WithReservations wraps a Deps.Catalog so the catalog it returns knows
-// the capacity reservations each of cfg's EC2NodeClasses selects (read
-// from EC2 on every call: their room changes with every launch). A class
-// whose reservations cannot be read plans without them.
-func WithReservations(next func(context.Context) (*catalog.Catalog, error), p *nwaws.Provider, cfg *apis.Config) func(context.Context) (*catalog.Catalog, error) {
+// ForNodeClasses wraps a Deps.Catalog so the catalog it returns knows
+// what each of cfg's EC2NodeClasses selects in EC2: its capacity
+// reservations and its placement group (read on every call, through the
+// provider's caches: a reservation's room changes with every launch). A
+// class whose reservations or group cannot be read plans without them.
+func ForNodeClasses(next func(context.Context) (*catalog.Catalog, error), p *nwaws.Provider, cfg *apis.Config) func(context.Context) (*catalog.Catalog, error) {
 	return func(ctx context.Context) (*catalog.Catalog, error) {
 		cat, err := next(ctx)
 		if err != nil || cfg == nil {
 			return cat, err
 		}
-		return p.WithReservations(ctx, cat, cfg.NodeClasses), nil
+		cat = p.WithReservations(ctx, cat, cfg.NodeClasses)
+		return p.WithPlacementGroups(ctx, cat, cfg.NodeClasses), nil
 	}
 }
 

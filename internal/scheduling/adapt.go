@@ -52,8 +52,12 @@ func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts 
 	if opts != nil {
 		o = *opts
 	}
+	partitions := 0
 	if nc != nil {
-		cat = cat.ForNodeClass(nc.Name) // the class's reserved offerings
+		cat = cat.ForNodeClass(nc.Name) // the class's reserved offerings, its placement group
+		if pg, ok := cat.PlacementGroup(nc.Name); ok && pg.Strategy == catalog.PlacementPartition {
+			partitions = pg.Partitions
+		}
 	}
 	out := make([]*InstanceType, 0, len(cat.Types))
 	for _, it := range cat.Types {
@@ -70,6 +74,7 @@ func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts 
 				Available: off.Available, ReservationID: off.ReservationID, ReservationCapacity: off.ReservationCapacity,
 				ReservationType: off.ReservationType, Interruptible: off.Interruptible})
 		}
+		t.Offerings = byPartition(t.Offerings, partitions)
 		out = append(out, t)
 	}
 	return out, nil
@@ -117,6 +122,24 @@ func DynamicPools(cfg *apis.Config, pools []*NodePool) []*NodePool {
 			continue
 		}
 		out = append(out, p)
+	}
+	return out
+}
+
+// byPartition repeats each offering once per partition of a partition
+// placement group (partitions > 0), so a pod can require a partition and
+// topology spread can use partitions as domains; the launch then names
+// the partition the claim allows.
+func byPartition(offs []Offering, partitions int) []Offering {
+	if partitions <= 0 {
+		return offs
+	}
+	out := make([]Offering, 0, len(offs)*partitions)
+	for _, o := range offs {
+		for p := 1; p <= partitions; p++ {
+			o.Partition = p
+			out = append(out, o)
+		}
 	}
 	return out
 }

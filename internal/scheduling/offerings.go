@@ -1,6 +1,10 @@
 package scheduling
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/nodewright/nodewright/internal/catalog"
+)
 
 // An offering (zone, capacity type, reservation), not the instance type,
 // decides these labels of a node; requirements on them select offerings.
@@ -10,15 +14,20 @@ const (
 	LabelReservationID            = "karpenter.k8s.aws/capacity-reservation-id"
 	LabelReservationType          = "karpenter.k8s.aws/capacity-reservation-type"
 	LabelReservationInterruptible = "karpenter.k8s.aws/capacity-reservation-interruptible"
+	// The partition of a node in a partition placement group.
+	LabelPlacementPartition = catalog.LabelPlacementGroupPartition
+	// The placement group's id: a type label of the class's types.
+	labelPlacementGroupID = catalog.LabelPlacementGroupID
 )
 
 // launchFilter holds the requirements on offering keys an offering must
 // meet for a pool or claim to launch it (nil: any). The reservation keys
-// are rare, so they sit behind one flag to keep the common check short.
+// and the partition are rare, so they sit behind one flag to keep the
+// common check short.
 type launchFilter struct {
-	zone, ct, zid          *Requirement
-	reservation            bool
-	rid, rtype, rinterrupt *Requirement
+	zone, ct, zid                     *Requirement
+	rare                              bool
+	rid, rtype, rinterrupt, partition *Requirement
 }
 
 func launchFilterOf(reqs Requirements) launchFilter {
@@ -35,11 +44,13 @@ func launchFilterOf(reqs Requirements) launchFilter {
 		case LabelZoneID:
 			f.zid = r
 		case LabelReservationID:
-			f.rid, f.reservation = r, true
+			f.rid, f.rare = r, true
 		case LabelReservationType:
-			f.rtype, f.reservation = r, true
+			f.rtype, f.rare = r, true
 		case LabelReservationInterruptible:
-			f.rinterrupt, f.reservation = r, true
+			f.rinterrupt, f.rare = r, true
+		case LabelPlacementPartition:
+			f.partition, f.rare = r, true
 		}
 	}
 	return f
@@ -50,10 +61,10 @@ func (f launchFilter) allows(o *Offering) bool {
 		(f.zid != nil && !f.zid.Matches(o.ZoneID, o.ZoneID != "")) {
 		return false
 	}
-	if !f.reservation {
+	if !f.rare {
 		return true
 	}
-	for _, r := range [...]*Requirement{f.rid, f.rtype, f.rinterrupt} {
+	for _, r := range [...]*Requirement{f.rid, f.rtype, f.rinterrupt, f.partition} {
 		if r != nil && !r.Matches(offeringLabel(o, r.Key)) {
 			return false
 		}
@@ -65,7 +76,8 @@ func (f launchFilter) allows(o *Offering) bool {
 // decides the label key's value on a node.
 func isOfferingKey(key string) bool {
 	switch key {
-	case LabelZone, LabelCapacityType, LabelZoneID, LabelReservationID, LabelReservationType, LabelReservationInterruptible:
+	case LabelZone, LabelCapacityType, LabelZoneID, LabelReservationID, LabelReservationType, LabelReservationInterruptible,
+		LabelPlacementPartition:
 		return true
 	}
 	return false
@@ -73,7 +85,8 @@ func isOfferingKey(key string) bool {
 
 // offeringLabel is the value an offering gives an offering key, and
 // whether a node launched from it carries the label at all (only reserved
-// offerings carry the reservation labels).
+// offerings carry the reservation labels, only partitioned ones the
+// partition).
 func offeringLabel(o *Offering, key string) (string, bool) {
 	switch key {
 	case LabelCapacityType:
@@ -89,6 +102,8 @@ func offeringLabel(o *Offering, key string) (string, bool) {
 		return o.ReservationType, o.ReservationID != ""
 	case LabelReservationInterruptible:
 		return strconv.FormatBool(o.Interruptible), o.ReservationID != ""
+	case LabelPlacementPartition:
+		return strconv.Itoa(o.Partition), o.Partition > 0
 	}
 	return o.Zone, true
 }

@@ -39,7 +39,7 @@ func IsWellKnownLabel(key string) bool {
 	switch key {
 	case LabelInstanceType, LabelArch, LabelOS, LabelZone, LabelRegion, LabelZoneID,
 		LabelCapacityType, LabelNodePool, LabelNodeClass, LabelWindowsBuild,
-		LabelReservationID, LabelReservationType, LabelReservationInterruptible:
+		LabelReservationID, LabelReservationType, LabelReservationInterruptible, LabelPlacementPartition, labelPlacementGroupID:
 		return true
 	}
 	return strings.HasPrefix(key, awsInstanceLabelPfx)

@@ -76,6 +76,11 @@ type Offering struct {
 	// describe the reservation, for requirements on their labels.
 	ReservationType string
 	Interruptible   bool
+	// Partition is the partition of the class's partition placement group
+	// a node of this offering lands in (1-based; 0 outside such a group).
+	// EC2 picks it per launch, so each partition is its own offering, as
+	// in Karpenter: requirements and topology spread can then select it.
+	Partition int
 }
 
 // InstanceType is the solver's view of a catalog type for one NodePool.

@@ -294,6 +294,25 @@ func launchInto(t *testing.T, s *Server, c *ec2.Client, lt, zone string) (types.
 	return inst, ""
 }
 
+// A type whose PlacementGroupInfo lacks a group's strategy is refused in
+// that group, as EC2 refuses it; a strategy it lists takes it.
+func TestPlacementGroupRefusesAnUnsupportedType(t *testing.T) {
+	s, cfg := newTestServer(t, func(o *Options) {
+		info := o.Catalog.Types["m5.large"]
+		info.PlacementGroupInfo = &types.PlacementGroupInfo{SupportedStrategies: []types.PlacementGroupStrategy{"partition", "spread"}}
+		o.Catalog.Types["m5.large"] = info
+	})
+	c := ec2.NewFromConfig(cfg)
+	cluster := placedTemplate(t, s, c, "cluster", addGroup(t, s, ec2sim.PlacementGroup{Name: "c", Strategy: "cluster"}))
+	if _, code := launchInto(t, s, c, cluster, "us-west-2a"); code != "InvalidParameterCombination" {
+		t.Errorf("m5.large into a cluster group: %q, want InvalidParameterCombination", code)
+	}
+	spread := placedTemplate(t, s, c, "spread", addGroup(t, s, ec2sim.PlacementGroup{Name: "s", Strategy: "spread"}))
+	if _, code := launchInto(t, s, c, spread, "us-west-2a"); code != "" {
+		t.Errorf("m5.large into a spread group: %s", code)
+	}
+}
+
 func TestDescribePlacementGroups(t *testing.T) {
 	s, cfg := newTestServer(t, nil)
 	c := ec2.NewFromConfig(cfg)

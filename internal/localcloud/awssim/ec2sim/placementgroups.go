@@ -3,6 +3,7 @@ package ec2sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -148,6 +149,9 @@ func (c *Cloud) placementUnavailable(cd *candidate) (string, string) {
 		return "", ""
 	}
 	name := aws.ToString(pg.GroupName)
+	if pgi := c.cfg.Catalog.Types[cd.itype].PlacementGroupInfo; pgi != nil && !slices.Contains(pgi.SupportedStrategies, types.PlacementGroupStrategy(pg.Strategy)) {
+		return "InvalidParameterCombination", fmt.Sprintf("The instance type '%s' is not supported in a %s placement group ('%s').", cd.itype, pg.Strategy, name)
+	}
 	members := c.placementMembers(aws.ToString(pg.GroupId))
 	switch pg.Strategy {
 	case types.PlacementStrategyCluster:
