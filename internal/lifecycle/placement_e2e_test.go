@@ -14,24 +14,32 @@ import (
 	"github.com/nodewright/nodewright/internal/provisioning"
 )
 
+// placedEnv is an env whose pool "placed" (on-demand m5.large) has a class
+// that selects a new partition group of the given partitions by name; it
+// returns the group's name and id.
+func placedEnv(t *testing.T, prefix string, partitions int) (*env, string, string) {
+	pool := apistest.Pool{Name: "placed", Requirements: []apistest.Req{
+		apistest.In(apis.CapacityTypeLabelKey, apis.CapacityTypeOnDemand),
+		apistest.In("node.kubernetes.io/instance-type", "m5.large"),
+	}}
+	e := newEnv(t, withConfig(pool.YAML()))
+	name := fmt.Sprintf("%s-%d", prefix, e.id) // the package's tests share one region
+	id, err := e.cloud.AWS.EC2().AddPlacementGroup(ec2sim.PlacementGroup{Name: name, Strategy: "partition", PartitionCount: partitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cfg.NodeClass("default").Spec.PlacementGroupSelector = &apis.PlacementGroupSelector{Name: sdkaws.String(name)}
+	return e, name, id
+}
+
 // placementGroupSelector end to end, under the stack's IAM policy: a class
 // that selects a partition placement group by name launches its nodes
 // into it (the instances' placement names the group and a partition, one
 // node per partition) and its claims and Nodes carry Karpenter's placement-group-id and
 // placement-group-partition labels.
 func TestNodesLaunchIntoThePlacementGroup(t *testing.T) {
-	pool := apistest.Pool{Name: "placed", Requirements: []apistest.Req{
-		apistest.In(apis.CapacityTypeLabelKey, apis.CapacityTypeOnDemand),
-		apistest.In("node.kubernetes.io/instance-type", "m5.large"),
-	}}
-	e := newEnv(t, withConfig(pool.YAML()))
+	e, name, id := placedEnv(t, "training", 2)
 	sim := e.cloud.AWS.EC2()
-	name := fmt.Sprintf("training-%d", e.id) // the package's tests share one region
-	id, err := sim.AddPlacementGroup(ec2sim.PlacementGroup{Name: name, Strategy: "partition", PartitionCount: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.cfg.NodeClass("default").Spec.PlacementGroupSelector = &apis.PlacementGroupSelector{Name: sdkaws.String(name)}
 
 	h := e.handler(e.deps())
 	prov := e.provisioner(nil)
@@ -70,18 +78,8 @@ func TestNodesLaunchIntoThePlacementGroup(t *testing.T) {
 // provider's ForNodeClasses catalog), the claim requires the pod's, and
 // the launch names it to EC2 instead of letting EC2 pick the emptiest.
 func TestAPodSelectsItsPartition(t *testing.T) {
-	pool := apistest.Pool{Name: "placed", Requirements: []apistest.Req{
-		apistest.In(apis.CapacityTypeLabelKey, apis.CapacityTypeOnDemand),
-		apistest.In("node.kubernetes.io/instance-type", "m5.large"),
-	}}
-	e := newEnv(t, withConfig(pool.YAML()))
+	e, _, id := placedEnv(t, "select", 3)
 	sim := e.cloud.AWS.EC2()
-	name := fmt.Sprintf("select-%d", e.id)
-	id, err := sim.AddPlacementGroup(ec2sim.PlacementGroup{Name: name, Strategy: "partition", PartitionCount: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.cfg.NodeClass("default").Spec.PlacementGroupSelector = &apis.PlacementGroupSelector{Name: sdkaws.String(name)}
 
 	h := e.handler(e.deps())
 	prov := e.provisioner(provisioning.ForNodeClasses(provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil), e.p, e.cfg))
