@@ -305,10 +305,11 @@ func (b *builder) dataGrants() {
 	// source mapping consumes them, on this queue only.
 	b.DisruptionQueue.GrantSendMessages(b.ControllerRole)
 	b.DisruptionQueue.GrantConsumeMessages(b.ControllerRole)
-	// No controller sends to the provision queue: the interruption and
-	// disruption functions run their provisioning pass in process. (A
-	// send grant "to nudge the provisioner" was here; the local cloud's IAM
-	// coverage showed no call used it.)
+	// The lifecycle nudges the provisioner when a static NodePool's node
+	// goes (expiry, repair, a deleted Node), so the replacement launches
+	// at once; the interruption and disruption functions run their
+	// provisioning pass in process.
+	b.ProvisionQueue.GrantSendMessages(b.ControllerRole)
 
 	// The webhook's only AWS action besides reading its secret: send a
 	// nudge.

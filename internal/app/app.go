@@ -43,10 +43,13 @@ type App struct {
 	// is not configured.
 	Wakeups *queue.Queue
 	// Work is the lifecycle's delayed-work queue; nil when its URL is not
-	// configured. (The provision queue is the webhook's alone: controllers
-	// hold no right to send to it.)
-	Work    *queue.Queue
-	Metrics *metrics.Recorder
+	// configured.
+	Work *queue.Queue
+	// Provision is the provisioner's nudge queue (the webhook's, and the
+	// lifecycle's when a static NodePool's node goes); nil when its URL is
+	// not configured.
+	Provision *queue.Queue
+	Metrics   *metrics.Recorder
 	// Config is the NodePool / EC2NodeClass configuration, loaded and
 	// validated from Settings.ConfigDir at start.
 	Config *apis.Config
@@ -160,13 +163,16 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 		function:  o.Function,
 	}
 	a.wireActing()
-	if s.WorkQueueURL != "" {
-		a.Work = queue.New(sqsClient, s.WorkQueueURL)
-	}
-	if s.DisruptionQueueURL != "" {
-		a.Wakeups = queue.New(sqsClient, s.DisruptionQueueURL)
-	}
+	a.Work, a.Wakeups, a.Provision = queueOf(sqsClient, s.WorkQueueURL), queueOf(sqsClient, s.DisruptionQueueURL), queueOf(sqsClient, s.ProvisionQueueURL)
 	return a, nil
+}
+
+// queueOf is the queue at url, nil when url is not configured.
+func queueOf(c *sqs.Client, url string) *queue.Queue {
+	if url == "" {
+		return nil
+	}
+	return queue.New(c, url)
 }
 
 // regionOf reads the region the SDK would use; the default config chain

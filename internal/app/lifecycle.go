@@ -14,8 +14,9 @@ func (a *App) LifecycleDeps() (lifecycle.Deps, error) {
 	return deps(a, "lifecycle", func() (lifecycle.Deps, error) {
 		return lifecycle.Deps{
 			Store: a.Store, Cluster: a.Cluster, Cloud: a.Cloud, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
-			Requeue: a.requeue("no work queue configured: lifecycle follow-ups wait for the schedule"),
-			Holder:  holder("lifecycle"),
+			Requeue:   a.requeue("no work queue configured: lifecycle follow-ups wait for the schedule"),
+			Provision: a.nudge(),
+			Holder:    holder("lifecycle"),
 			Settings: lifecycle.Settings{GCMaxShare: a.Settings.GCMaxShare, GCMaxInstances: a.Settings.GCMaxInstances,
 				NodeRepair: a.Settings.FeatureGates.NodeRepair},
 		}, nil

@@ -62,6 +62,15 @@ func (a *App) requeue(noQueue string) func(ctx context.Context, msg queue.Messag
 	}
 }
 
+// nudge sends to the provision queue, or is nil (the provisioner's
+// schedule does the work) when none is configured.
+func (a *App) nudge() func(ctx context.Context, msg queue.Message, delay time.Duration) error {
+	if a.Provision == nil {
+		return nil
+	}
+	return a.Provision.Send
+}
+
 // wakeup is the disruption Deps.Wakeup over the disruption queue, or nil
 // (passes on the schedule only) when none is configured.
 func (a *App) wakeup() func(ctx context.Context, msg queue.Message, delay time.Duration) error {

@@ -374,6 +374,7 @@ func TestStaticPoolEndToEnd(t *testing.T) {
 		}
 		w.send(cl.Name)
 		w.until("the static claim expired", 30*time.Second, func() bool { return len(w.claims("fixed")) == 0 || w.claims("fixed")[0].Deleting() })
+		w.awaitNudge("nodepool/fixed") // its replacement need not wait for the provisioner's schedule
 	})
 	// The interruption function's mark (a spot reclaim), then its pass.
 	w.replaced(t, "interrupted", func(cl *apis.NodeClaim) {

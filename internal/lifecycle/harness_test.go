@@ -52,6 +52,7 @@ type env struct {
 	controllerClients
 	ec2   *ec2.Client
 	work  string // work queue URL
+	prov  string // provision queue URL
 	cfg   *apis.Config
 	clock *cloudtest.Clock
 	cat   *catalog.Catalog
@@ -96,8 +97,9 @@ func newEnv(t testing.TB, opts ...envOpt) *env {
 	if doc == "" {
 		doc = e.pool.YAML()
 	}
-	ce := cloudtest.NewEnv(t, shared, cloudtest.PoolName("default"), cloudtest.NodeClass("default"), cloudtest.PoolYAML(doc), cloudtest.WorkQueue())
+	ce := cloudtest.NewEnv(t, shared, cloudtest.PoolName("default"), cloudtest.NodeClass("default"), cloudtest.PoolYAML(doc), cloudtest.WorkQueue(), cloudtest.ProvisionQueue())
 	e.ctx, e.cloud, e.cs, e.work, e.cfg, e.ns = ce.Ctx, ce.Cloud, ce.Cloud.KubeClient, ce.WorkQueue, ce.Config, ce.Namespace
+	e.prov = ce.ProvisionQueue
 	e.owner, e.stack, e.ec2 = ce.Owner(), ce.Stack, ec2.NewFromConfig(ce.AWS)
 	// Everything the lifecycle does runs as the stack's controller role.
 	e.controllerClients = e.connect(ce.Table, rest.CopyConfig(ce.Cloud.ControllerREST))
@@ -149,7 +151,27 @@ func (e *env) deps() lifecycle.Deps { return e.depsOver(e.controllerClients) }
 
 // depsOver are deps() over other clients of the same servers.
 func (e *env) depsOver(cc controllerClients) lifecycle.Deps {
-	return lifecycle.Deps{Store: cc.st, Cluster: cc.kc, Cloud: cc.p, Config: e.cfg, Now: e.clock.Now, Requeue: e.requeueVia(cc.sqs)}
+	return lifecycle.Deps{Store: cc.st, Cluster: cc.kc, Cloud: cc.p, Config: e.cfg, Now: e.clock.Now, Requeue: e.requeueVia(cc.sqs),
+		Provision: queue.New(cc.sqs, e.prov).Send}
+}
+
+// awaitNudge waits for a provisioner nudge about subject on the provision
+// queue (read as the controller role, as the provisioner reads it).
+func (e *env) awaitNudge(subject string) {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		out, err := e.sqs.ReceiveMessage(e.ctx, &sqs.ReceiveMessageInput{QueueUrl: sdkaws.String(e.prov), WaitTimeSeconds: 1, MaxNumberOfMessages: 10})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			if msg, err := queue.Parse(sdkaws.ToString(m.Body)); err == nil && msg.Kind == queue.KindProvision && msg.Subject == subject {
+				return
+			}
+		}
+	}
+	e.t.Fatalf("no provisioner nudge about %s", subject)
 }
 
 // requeueVia sends work messages to the env's work queue through c.

@@ -133,9 +133,12 @@ type Deps struct {
 	// Requeue sends a lifecycle work message after a delay (App.Work.Send);
 	// nil leaves follow-ups to the schedule.
 	Requeue func(ctx context.Context, msg queue.Message, delay time.Duration) error
-	Metrics *metrics.Recorder
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Provision nudges the provisioner (the provision queue); nil leaves
+	// a static NodePool's replacements to the provisioner's schedule.
+	Provision func(ctx context.Context, msg queue.Message, delay time.Duration) error
+	Metrics   *metrics.Recorder
+	Log       *slog.Logger
+	Now       func() time.Time
 	// Holder names this invocation for leases (default: a constant).
 	Holder   string
 	Settings Settings

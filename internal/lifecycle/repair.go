@@ -78,9 +78,12 @@ func (c *Controller) repair(ctx context.Context, s *claimState) (bool, error) {
 	}
 	msg := fmt.Sprintf("node %s: %s is %s since %s", s.node.Name, cond.Type, cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339))
 	s.log.WarnContext(ctx, "repairing unhealthy node", "node", s.node.Name, "condition", string(cond.Type), "status", string(cond.Status))
-	marked, _, err := termination.MarkForceful(ctx, c.d.Store, s.cl.Name, ReasonUnhealthy, msg, s.now)
+	marked, newly, err := termination.MarkForceful(ctx, c.d.Store, s.cl.Name, ReasonUnhealthy, msg, s.now)
 	if err != nil {
 		return true, fmt.Errorf("lifecycle: repair nodeclaim %s: %w", s.cl.Name, err)
+	}
+	if newly {
+		c.replaceStatic(ctx, marked)
 	}
 	out, err := c.terminate(ctx, marked, Outcome{Claim: s.cl.Name})
 	if err == nil {

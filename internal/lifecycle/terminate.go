@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 	"github.com/nodewright/nodewright/internal/termination"
 )
@@ -21,12 +22,15 @@ func (c *Controller) terminateMarked(ctx context.Context, s *claimState) (bool, 
 
 // markAndTerminate marks the claim and takes the first termination step.
 func (c *Controller) markAndTerminate(ctx context.Context, cl *apis.NodeClaim, reason, msg, action string) (Outcome, error) {
-	marked, _, err := termination.Mark(ctx, c.d.Store, cl.Name, reason, msg, c.d.Now())
+	marked, newly, err := termination.Mark(ctx, c.d.Store, cl.Name, reason, msg, c.d.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return Outcome{Claim: cl.Name, Action: ActionNotFound, Done: true}, nil
 	}
 	if err != nil {
 		return Outcome{Claim: cl.Name}, fmt.Errorf("lifecycle: %w", err)
+	}
+	if newly && reason != ReasonNodePoolRemoved {
+		c.replaceStatic(ctx, marked)
 	}
 	// The outcome names why the claim went (Done says whether it is gone).
 	out, err := c.terminate(ctx, marked, Outcome{Claim: cl.Name})
@@ -47,4 +51,24 @@ func (c *Controller) terminate(ctx context.Context, cl *apis.NodeClaim, out Outc
 	}
 	out.Action, out.RequeueAfter = ActionTerminating, res.RequeueAfter
 	return out, nil
+}
+
+// replaceStatic nudges the provisioner when a static NodePool's claim has
+// just been marked: the mark takes it out of the pool's replica count, and
+// the provisioner's static phase launches its replacement now rather than
+// on its next scheduled run (Karpenter replaces at once). Best effort: the
+// schedule still catches a lost nudge.
+func (c *Controller) replaceStatic(ctx context.Context, cl *apis.NodeClaim) {
+	if c.d.Provision == nil || c.d.Config == nil {
+		return
+	}
+	np := c.d.Config.NodePool(cl.NodePoolName())
+	if np == nil || !np.Static() {
+		return
+	}
+	msg := queue.Message{Kind: queue.KindProvision, Subject: "nodepool/" + np.Name, Reason: "static-replacement"}
+	if err := c.d.Provision(ctx, msg, 0); err != nil {
+		c.log.WarnContext(ctx, "provisioner not nudged; the static replacement waits for its schedule",
+			"nodeclaim", cl.Name, "nodepool", np.Name, "error", err)
+	}
 }

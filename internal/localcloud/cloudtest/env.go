@@ -86,10 +86,10 @@ type Env struct {
 	// reach it as Stack's controller role (see Controller).
 	Store *store.Store
 	Stack *localcloud.Stack
-	// WorkQueue, InterruptionQueue and DisruptionQueue are the URLs of the
-	// queues the options of those names ask for.
-	WorkQueue, InterruptionQueue, DisruptionQueue string
-	Namespace                                     string
+	// WorkQueue, InterruptionQueue, DisruptionQueue and ProvisionQueue
+	// are the URLs of the queues the options of those names ask for.
+	WorkQueue, InterruptionQueue, DisruptionQueue, ProvisionQueue string
+	Namespace                                                     string
 	// Pool is the NodePool's name, Config the loaded NodePool and
 	// EC2NodeClass, ConfigDir the directory they were loaded from (what
 	// settings.Settings.ConfigDir names).
@@ -111,6 +111,7 @@ type envOptions struct {
 	work      bool
 	intr      bool
 	disr      bool
+	prov      bool
 	resources func(*Env) localcloud.StackResources
 	dynamo    []func(*dynamodb.Options)
 	setenv    func(*Env)
@@ -169,6 +170,10 @@ func InterruptionQueue() Option { return func(o *envOptions) { o.intr = true } }
 // DisruptionQueue gives the stack a disruption (wake-up) queue
 // (Env.DisruptionQueue).
 func DisruptionQueue() Option { return func(o *envOptions) { o.disr = true } }
+
+// ProvisionQueue gives the stack a provision (nudge) queue
+// (Env.ProvisionQueue).
+func ProvisionQueue() Option { return func(o *envOptions) { o.prov = true } }
 
 // Resources builds the stack's resources itself (e.g. queues with their
 // own attributes) once the table exists; the table is filled in.
@@ -269,6 +274,10 @@ func (e *Env) resources(o envOptions) localcloud.StackResources {
 	if o.disr {
 		e.DisruptionQueue = CreateQueue(e.Ctx, e.T, admin, e.Table+"-disr", nil)
 		r.DisruptionQueue = e.DisruptionQueue
+	}
+	if o.prov {
+		e.ProvisionQueue = CreateQueue(e.Ctx, e.T, admin, e.Table+"-prov", nil)
+		r.ProvisionQueue = e.ProvisionQueue
 	}
 	return r
 }
