@@ -2,6 +2,7 @@ package aws_test
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"testing"
 
@@ -146,6 +147,36 @@ func TestFullReservationLeavesItsNeighbourUsable(t *testing.T) {
 }
 
 // mlReservationClass selects the reservations tagged team=ml.
+// A launch re-run after a crash adopts the claim's instance; the claim
+// then carries the same reservation labels a fresh launch gives it,
+// interruptible included (EC2's instance description does not say).
+func TestAdoptedInstanceKeepsItsReservationLabels(t *testing.T) {
+	e := newEnv(t, false)
+	sim := e.sim.EC2()
+	zones := zoneNames(nwaws.ZonalSubnets(e.subnets(t, nodeClass("al2023@latest"))))
+	id := sim.AddCapacityReservation(ec2sim.Reservation{InstanceType: "m5.large", Zone: zones[0], Count: 1, Interruptible: true,
+		Tags: map[string]string{"team": "ml"}})
+	nc := mlReservationClass()
+	req := nwaws.LaunchRequest{NodeClaim: newClaim("adopt-1", in(apis.CapacityTypeLabelKey, apis.CapacityTypeReserved)), NodeClass: nc,
+		InstanceTypes: e.reservedM5(t, nc)}
+	labels := func(inst nwaws.Instance) map[string]string {
+		cl := req.NodeClaim.DeepCopy()
+		inst.RecordReservation(cl)
+		return cl.Labels
+	}
+	fresh, err := e.p.Launch(e.ctx, req)
+	if err != nil || fresh.Reservation == nil || fresh.Reservation.ReservationID != id {
+		t.Fatalf("reserved launch: %v %+v", err, fresh)
+	}
+	adopted, err := e.p.Launch(e.ctx, req)
+	if err != nil || adopted.ID != fresh.ID {
+		t.Fatalf("re-run launch: %v, instance %s, want %s adopted", err, adopted.ID, fresh.ID)
+	}
+	if got, want := labels(adopted), labels(fresh); !maps.Equal(got, want) || want[apis.CapacityReservationInterruptibleLabelKey] != "true" {
+		t.Errorf("adopted claim labels %v, a fresh launch's %v", got, want)
+	}
+}
+
 func mlReservationClass() *apis.EC2NodeClass {
 	nc := nodeClass("al2023@latest")
 	nc.Spec.CapacityReservationSelectorTerms = []apis.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}

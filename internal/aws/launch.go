@@ -62,6 +62,7 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 		return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
 	} else if existing != nil {
 		p.log.InfoContext(ctx, "nodeclaim already has an instance; adopting it", "nodeclaim", name, "instance", existing.ID)
+		p.completeReservation(ctx, nc, existing)
 		return *existing, nil
 	}
 	l, err := p.prepareLaunch(ctx, req)
@@ -156,13 +157,13 @@ func (p *Provider) launchAttempt(ctx context.Context, l *launch, attempt int) (i
 	}
 	out, err := p.clients.EC2.CreateFleet(ctx, in)
 	if err != nil {
-		return p.fleetCallFailed(ctx, name, err)
+		return p.fleetCallFailed(ctx, l.nc, name, err)
 	}
 	return p.fleetAnswered(ctx, l, out, zonal, capacityType, fts)
 }
 
 // fleetCallFailed handles a CreateFleet call the API refused as a whole.
-func (p *Provider) fleetCallFailed(ctx context.Context, name string, err error) (inst Instance, done bool, _ error) {
+func (p *Provider) fleetCallFailed(ctx context.Context, nc *apis.EC2NodeClass, name string, err error) (inst Instance, done bool, _ error) {
 	switch code := apiErrorCode(err); {
 	case code == "IdempotentParameterMismatch":
 		// An earlier run sent this token with other parameters (its
@@ -174,6 +175,7 @@ func (p *Provider) fleetCallFailed(ctx context.Context, name string, err error) 
 			return Instance{}, true, fmt.Errorf("launch nodeclaim %s: %w", name, err)
 		}
 		p.log.InfoContext(ctx, "earlier launch with the same client token found; adopting it", "nodeclaim", name, "instance", inst.ID)
+		p.completeReservation(ctx, nc, &inst)
 		return inst, true, nil
 	case strings.HasPrefix(code, "InvalidLaunchTemplate"):
 		// A template was garbage-collected under us; forget cached names and retry.

@@ -95,3 +95,30 @@ func (p *Provider) WithReservations(ctx context.Context, cat *catalog.Catalog, c
 	}
 	return cat.WithReservations(byClass)
 }
+
+// completeReservation fills in what EC2's description of an adopted
+// instance lacks about its reservation (whether it is interruptible, when
+// a capacity block ends) from the reservations its class selects, so its
+// claim carries the labels a fresh launch would have given it. Should the
+// reservation not be found, the instance keeps what EC2 said.
+func (p *Provider) completeReservation(ctx context.Context, nc *apis.EC2NodeClass, inst *Instance) {
+	if inst.Reservation == nil || nc == nil || len(nc.Spec.CapacityReservationSelectorTerms) == 0 {
+		return
+	}
+	rs, err := p.CapacityReservations(ctx, nc)
+	if err != nil {
+		p.log.WarnContext(ctx, "adopted instance's reservation not read; its labels are EC2's", "instance", inst.ID, "error", err)
+		return
+	}
+	for _, r := range rs {
+		if r.ID != inst.Reservation.ReservationID {
+			continue
+		}
+		inst.Reservation.Interruptible = r.Interruptible
+		if !r.EndTime.IsZero() {
+			end := r.EndTime
+			inst.Reservation.ReservationEnd = &end
+		}
+		return
+	}
+}
