@@ -21,7 +21,7 @@ func (st *state) buildShapes() error {
 			return fmt.Errorf("pending pods: %s listed twice", podKey(p))
 		}
 		names[podKey(p)] = true
-		if p.Spec.NodeName != "" {
+		if p.Spec.NodeName != "" && !st.boundAsPending {
 			// Bound pods are not pending; say so rather than drop them.
 			st.failed = append(st.failed, &Unschedulable{Pod: podKey(p), Reason: "already bound to node " + p.Spec.NodeName, PodRef: p})
 			continue

@@ -59,6 +59,8 @@ type state struct {
 	candBuf  []int32  // reused by every shape's candidate list
 	// reservedUsed counts the plan's claims per capacity reservation.
 	reservedUsed map[string]int
+	// boundAsPending takes bound pods as pending (NewNodePrices).
+	boundAsPending bool
 }
 
 // Options tune a solve.
