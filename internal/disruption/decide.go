@@ -248,10 +248,11 @@ func multiNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *D
 	ctx, cancel := context.WithTimeout(ctx, v.Settings.MultiNodeTimeout)
 	defer cancel()
 	var best *Command
+	scr := newScreen(v.Cluster, list)
 	lo, hi := 2, len(list)
 	for lo <= hi && ctx.Err() == nil {
 		mid := (lo + hi) / 2
-		cmd, _, err := consolidate(ctx, v, list[:mid], MethodMultiNode)
+		cmd, _, err := consolidate(ctx, v, scr, list[:mid], MethodMultiNode)
 		if searchTimedOut(ctx, err) {
 			break // the best found so far stands
 		}
@@ -274,6 +275,7 @@ func singleNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *
 	list := consolidatable(cands, d, MethodSingleNode)
 	ctx, cancel := context.WithTimeout(ctx, v.Settings.SingleNodeTimeout)
 	defer cancel()
+	scr := newScreen(v.Cluster, list)
 	for _, c := range list {
 		if ctx.Err() != nil {
 			break
@@ -283,7 +285,7 @@ func singleNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *
 				Text: fmt.Sprintf("Cannot disrupt Node: NodePool %q has no disruption budget left for reason %s", c.NodePool.Name, apis.DisruptionReasonUnderutilized)})
 			continue
 		}
-		cmd, why, err := consolidate(ctx, v, []*Candidate{c}, MethodSingleNode)
+		cmd, why, err := consolidate(ctx, v, scr, []*Candidate{c}, MethodSingleNode)
 		if searchTimedOut(ctx, err) {
 			break
 		}
@@ -313,7 +315,11 @@ const maxReplacements = 3
 // consolidate decides whether cands can go: all their pods fit elsewhere
 // (delete), or at most maxReplacements new nodes that together cost less
 // than all of them take what does not fit (replace). why says why not.
-func consolidate(ctx context.Context, v *View, cands []*Candidate, method string) (*Command, string, error) {
+// The screen spares the simulation when it cannot succeed.
+func consolidate(ctx context.Context, v *View, scr *screen, cands []*Candidate, method string) (*Command, string, error) {
+	if why, err := scr.hopeless(cands); err != nil || why != "" {
+		return nil, why, err
+	}
 	sim, err := Simulate(ctx, v.Cluster, cands)
 	if err != nil {
 		return nil, "", err
