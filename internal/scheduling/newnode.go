@@ -3,20 +3,35 @@ package scheduling
 import (
 	"context"
 	"math"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
+// NewNodeFloor is what any new node a solve could give a pod costs at
+// least. A solve's claim holding the pod costs no less than Price, at its
+// cheapest or expected price, whatever else it holds; and no less than
+// PerUnit[r] times its allocatable of r (less DaemonSet overhead), for r
+// CPU (millicores), memory (bytes) and pods, so new nodes holding such
+// pods and, together, x of r cost at least x*PerUnit[r].
+type NewNodeFloor struct {
+	Price   float64
+	PerUnit [3]float64
+}
+
+// FloorResources are the resources of NewNodeFloor.PerUnit, in order.
+var FloorResources = [3]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods}
+
 // NewNodePrices returns, for each pod of in.Pods (by namespace/name), the
-// lowest price a new node holding that pod could launch at: over the
-// (NodePool, instance type) pairs the pod's hard constraints (node
-// selector, required node affinity, volumes, tolerations of the pool's
-// taints) admit and whose allocatable, less the pool's DaemonSet overhead,
-// holds the pod whole, the cheapest offering the pool's and the pod's
-// requirements allow; +Inf where there is none. No claim a solve of the
-// same pools plans for the pod costs less, at its cheapest or expected
-// price, whatever else it holds: a caller may rule out a plan that would
-// need a new node for the pod without solving. in.Nodes are not read, and
-// bound pods are priced as if pending (the nodes they are on left aside).
-func NewNodePrices(in *Input) (map[string]float64, error) {
+// floor of the new nodes a solve could give it: over the (NodePool,
+// instance type) pairs the pod's hard constraints (node selector, required
+// node affinity, volumes, tolerations of the pool's taints) admit and whose
+// allocatable, less the pool's DaemonSet overhead, holds the pod whole, at
+// the cheapest offering the pool's and the pod's requirements allow. Where
+// there is none, every field is +Inf. A caller may rule out a plan that
+// would need new nodes for such pods without solving. Pods with the same
+// constraints share one floor. in.Nodes are not read, and bound pods are
+// priced as if pending (the nodes they are on left aside).
+func NewNodePrices(in *Input) (map[string]*NewNodeFloor, error) {
 	cp := *in
 	cp.Nodes = nil
 	st := &state{ctx: context.Background(), in: &cp, space: newResourceSpace(), universe: map[string][]string{}, boundAsPending: true}
@@ -30,9 +45,9 @@ func NewNodePrices(in *Input) (map[string]float64, error) {
 	st.zero = make(resVec, st.space.dim())
 	cols := st.columns()
 	byHard := map[string][]float64{}
-	out := make(map[string]float64, len(in.Pods))
+	out := make(map[string]*NewNodeFloor, len(in.Pods))
 	for _, s := range st.shapes {
-		best := math.Inf(1)
+		f := &NewNodeFloor{Price: math.Inf(1), PerUnit: [3]float64{math.Inf(1), math.Inf(1), math.Inf(1)}}
 		if s.invalid == "" {
 			hk := hardKey(s)
 			prices, ok := byHard[hk]
@@ -41,13 +56,19 @@ func NewNodePrices(in *Input) (map[string]float64, error) {
 				byHard[hk] = prices
 			}
 			for j, p := range prices {
-				if !math.IsNaN(p) && p < best && s.req.fits(st.zero, cols.avail[j]) {
-					best = p
+				if math.IsNaN(p) || !s.req.fits(st.zero, cols.avail[j]) {
+					continue
+				}
+				f.Price = min(f.Price, p)
+				for r, dim := range []int{resCPU, resMemory, resPods} {
+					if a := cols.avail[j][dim]; a > 0 { // a type without any of r holds none of it
+						f.PerUnit[r] = min(f.PerUnit[r], p/float64(a))
+					}
 				}
 			}
 		}
 		for _, p := range s.pods {
-			out[podKey(p)] = best
+			out[podKey(p)] = f
 		}
 	}
 	return out, nil

@@ -10,30 +10,49 @@ import (
 )
 
 // NewNodePrices is a floor: every claim a solve plans costs at least the
-// price it gives each of the claim's pods, at the claim's expected price.
+// price it gives each of the claim's pods, at the claim's expected price,
+// and at least each pod's price per unit times what the claim's pods
+// request.
 func TestNewNodePricesFloorEveryClaim(t *testing.T) {
 	floored := 0
 	for seed := range 300 {
 		in := randomInput(rand.New(rand.NewSource(int64(seed))))
-		prices, err := scheduling.NewNodePrices(in)
+		floors, err := scheduling.NewNodePrices(in)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
-		if len(prices) != len(in.Pods) {
-			t.Fatalf("seed %d: %d prices for %d pods", seed, len(prices), len(in.Pods))
+		if len(floors) != len(in.Pods) {
+			t.Fatalf("seed %d: %d floors for %d pods", seed, len(floors), len(in.Pods))
 		}
 		plan, err := scheduling.Solve(context.Background(), in)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}
+		byName := map[string]int{}
+		for i, p := range in.Pods {
+			byName[p.Namespace+"/"+p.Name] = i
+		}
 		for _, c := range plan.NodeClaims {
-			for _, p := range c.Pods {
-				floor := prices[p]
-				if math.IsInf(floor, 1) || c.PricePerHour < floor-1e-9 || c.ExpectedPricePerHour < floor-1e-9 {
+			var requested [3]float64
+			for _, name := range c.Pods {
+				req := scheduling.PodRequests(in.Pods[byName[name]])
+				requested[0] += float64(req.Cpu().MilliValue())
+				requested[1] += float64(req.Memory().Value())
+				requested[2]++
+			}
+			for _, name := range c.Pods {
+				f := floors[name]
+				if math.IsInf(f.Price, 1) || c.PricePerHour < f.Price-1e-9 || c.ExpectedPricePerHour < f.Price-1e-9 {
 					t.Fatalf("seed %d: claim %s ($%.4f/h, expected $%.4f/h) holds %s, priced at least $%.4f/h",
-						seed, c.Name, c.PricePerHour, c.ExpectedPricePerHour, p, floor)
+						seed, c.Name, c.PricePerHour, c.ExpectedPricePerHour, name, f.Price)
 				}
-				if c.PricePerHour < floor+1e-9 {
+				for r, x := range requested {
+					if c.PricePerHour < f.PerUnit[r]*x-1e-9 {
+						t.Fatalf("seed %d: claim %s ($%.4f/h) holds %s and %v of %s, at least $%g each",
+							seed, c.Name, c.PricePerHour, name, x, scheduling.FloorResources[r], f.PerUnit[r])
+					}
+				}
+				if c.PricePerHour < f.Price+1e-9 {
 					floored++
 				}
 			}
@@ -65,8 +84,8 @@ func TestNewNodePricesOfBoundPods(t *testing.T) {
 			t.Fatalf("seed %d: %d bound pods priced, %d pending", seed, len(bound), len(pending))
 		}
 		for k, v := range pending {
-			if bound[k] != v && !(math.IsInf(v, 1) && math.IsInf(bound[k], 1)) {
-				t.Fatalf("seed %d: %s priced %v bound, %v pending", seed, k, bound[k], v)
+			if *bound[k] != *v {
+				t.Fatalf("seed %d: %s priced %v bound, %v pending", seed, k, *bound[k], *v)
 			}
 		}
 	}
