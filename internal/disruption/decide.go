@@ -92,6 +92,8 @@ type Decision struct {
 	// NextEligibleNode names it (NextEligible).
 	NextEligible     time.Time
 	NextEligibleNode string
+
+	screen *screen // the pass's (screenFor)
 }
 
 // Decide runs the methods in Karpenter's order — emptiness, static drift,
@@ -117,6 +119,7 @@ func Decide(ctx context.Context, v *View) (*Decision, error) {
 	steps := []func(context.Context, *View, []*Candidate, Budgets, *Decision) (*Command, error){
 		emptiness, staticDrift, drift, multiNode, singleNode, repack,
 	}
+	defer func() { d.screen = nil }() // the pass's, not the decision's to keep
 	for _, step := range steps {
 		cmd, err := step(ctx, v, cands, budgets, d)
 		if err != nil {
@@ -248,7 +251,7 @@ func multiNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *D
 	ctx, cancel := context.WithTimeout(ctx, v.Settings.MultiNodeTimeout)
 	defer cancel()
 	var best *Command
-	scr := newScreen(v.Cluster, list)
+	scr := d.screenFor(v.Cluster, list)
 	lo, hi := 2, len(list)
 	for lo <= hi && ctx.Err() == nil {
 		mid := (lo + hi) / 2
@@ -275,7 +278,7 @@ func singleNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *
 	list := consolidatable(cands, d, MethodSingleNode)
 	ctx, cancel := context.WithTimeout(ctx, v.Settings.SingleNodeTimeout)
 	defer cancel()
-	scr := newScreen(v.Cluster, list)
+	scr := d.screenFor(v.Cluster, list)
 	for _, c := range list {
 		if ctx.Err() != nil {
 			break
@@ -433,6 +436,12 @@ func repack(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *Deci
 		if len(list) < 2 {
 			continue
 		}
+		if hopeless, err := repackHopeless(v, d, np.Name); err != nil || hopeless {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		ideal, current, ok, err := IdealCost(ctx, v.Cluster, np.Name)
 		if err != nil {
 			return nil, err
@@ -500,17 +509,8 @@ func RepackWorthwhile(current, ideal float64, s Settings) bool {
 // and returns the new nodes' cost next to what the pool's nodes cost now.
 // ok is false when the pool has no nodes or some pod would not schedule.
 func IdealCost(ctx context.Context, c *state.Cluster, pool string) (ideal, current float64, ok bool, err error) {
-	var without []string
-	var cands []*Candidate
-	for _, n := range c.Nodes {
-		if n.Claim == nil || n.Node == nil || n.NodePool() != pool || n.MarkedForDeletion() {
-			continue
-		}
-		without = append(without, n.Name)
-		current += offeringPrice(c.Catalog, n.Node.Labels[scheduling.LabelInstanceType], n.Node.Labels[scheduling.LabelZone], n.Node.Labels[scheduling.LabelCapacityType])
-		cands = append(cands, &Candidate{Node: n, Pods: n.ReschedulablePods()})
-	}
-	if len(without) == 0 {
+	cands, current := poolNodes(c, pool)
+	if len(cands) == 0 {
 		return 0, 0, false, nil
 	}
 	sim, err := Simulate(ctx, c, cands)
@@ -521,4 +521,33 @@ func IdealCost(ctx context.Context, c *state.Cluster, pool string) (ideal, curre
 		return 0, current, false, nil
 	}
 	return sim.Cost, current, true, nil
+}
+
+// poolNodes are a pool's managed nodes as IdealCost removes them (as
+// candidates with their reschedulable pods), and what they cost now.
+func poolNodes(c *state.Cluster, pool string) (cands []*Candidate, current float64) {
+	for _, n := range c.Nodes {
+		if n.Claim == nil || n.Node == nil || n.NodePool() != pool || n.MarkedForDeletion() {
+			continue
+		}
+		current += offeringPrice(c.Catalog, n.Node.Labels[scheduling.LabelInstanceType], n.Node.Labels[scheduling.LabelZone], n.Node.Labels[scheduling.LabelCapacityType])
+		cands = append(cands, &Candidate{Node: n, Pods: n.ReschedulablePods()})
+	}
+	return cands, current
+}
+
+// repackHopeless reports whether re-packing pool cannot be worthwhile
+// without solving it: IdealCost's simulation gives new nodes that cost
+// at least the screen's floor, so when the floor is too close to what the
+// pool costs now, so is the ideal plan (RepackWorthwhile).
+func repackHopeless(v *View, d *Decision, pool string) (bool, error) {
+	cands, current := poolNodes(v.Cluster, pool)
+	if len(cands) == 0 {
+		return false, nil
+	}
+	floor, err := d.screenFor(v.Cluster, cands).floor(cands)
+	if err != nil {
+		return false, err
+	}
+	return !RepackWorthwhile(current, floor, v.Settings), nil
 }

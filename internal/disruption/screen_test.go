@@ -14,6 +14,7 @@ import (
 func TestScreenNeverRulesOutACommand(t *testing.T) {
 	ruledOut, tried := 0, 0
 	check := func(name string, v *View) {
+		checkRepackFloor(t, name, v)
 		cands, _, err := Candidates(ctx, v)
 		if err != nil {
 			t.Fatal(err)
@@ -60,5 +61,28 @@ func TestScreenNeverRulesOutACommand(t *testing.T) {
 	t.Logf("%d of %d consolidations ruled out without a simulation", ruledOut, tried)
 	if ruledOut == 0 {
 		t.Error("the screen ruled nothing out")
+	}
+}
+
+// checkRepackFloor: a pool whose re-pack the screen calls hopeless is one
+// IdealCost finds not worthwhile.
+func checkRepackFloor(t *testing.T, name string, v *View) {
+	t.Helper()
+	v.Settings.Defaults()
+	for _, np := range v.Cluster.Config.NodePools {
+		hopeless, err := repackHopeless(v, &Decision{}, np.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !hopeless {
+			continue
+		}
+		ideal, current, ok, err := IdealCost(ctx, v.Cluster, np.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && RepackWorthwhile(current, ideal, v.Settings) {
+			t.Errorf("%s: re-packing pool %s called hopeless, yet its ideal plan costs $%.3f/h against $%.3f/h", name, np.Name, ideal, current)
+		}
 	}
 }
