@@ -92,6 +92,8 @@ type Decision struct {
 	// NextEligibleNode names it (NextEligible).
 	NextEligible     time.Time
 	NextEligibleNode string
+
+	screen *screen // the pass's (screenFor)
 }
 
 // Decide runs the methods in Karpenter's order — emptiness, static drift,
@@ -117,6 +119,7 @@ func Decide(ctx context.Context, v *View) (*Decision, error) {
 	steps := []func(context.Context, *View, []*Candidate, Budgets, *Decision) (*Command, error){
 		emptiness, staticDrift, drift, multiNode, singleNode, repack,
 	}
+	defer func() { d.screen = nil }() // the pass's, not the decision's to keep
 	for _, step := range steps {
 		cmd, err := step(ctx, v, cands, budgets, d)
 		if err != nil {
@@ -248,10 +251,11 @@ func multiNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *D
 	ctx, cancel := context.WithTimeout(ctx, v.Settings.MultiNodeTimeout)
 	defer cancel()
 	var best *Command
+	scr := d.screenFor(v.Cluster, list)
 	lo, hi := 2, len(list)
 	for lo <= hi && ctx.Err() == nil {
 		mid := (lo + hi) / 2
-		cmd, _, err := consolidate(ctx, v, list[:mid], MethodMultiNode)
+		cmd, _, err := consolidate(ctx, v, scr, list[:mid], MethodMultiNode)
 		if searchTimedOut(ctx, err) {
 			break // the best found so far stands
 		}
@@ -274,6 +278,7 @@ func singleNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *
 	list := consolidatable(cands, d, MethodSingleNode)
 	ctx, cancel := context.WithTimeout(ctx, v.Settings.SingleNodeTimeout)
 	defer cancel()
+	scr := d.screenFor(v.Cluster, list)
 	for _, c := range list {
 		if ctx.Err() != nil {
 			break
@@ -283,7 +288,7 @@ func singleNode(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *
 				Text: fmt.Sprintf("Cannot disrupt Node: NodePool %q has no disruption budget left for reason %s", c.NodePool.Name, apis.DisruptionReasonUnderutilized)})
 			continue
 		}
-		cmd, why, err := consolidate(ctx, v, []*Candidate{c}, MethodSingleNode)
+		cmd, why, err := consolidate(ctx, v, scr, []*Candidate{c}, MethodSingleNode)
 		if searchTimedOut(ctx, err) {
 			break
 		}
@@ -313,7 +318,11 @@ const maxReplacements = 3
 // consolidate decides whether cands can go: all their pods fit elsewhere
 // (delete), or at most maxReplacements new nodes that together cost less
 // than all of them take what does not fit (replace). why says why not.
-func consolidate(ctx context.Context, v *View, cands []*Candidate, method string) (*Command, string, error) {
+// The screen spares the simulation when it cannot succeed.
+func consolidate(ctx context.Context, v *View, scr *screen, cands []*Candidate, method string) (*Command, string, error) {
+	if why, err := scr.hopeless(cands); err != nil || why != "" {
+		return nil, why, err
+	}
 	sim, err := Simulate(ctx, v.Cluster, cands)
 	if err != nil {
 		return nil, "", err
@@ -427,6 +436,12 @@ func repack(ctx context.Context, v *View, cands []*Candidate, b Budgets, d *Deci
 		if len(list) < 2 {
 			continue
 		}
+		if hopeless, err := repackHopeless(v, d, np.Name); err != nil || hopeless {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		ideal, current, ok, err := IdealCost(ctx, v.Cluster, np.Name)
 		if err != nil {
 			return nil, err
@@ -494,17 +509,8 @@ func RepackWorthwhile(current, ideal float64, s Settings) bool {
 // and returns the new nodes' cost next to what the pool's nodes cost now.
 // ok is false when the pool has no nodes or some pod would not schedule.
 func IdealCost(ctx context.Context, c *state.Cluster, pool string) (ideal, current float64, ok bool, err error) {
-	var without []string
-	var cands []*Candidate
-	for _, n := range c.Nodes {
-		if n.Claim == nil || n.Node == nil || n.NodePool() != pool || n.MarkedForDeletion() {
-			continue
-		}
-		without = append(without, n.Name)
-		current += offeringPrice(c.Catalog, n.Node.Labels[scheduling.LabelInstanceType], n.Node.Labels[scheduling.LabelZone], n.Node.Labels[scheduling.LabelCapacityType])
-		cands = append(cands, &Candidate{Node: n, Pods: n.ReschedulablePods()})
-	}
-	if len(without) == 0 {
+	cands, current := poolNodes(c, pool)
+	if len(cands) == 0 {
 		return 0, 0, false, nil
 	}
 	sim, err := Simulate(ctx, c, cands)
@@ -515,4 +521,33 @@ func IdealCost(ctx context.Context, c *state.Cluster, pool string) (ideal, curre
 		return 0, current, false, nil
 	}
 	return sim.Cost, current, true, nil
+}
+
+// poolNodes are a pool's managed nodes as IdealCost removes them (as
+// candidates with their reschedulable pods), and what they cost now.
+func poolNodes(c *state.Cluster, pool string) (cands []*Candidate, current float64) {
+	for _, n := range c.Nodes {
+		if n.Claim == nil || n.Node == nil || n.NodePool() != pool || n.MarkedForDeletion() {
+			continue
+		}
+		current += offeringPrice(c.Catalog, n.Node.Labels[scheduling.LabelInstanceType], n.Node.Labels[scheduling.LabelZone], n.Node.Labels[scheduling.LabelCapacityType])
+		cands = append(cands, &Candidate{Node: n, Pods: n.ReschedulablePods()})
+	}
+	return cands, current
+}
+
+// repackHopeless reports whether re-packing pool cannot be worthwhile
+// without solving it: IdealCost's simulation gives new nodes that cost
+// at least the screen's floor, so when the floor is too close to what the
+// pool costs now, so is the ideal plan (RepackWorthwhile).
+func repackHopeless(v *View, d *Decision, pool string) (bool, error) {
+	cands, current := poolNodes(v.Cluster, pool)
+	if len(cands) == 0 {
+		return false, nil
+	}
+	floor, err := d.screenFor(v.Cluster, cands).floor(cands)
+	if err != nil {
+		return false, err
+	}
+	return !RepackWorthwhile(current, floor, v.Settings), nil
 }

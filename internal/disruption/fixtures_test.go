@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -89,7 +90,14 @@ func (f *fixture) decide() *Decision {
 // hour ago with no pod event since.
 func (f *fixture) node(name, typ string) (*corev1.Node, *apis.NodeClaim) {
 	f.t.Helper()
-	ct := f.cfg.NodePools[0].Spec.Template.Spec.Requirements[1].Values[0]
+	return f.nodeIn(name, typ, "default")
+}
+
+// nodeIn is node in pool (whose second requirement is its capacity type).
+func (f *fixture) nodeIn(name, typ, pool string) (*corev1.Node, *apis.NodeClaim) {
+	f.t.Helper()
+	np := f.cfg.NodePool(pool)
+	ct := np.Spec.Template.Spec.Requirements[1].Values[0]
 	it, ok := f.cat.Get(typ)
 	if !ok {
 		f.t.Fatalf("type %s not in catalog", typ)
@@ -105,7 +113,8 @@ func (f *fixture) node(name, typ string) (*corev1.Node, *apis.NodeClaim) {
 		f.t.Fatal(err)
 	}
 	labels := it.NodeLabels(off)
-	labels[apis.NodePoolLabelKey] = "default"
+	maps.Copy(labels, np.Spec.Template.ObjectMeta.Labels)
+	labels[apis.NodePoolLabelKey] = pool
 	labels[apis.NodeClassLabelKey] = "default"
 	labels[apis.NodeInitializedLabel] = "true"
 	labels[catalog.LabelHostname] = name
@@ -117,10 +126,9 @@ func (f *fixture) node(name, typ string) (*corev1.Node, *apis.NodeClaim) {
 		Status: corev1.NodeStatus{Allocatable: alloc, Capacity: it.Capacity(opts),
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
-	np := f.cfg.NodePool("default")
 	cl := &apis.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "claim-" + name, CreationTimestamp: created, Labels: map[string]string{
-			apis.NodePoolLabelKey: "default", catalog.LabelInstanceType: typ, catalog.LabelTopologyZone: "us-west-2a",
+			apis.NodePoolLabelKey: pool, catalog.LabelInstanceType: typ, catalog.LabelTopologyZone: "us-west-2a",
 			apis.CapacityTypeLabelKey: ct, apis.NodeClassLabelKey: "default",
 		}},
 		Spec: apis.NodeClaimSpec{

@@ -294,7 +294,7 @@ func (pa *pass) withNominated(nodes []*scheduling.ExistingNode, replan []*corev1
 		}
 		cp := *en
 		cp.Pods = append(append([]*corev1.Pod(nil), en.Pods...), extra...)
-		cp.PodRequests = nil // the solver sums the longer list itself
+		cp.Digest = nil // the solver digests the longer list itself
 		out[i] = &cp
 	}
 	return out

@@ -21,7 +21,7 @@ func (st *state) buildShapes() error {
 			return fmt.Errorf("pending pods: %s listed twice", podKey(p))
 		}
 		names[podKey(p)] = true
-		if p.Spec.NodeName != "" {
+		if p.Spec.NodeName != "" && !st.boundAsPending {
 			// Bound pods are not pending; say so rather than drop them.
 			st.failed = append(st.failed, &Unschedulable{Pod: podKey(p), Reason: "already bound to node " + p.Spec.NodeName, PodRef: p})
 			continue
@@ -235,7 +235,7 @@ func (st *state) buildExisting() error {
 	for _, p := range st.pools {
 		poolByName[p.np.Name] = p
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(nodes))
 	for _, en := range nodes {
 		if en == nil || en.Name == "" {
 			return fmt.Errorf("existing node without a name")
@@ -245,7 +245,7 @@ func (st *state) buildExisting() error {
 		}
 		seen[en.Name] = true
 		n := st.existingNode(en)
-		if p, ok := poolByName[en.Labels[LabelNodePool]]; ok {
+		if p, ok := poolByName[n.pool]; ok {
 			c := en.Capacity
 			if c == nil {
 				c = en.Allocatable
@@ -275,39 +275,24 @@ func (st *state) existingNode(en *ExistingNode) *node {
 	if en.Initialized {
 		n.taints = append(n.taints, en.StartupTaints...)
 	}
-	n.alloc = st.space.vector(en.Allocatable, false)
-	n.used = make(resVec, st.space.dim())
-	present := map[string]bool{} // DaemonSets with a pod here, by UID and by namespace/name
-	for i, p := range en.Pods {
-		st.addExistingPod(n, en.podRequests(i), podHostPorts(p))
-		for _, o := range p.OwnerReferences {
-			if o.Kind == "DaemonSet" {
-				present[string(o.UID)] = true
-				present[p.Namespace+"/"+o.Name] = true
-			}
-		}
-	}
+	d := en.digest()
+	n.alloc = st.space.values(d.alloc)
+	n.used = st.space.values(d.used)
+	n.used[resPods] = d.count
+	n.ports = append(n.ports, d.ports...)
 	if !en.Initialized {
 		// Daemons not yet running will claim their share once it starts.
-		for _, d := range st.daemons {
-			if present[d.uid] && d.uid != "" || present[d.name] {
+		for _, ds := range st.daemons {
+			if d.daemons[ds.uid] && ds.uid != "" || d.daemons[ds.name] {
 				continue
 			}
-			if d.matchesNode(n.labels, append(append([]corev1.Taint(nil), en.Taints...), en.StartupTaints...)) {
-				st.addExistingPod(n, d.req, d.ports)
+			if ds.matchesNode(n.labels, append(append([]corev1.Taint(nil), en.Taints...), en.StartupTaints...)) {
+				st.addExistingPod(n, ds.req, ds.ports)
 			}
 		}
 	}
+	n.anti, n.pool = d.anti, d.pool
 	return n
-}
-
-// podRequests is the requests of en's i-th pod: the caller's sum when it
-// gave one per pod, else summed here.
-func (en *ExistingNode) podRequests(i int) corev1.ResourceList {
-	if len(en.PodRequests) == len(en.Pods) {
-		return en.PodRequests[i]
-	}
-	return PodRequests(en.Pods[i])
 }
 
 // addExistingPod counts one pod's requests and host ports on node n.
@@ -322,11 +307,8 @@ func (st *state) addExistingPod(n *node, req corev1.ResourceList, ports []hostPo
 // terms keep matching pending pods away.
 func (st *state) seedExistingAntiAffinity() error {
 	for _, n := range st.nodes {
-		for _, p := range n.src.Pods {
+		for _, p := range n.anti {
 			a := p.Spec.Affinity
-			if a == nil || a.PodAntiAffinity == nil {
-				continue
-			}
 			for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 				g, err := st.groups.affinityGroup(kindAnti, p, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i])
 				if err != nil {

@@ -370,7 +370,11 @@ func collectSelectorKeys(pods []*corev1.Pod, nodes []*ExistingNode) map[string]b
 		visit(p, false)
 	}
 	for _, n := range nodes {
-		for _, p := range n.Pods {
+		pods := n.Pods
+		if n.Digest != nil {
+			pods = n.Digest.anti // the only pods visit reads when onlyAnti
+		}
+		for _, p := range pods {
 			visit(p, true)
 		}
 	}

@@ -20,6 +20,9 @@ type node struct {
 	placed []podRange
 	claim  *claimState
 	src    *ExistingNode
+	// anti are an existing node's pods with required anti-affinity.
+	anti []*corev1.Pod
+	pool string // an existing node's karpenter.sh/nodepool label
 	// inRoomy marks membership of state.roomy.
 	inRoomy bool
 	// price is what a claim launches at, set when the plan is made.
@@ -56,6 +59,8 @@ type state struct {
 	candBuf  []int32  // reused by every shape's candidate list
 	// reservedUsed counts the plan's claims per capacity reservation.
 	reservedUsed map[string]int
+	// boundAsPending takes bound pods as pending (NewNodePrices).
+	boundAsPending bool
 }
 
 // Options tune a solve.

@@ -107,10 +107,10 @@ type ExistingNode struct {
 	Capacity corev1.ResourceList
 	// Pods already bound or nominated here.
 	Pods []*corev1.Pod
-	// PodRequests, when it has one entry per pod, holds PodRequests of
-	// each: a caller that solves many times over one cluster (a disruption
-	// pass's simulations) sums them once instead of once per solve.
-	PodRequests []corev1.ResourceList
+	// Digest, when set, must be DigestNode of this node as it is: a caller
+	// that solves many times over one cluster (a disruption pass's
+	// simulations) digests each node once instead of once per solve.
+	Digest *NodeDigest
 	// Initialized is false for in-flight claims and nodes still coming up:
 	// their ephemeral and startup taints are ignored, and DaemonSet pods not
 	// yet running are reserved for.

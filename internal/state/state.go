@@ -282,11 +282,7 @@ func (c *Cluster) NodeForClaim(claim string) (*Node, bool) {
 }
 
 func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
-	en := &scheduling.ExistingNode{Name: n.Name, Pods: n.Pods, InFlight: n.Node == nil,
-		PodRequests: make([]corev1.ResourceList, len(n.Pods))}
-	for i, p := range n.Pods {
-		en.PodRequests[i] = scheduling.PodRequests(p) // once per pass, not once per simulation
-	}
+	en := &scheduling.ExistingNode{Name: n.Name, Pods: n.Pods, InFlight: n.Node == nil}
 	cl := n.Claim
 	if kn := n.Node; kn != nil {
 		en.Labels = kn.Labels
@@ -329,6 +325,7 @@ func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 		// but it still counts against its pool's limits and topology.
 		en.Allocatable = corev1.ResourceList{}
 	}
+	en.Digest = scheduling.DigestNode(en) // once per pass, not once per simulation
 	return en
 }
 
