@@ -1,7 +1,11 @@
 package scaletest
 
 import (
+	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,8 +46,29 @@ func BenchmarkClusterScale(b *testing.B) {
 			defer c.FullLists(false)
 			benchSteady(b, c)
 		})
-		b.Run("provisioner/"+s.Name(), func(b *testing.B) { benchBurst(b, c) })
+		b.Run("provisioner/"+s.Name(), func(b *testing.B) { benchBurst(b, c, c.Shape.Pending) })
+		for _, n := range extraBursts(b) {
+			b.Run(fmt.Sprintf("provisioner/%s-%d-pending", s.Name(), n), func(b *testing.B) { benchBurst(b, c, n) })
+		}
 	}
+}
+
+// extraBursts are the further burst sizes NODEWRIGHT_SCALE_PENDING asks
+// the provisioner to place on each size (comma-separated pod counts; none
+// by default): 5000 places the full size's burst on the smaller cluster.
+func extraBursts(b *testing.B) []int {
+	var out []int
+	for f := range strings.SplitSeq(os.Getenv("NODEWRIGHT_SCALE_PENDING"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			b.Fatalf("NODEWRIGHT_SCALE_PENDING: %q is not a pod count", f)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // benchShapes are the sizes NODEWRIGHT_SCALE_NODES and NODEWRIGHT_SCALE_FULL
@@ -102,27 +127,72 @@ func benchSteady(b *testing.B, c *Cluster) {
 	b.ReportMetric(total.API.Bytes/float64(b.N), "apiserver-bytes/min")
 }
 
-// benchBurst places the pending burst b.N times, undoing the launches
-// between passes.
-func benchBurst(b *testing.B, c *Cluster) {
+// benchBurst places a burst of n pending pods b.N times, undoing the
+// launches between passes.
+func benchBurst(b *testing.B, c *Cluster, n int) {
 	b.StopTimer()
-	c.Burst(c.Shape.Pending)
+	c.Burst(n)
 	defer c.DeleteBurst()
 	var total Cost
 	for range b.N {
+		stop := profilePass(b, c, fmt.Sprintf("provisioner-%d", n))
 		b.StartTimer()
 		cost, res, err := c.Pass(Provisioner)
 		b.StopTimer()
+		stop()
 		if err != nil {
 			b.Fatalf("provisioner pass: %v", err)
 		}
 		r := provisioned(b, res)
-		if r.Pending != c.Shape.Pending || r.Unschedulable != 0 {
-			b.Fatalf("provisioner saw %d pending and left %d unplaced, want %d and 0", r.Pending, r.Unschedulable, c.Shape.Pending)
+		if r.Pending != n || r.Unschedulable != 0 {
+			b.Fatalf("provisioner saw %d pending and left %d unplaced, want %d and 0", r.Pending, r.Unschedulable, n)
 		}
+		b.Logf("pass: batch %s, solve %s, %d rounds, %d launched, %d nominated", r.Batch, r.SolveTime, r.Rounds, len(r.Launched), r.Nominated)
 		total = total.Add(cost)
 		c.Unlaunch(append(r.Created, r.Launched...))
 	}
-	b.Logf("provisioner, %d passes over %d pending pods: %s", b.N, c.Shape.Pending, total)
+	b.Logf("provisioner, %d passes over %d pending pods: %s", b.N, n, total)
 	total.Report(b, b.N)
+}
+
+// profilePass writes a CPU profile of what follows until the returned func
+// is called, the allocation profiles before and after (diff them with
+// pprof -diff_base) and the functions' log lines in between, into
+// NODEWRIGHT_SCALE_PROFILE's directory when set: the pass's own profile,
+// without the seeding around it.
+func profilePass(b *testing.B, c *Cluster, name string) func() {
+	dir := os.Getenv("NODEWRIGHT_SCALE_PROFILE")
+	if dir == "" {
+		return func() {}
+	}
+	write := func(file string, fn func(f *os.File) error) {
+		f, err := os.Create(filepath.Join(dir, file))
+		if err == nil {
+			err = errors.Join(fn(f), f.Close())
+		}
+		if err != nil {
+			b.Fatalf("profile %s: %v", file, err)
+		}
+	}
+	allocs := func(f *os.File) error { return pprof.Lookup("allocs").WriteTo(f, 0) }
+	write(name+".allocs0.pb.gz", allocs)
+	logged := c.Env.Logs.Len()
+	cpu, err := os.Create(filepath.Join(dir, name+".cpu.pb.gz"))
+	if err == nil {
+		err = pprof.StartCPUProfile(cpu)
+	}
+	if err != nil {
+		b.Fatalf("cpu profile: %v", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := cpu.Close(); err != nil {
+			b.Fatalf("cpu profile: %v", err)
+		}
+		write(name+".allocs1.pb.gz", allocs)
+		write(name+".log", func(f *os.File) error {
+			_, err := f.Write(c.Env.Logs.Bytes()[logged:])
+			return err
+		})
+	}
 }
