@@ -29,6 +29,9 @@ type Store interface {
 	CreateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error
 	GetNodeClaim(ctx context.Context, name string) (*apis.NodeClaim, error)
 	MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error)
+	// UpdateNodeClaim writes nc while the stored claim is still at nc's
+	// version (store.ErrConflict otherwise).
+	UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error
 	DeleteNodeClaim(ctx context.Context, nc *apis.NodeClaim) error
 }
 

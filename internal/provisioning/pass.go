@@ -108,7 +108,7 @@ func (pa *pass) prepare(ctx context.Context) error {
 		prefetched <- err
 	}()
 	batchStart := p.d.Now()
-	n, err := p.batch(ctx)
+	n, pending, err := p.batch(ctx)
 	if err != nil {
 		<-prefetched
 		return err
@@ -119,14 +119,17 @@ func (pa *pass) prepare(ctx context.Context) error {
 	// From the watch cache, reusing unchanged nodes' pods: a stale view
 	// can only make the pass add capacity, never remove it, and with
 	// nothing pending (every scheduled tick of a steady cluster) it is one
-	// cheap table read instead of every pod.
-	pa.snap, err = p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: snapshotParts, Cached: true})
+	// cheap table read instead of every pod. The pending pods are the
+	// batch's last listing (from the same cache): listing them again cost
+	// a 5,000-pod burst another read and decode of every pod.
+	pa.snap, err = p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: snapshotParts &^ kube.PartPendingPods, Cached: true})
 	if cerr := <-prefetched; cerr != nil && err == nil {
 		return fmt.Errorf("provisioner: instance types: %w", cerr)
 	}
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)
 	}
+	pa.snap.PendingPods, pa.snap.OtherPendingPods = pending.PendingPods, pending.OtherPendingPods
 	return nil
 }
 

@@ -94,7 +94,11 @@ type podEvent struct {
 // never wait on the API server's event writes; the returned func waits for
 // the queue to drain.
 func (pa *pass) startEvents(ctx context.Context) func() {
-	pa.eventQ = make(chan podEvent, 256)
+	// Room for every event the run may emit (the cap bounds them): a
+	// launch that nominates its pods never blocks on a full queue. With a
+	// smaller queue a 5,000-pod burst's launches waited on the event
+	// writes, since each nominates its pods once launched.
+	pa.eventQ = make(chan podEvent, max(pa.p.s.MaxPodEvents, 0))
 	var wg sync.WaitGroup
 	for range eventWorkers {
 		wg.Go(func() {
@@ -112,11 +116,13 @@ func (pa *pass) startEvents(ctx context.Context) func() {
 }
 
 // eventWorkers bounds concurrent event writes (the client's QPS limit
-// applies on top).
-const eventWorkers = 8
+// applies on top): enough to keep up with the client's 200 writes a second
+// at an API server round trip of up to 100 ms.
+const eventWorkers = 20
 
 // podEvent queues an event unless the run's cap is reached; events are
-// advisory, so failures are only logged.
+// advisory, so failures are only logged. The queue holds the whole cap, so
+// this never waits.
 func (pa *pass) podEvent(ctx context.Context, pod *corev1.Pod, typ, reason, format string, args ...any) {
 	if pa.events.Add(1) > int64(pa.p.s.MaxPodEvents) {
 		pa.dropped.Add(1)

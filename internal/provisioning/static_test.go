@@ -123,6 +123,18 @@ func (c *crashingStore) CreateNodeClaim(ctx context.Context, nc *apis.NodeClaim)
 	return err
 }
 
+func (c *crashingStore) UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
+	crashed := c.step()
+	if c.n > c.after+1 {
+		return errCrashed
+	}
+	err := c.memStore.UpdateNodeClaim(ctx, nc)
+	if crashed {
+		return errCrashed
+	}
+	return err
+}
+
 func (c *crashingStore) MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
 	crashed := c.step()
 	if c.n > c.after+1 {
