@@ -1,11 +1,8 @@
 package scaletest
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,46 +150,4 @@ func benchBurst(b *testing.B, c *Cluster, n int) {
 	}
 	b.Logf("provisioner, %d passes over %d pending pods: %s", b.N, n, total)
 	total.Report(b, b.N)
-}
-
-// profilePass writes a CPU profile of what follows until the returned func
-// is called, the allocation profiles before and after (diff them with
-// pprof -diff_base) and the functions' log lines in between, into
-// NODEWRIGHT_SCALE_PROFILE's directory when set: the pass's own profile,
-// without the seeding around it.
-func profilePass(b *testing.B, c *Cluster, name string) func() {
-	dir := os.Getenv("NODEWRIGHT_SCALE_PROFILE")
-	if dir == "" {
-		return func() {}
-	}
-	write := func(file string, fn func(f *os.File) error) {
-		f, err := os.Create(filepath.Join(dir, file))
-		if err == nil {
-			err = errors.Join(fn(f), f.Close())
-		}
-		if err != nil {
-			b.Fatalf("profile %s: %v", file, err)
-		}
-	}
-	allocs := func(f *os.File) error { return pprof.Lookup("allocs").WriteTo(f, 0) }
-	write(name+".allocs0.pb.gz", allocs)
-	logged := c.Env.Logs.Len()
-	cpu, err := os.Create(filepath.Join(dir, name+".cpu.pb.gz"))
-	if err == nil {
-		err = pprof.StartCPUProfile(cpu)
-	}
-	if err != nil {
-		b.Fatalf("cpu profile: %v", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		if err := cpu.Close(); err != nil {
-			b.Fatalf("cpu profile: %v", err)
-		}
-		write(name+".allocs1.pb.gz", allocs)
-		write(name+".log", func(f *os.File) error {
-			_, err := f.Write(c.Env.Logs.Bytes()[logged:])
-			return err
-		})
-	}
 }
