@@ -33,6 +33,10 @@ type pass struct {
 	events  atomic.Int64
 	dropped atomic.Int64
 	eventQ  chan podEvent
+	// nominations rate-limits Nominated events; limited counts the ones
+	// not written.
+	nominations tokenBucket
+	limited     atomic.Int64
 
 	mu sync.Mutex
 	// nominated maps a pod (namespace/name) to where this run put it, so a
@@ -68,6 +72,7 @@ type outcome struct {
 // before could not launch for capacity.
 func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result, reason string) error {
 	pa := &pass{p: p, lease: lease, run: strconv.FormatInt(lease.Token, 10), res: res, nominated: map[string]nomination{}, reason: reason}
+	pa.nominations.burst, pa.nominations.rate = float64(p.s.NominationEventBurst), p.s.NominationEventRate
 	waitEvents := pa.startEvents(ctx)
 	defer waitEvents()
 	if err := pa.prepare(ctx); err != nil {
@@ -88,8 +93,8 @@ func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result, 
 		}
 	}
 	p.d.Metrics.Gauge(metrics.PodsUnschedulable, float64(res.Unschedulable), nil)
-	if d := pa.dropped.Load(); d > 0 {
-		p.log.InfoContext(ctx, "pod events capped", "emitted", pa.events.Load(), "dropped", d)
+	if d, l := pa.dropped.Load(), pa.limited.Load(); d > 0 || l > 0 {
+		p.log.InfoContext(ctx, "pod events capped", "emitted", pa.events.Load()-d, "dropped", d, "nominations-rate-limited", l)
 	}
 	return nil
 }
