@@ -16,6 +16,14 @@ func TestNominationEventsRateLimited(t *testing.T) {
 	if got := len(e.cluster.eventsWith(ReasonNominated)); got != 10 {
 		t.Errorf("%d Nominated events, want the burst of 10", got)
 	}
+	// A negative rate (shadow mode, which learns each claim's pods from
+	// these events) writes one per nomination.
+	all := newEnv(t, poolOpts{}, pods("web", 40, "100m", "128Mi"))
+	all.settings = Settings{NominationEventRate: -1}
+	all.run(Trigger{Source: TriggerSchedule})
+	if got := len(all.cluster.eventsWith(ReasonNominated)); got != 40 {
+		t.Errorf("unlimited: %d Nominated events, want 40", got)
+	}
 
 	b := tokenBucket{burst: 10, rate: 5}
 	now := time.Unix(1000, 0)
