@@ -11,12 +11,18 @@ import (
 // the demo may wrap some of them (fault injection) before building a handler.
 func (a *App) ProvisionerDeps() (provisioning.Deps, error) {
 	return deps(a, "provisioner", func() (provisioning.Deps, error) {
+		s := provisioning.Settings{BatchIdle: a.Settings.BatchIdle, BatchMax: a.Settings.BatchMax}
+		if a.Settings.Shadow() {
+			// Shadow mode learns each claim's pods from the Nominated
+			// events, which cost it nothing: none is rate-limited.
+			s.NominationEventRate = -1
+		}
 		return provisioning.Deps{
 			Store: a.claims, Cluster: a.Cluster, Launcher: a.Cloud, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
 			Catalog:     a.catalog(),
 			Unavailable: provisioning.ProviderICE(a.EC2),
 			Requeue:     a.requeue(""),
-			Settings:    provisioning.Settings{BatchIdle: a.Settings.BatchIdle, BatchMax: a.Settings.BatchMax},
+			Settings:    s,
 		}, nil
 	})
 }

@@ -13,17 +13,22 @@ import (
 // batch waits for a burst of pending pods to settle, as Karpenter's batcher
 // does: the window opens with the first provisionable pod seen, closes once
 // no new one has appeared for BatchIdle, and never stays open longer than
-// BatchMax. It returns the number of distinct pods seen. With nothing
+// BatchMax. It returns the number of distinct pods seen and the last
+// listing of pending pods, which the pass plans from: taken as the window
+// closed, so the pass does not list them again. With nothing
 // pending it returns at once (the pass still runs, to resume claims and
 // replace capacity of deleting nodes).
-func (p *Provisioner) batch(ctx context.Context) (int, error) {
+func (p *Provisioner) batch(ctx context.Context) (int, *kube.Snapshot, error) {
 	start := p.d.Now()
 	seen := map[types.UID]struct{}{}
 	lastNew := start
 	for {
-		snap, err := p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartPendingPods})
+		// From the watch cache, as the pass plans (see prepare): a poll
+		// every BatchPoll of every pending pod, fresh from etcd, was most
+		// of what a 5,000-pod burst cost the API server before launching.
+		snap, err := p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartPendingPods, Cached: true})
 		if err != nil {
-			return len(seen), fmt.Errorf("provisioner: batching: %w", err)
+			return len(seen), nil, fmt.Errorf("provisioner: batching: %w", err)
 		}
 		now := p.d.Now()
 		fresh := 0
@@ -44,15 +49,15 @@ func (p *Provisioner) batch(ctx context.Context) (int, error) {
 			lastNew = now
 		}
 		if len(seen) == 0 {
-			return 0, nil
+			return 0, snap, nil
 		}
 		idleLeft := p.s.BatchIdle - now.Sub(lastNew)
 		maxLeft := p.s.BatchMax - now.Sub(start)
 		if idleLeft <= 0 || maxLeft <= 0 {
-			return len(seen), nil
+			return len(seen), snap, nil
 		}
 		if err := p.d.Sleep(ctx, min(p.s.BatchPoll, idleLeft, maxLeft)); err != nil {
-			return len(seen), fmt.Errorf("provisioner: batching: %w", err)
+			return len(seen), nil, fmt.Errorf("provisioner: batching: %w", err)
 		}
 	}
 }

@@ -95,6 +95,9 @@ func (w crashStore) GetNodeClaim(ctx context.Context, name string) (nc *apis.Nod
 	err = w.c.do("store.GetNodeClaim", func() error { nc, err = w.s.GetNodeClaim(ctx, name); return err })
 	return nc, err
 }
+func (w crashStore) UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
+	return w.c.do("store.UpdateNodeClaim", func() error { return w.s.UpdateNodeClaim(ctx, nc) })
+}
 func (w crashStore) MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (nc *apis.NodeClaim, err error) {
 	err = w.c.do("store.MutateNodeClaim", func() error { nc, err = w.s.MutateNodeClaim(ctx, name, fn); return err })
 	return nc, err

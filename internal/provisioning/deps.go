@@ -29,6 +29,9 @@ type Store interface {
 	CreateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error
 	GetNodeClaim(ctx context.Context, name string) (*apis.NodeClaim, error)
 	MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error)
+	// UpdateNodeClaim writes nc while the stored claim is still at nc's
+	// version (store.ErrConflict otherwise).
+	UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error
 	DeleteNodeClaim(ctx context.Context, nc *apis.NodeClaim) error
 }
 
@@ -88,6 +91,13 @@ type Settings struct {
 	// MaxPodEvents caps the pod events one run emits (default 1000); the
 	// rest are counted in the run's log line.
 	MaxPodEvents int
+	// NominationEventBurst and NominationEventRate rate-limit the Nominated
+	// events of a run as Karpenter does (a token bucket: default 10, then
+	// 5 a second); a negative rate writes one per nomination (up to
+	// MaxPodEvents), as shadow mode needs: it learns each claim's pods from
+	// them.
+	NominationEventBurst int
+	NominationEventRate  float64
 	// RegistrationCheck is the delay of the lifecycle requeue after a launch
 	// (default 30 s).
 	RegistrationCheck time.Duration
@@ -105,5 +115,9 @@ func (s *Settings) defaults() {
 	basedeps.Default(&s.LaunchAttempts, 3)
 	basedeps.Default(&s.MaxRounds, 3)
 	basedeps.Default(&s.MaxPodEvents, 1000)
+	basedeps.Default(&s.NominationEventBurst, 10)
+	if s.NominationEventRate == 0 {
+		s.NominationEventRate = 5
+	}
 	basedeps.Default(&s.RegistrationCheck, 30*time.Second)
 }

@@ -38,7 +38,7 @@ func newMemStore(now func() time.Time) *memStore {
 
 func (m *memStore) record(op string) {
 	switch op {
-	case "AcquireLease", "ListNodeClaims", "CreateNodeClaim", "MutateNodeClaim", "DeleteNodeClaim":
+	case "AcquireLease", "ListNodeClaims", "CreateNodeClaim", "MutateNodeClaim", "UpdateNodeClaim", "DeleteNodeClaim":
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		m.calls = append(m.calls, op)

@@ -167,7 +167,7 @@ func (pa *pass) record(ctx context.Context, log *slog.Logger, o outcome, inst nw
 	j, cl := o.job, o.job.claim
 	o.inst = pa.describe(cl, inst)
 	now := metav1.NewTime(p.d.Now())
-	_, err := p.d.Store.MutateNodeClaim(ctx, cl.Name, func(c *apis.NodeClaim) error {
+	_, err := pa.mutateKnown(ctx, cl, func(c *apis.NodeClaim) error {
 		recordLaunch(c, o.inst, now)
 		return nil
 	})
@@ -196,6 +196,25 @@ func (pa *pass) record(ctx context.Context, log *slog.Logger, o outcome, inst nw
 	msg := fmt.Sprintf("nodeclaim/%s (instance type %s, zone %s, capacity type %s)", cl.Name, inst.Type, inst.Zone, inst.CapacityType)
 	pa.nominate(ctx, j.pods, cl.Name, msg)
 	return o
+}
+
+// mutateKnown is Store.MutateNodeClaim starting from the version of the
+// claim this pass holds (the one it created, or read this pass) instead of
+// reading it first: the write is conditional on that version all the same,
+// and a claim changed meanwhile is re-read and the change re-applied. A
+// 5,000-pod burst's 250 launches each saved a DynamoDB read this way.
+func (pa *pass) mutateKnown(ctx context.Context, known *apis.NodeClaim, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
+	s := pa.p.d.Store
+	first := known.DeepCopy()
+	get := func(ctx context.Context, name string) (*apis.NodeClaim, error) {
+		if first == nil || first.ResourceVersion == "" {
+			return s.GetNodeClaim(ctx, name)
+		}
+		cl := first
+		first = nil
+		return cl, nil
+	}
+	return store.MutateWith(ctx, known.Name, fn, get, s.UpdateNodeClaim)
 }
 
 // describe adds the labels, capacity and allocatable of the launched type.

@@ -33,6 +33,10 @@ type pass struct {
 	events  atomic.Int64
 	dropped atomic.Int64
 	eventQ  chan podEvent
+	// nominations rate-limits Nominated events; limited counts the ones
+	// not written.
+	nominations tokenBucket
+	limited     atomic.Int64
 
 	mu sync.Mutex
 	// nominated maps a pod (namespace/name) to where this run put it, so a
@@ -68,6 +72,7 @@ type outcome struct {
 // before could not launch for capacity.
 func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result, reason string) error {
 	pa := &pass{p: p, lease: lease, run: strconv.FormatInt(lease.Token, 10), res: res, nominated: map[string]nomination{}, reason: reason}
+	pa.nominations.burst, pa.nominations.rate = float64(p.s.NominationEventBurst), p.s.NominationEventRate
 	waitEvents := pa.startEvents(ctx)
 	defer waitEvents()
 	if err := pa.prepare(ctx); err != nil {
@@ -88,8 +93,8 @@ func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result, 
 		}
 	}
 	p.d.Metrics.Gauge(metrics.PodsUnschedulable, float64(res.Unschedulable), nil)
-	if d := pa.dropped.Load(); d > 0 {
-		p.log.InfoContext(ctx, "pod events capped", "emitted", pa.events.Load(), "dropped", d)
+	if d, l := pa.dropped.Load(), pa.limited.Load(); d > 0 || l > 0 {
+		p.log.InfoContext(ctx, "pod events capped", "emitted", pa.events.Load()-d, "dropped", d, "nominations-rate-limited", l)
 	}
 	return nil
 }
@@ -108,7 +113,7 @@ func (pa *pass) prepare(ctx context.Context) error {
 		prefetched <- err
 	}()
 	batchStart := p.d.Now()
-	n, err := p.batch(ctx)
+	n, pending, err := p.batch(ctx)
 	if err != nil {
 		<-prefetched
 		return err
@@ -119,14 +124,17 @@ func (pa *pass) prepare(ctx context.Context) error {
 	// From the watch cache, reusing unchanged nodes' pods: a stale view
 	// can only make the pass add capacity, never remove it, and with
 	// nothing pending (every scheduled tick of a steady cluster) it is one
-	// cheap table read instead of every pod.
-	pa.snap, err = p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: snapshotParts, Cached: true})
+	// cheap table read instead of every pod. The pending pods are the
+	// batch's last listing (from the same cache): listing them again cost
+	// a 5,000-pod burst another read and decode of every pod.
+	pa.snap, err = p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: snapshotParts &^ kube.PartPendingPods, Cached: true})
 	if cerr := <-prefetched; cerr != nil && err == nil {
 		return fmt.Errorf("provisioner: instance types: %w", cerr)
 	}
 	if err != nil {
 		return fmt.Errorf("provisioner: %w", err)
 	}
+	pa.snap.PendingPods, pa.snap.OtherPendingPods = pending.PendingPods, pending.OtherPendingPods
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -32,6 +33,10 @@ func (pa *pass) nominate(ctx context.Context, pods []*corev1.Pod, target, where 
 	}
 	pa.p.log.InfoContext(ctx, "pods nominated", "target", target, "where", where, "pod", keys)
 	for _, pod := range pods {
+		if !pa.nominations.take(pa.p.d.Now()) {
+			pa.limited.Add(1)
+			continue
+		}
 		pa.podEvent(ctx, pod, kube.EventNormal, ReasonNominated, "Pod should schedule on: %s", where)
 	}
 }
@@ -94,7 +99,11 @@ type podEvent struct {
 // never wait on the API server's event writes; the returned func waits for
 // the queue to drain.
 func (pa *pass) startEvents(ctx context.Context) func() {
-	pa.eventQ = make(chan podEvent, 256)
+	// Room for every event the run may emit (the cap bounds them): a
+	// launch that nominates its pods never blocks on a full queue. With a
+	// smaller queue a 5,000-pod burst's launches waited on the event
+	// writes, since each nominates its pods once launched.
+	pa.eventQ = make(chan podEvent, max(pa.p.s.MaxPodEvents, 0))
 	var wg sync.WaitGroup
 	for range eventWorkers {
 		wg.Go(func() {
@@ -112,11 +121,13 @@ func (pa *pass) startEvents(ctx context.Context) func() {
 }
 
 // eventWorkers bounds concurrent event writes (the client's QPS limit
-// applies on top).
-const eventWorkers = 8
+// applies on top): enough to keep up with the client's 200 writes a second
+// at an API server round trip of up to 100 ms.
+const eventWorkers = 20
 
 // podEvent queues an event unless the run's cap is reached; events are
-// advisory, so failures are only logged.
+// advisory, so failures are only logged. The queue holds the whole cap, so
+// this never waits.
 func (pa *pass) podEvent(ctx context.Context, pod *corev1.Pod, typ, reason, format string, args ...any) {
 	if pa.events.Add(1) > int64(pa.p.s.MaxPodEvents) {
 		pa.dropped.Add(1)
@@ -129,3 +140,40 @@ func (pa *pass) podEvent(ctx context.Context, pod *corev1.Pod, typ, reason, form
 }
 
 func podKey(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+// tokenBucket rate-limits a run's Nominated events as Karpenter limits
+// them (Settings.NominationEventBurst and NominationEventRate; the rest are
+// not written), on the provisioner's clock: a burst of 5,000 pods made
+// 1,000 event writes a pass (the cap), the pass's longest tail on a busy
+// API server, where Karpenter makes about 10 plus 5 a second. Every
+// nomination stays in the "pods nominated" log line, which the saved
+// queries follow.
+type tokenBucket struct {
+	mu     sync.Mutex
+	burst  float64
+	rate   float64 // per second; negative: no limit
+	tokens float64
+	last   time.Time
+	init   bool
+}
+
+// take spends a token if one is left at now.
+func (b *tokenBucket) take(now time.Time) bool {
+	if b.rate < 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.init {
+		b.tokens, b.last, b.init = b.burst, now, true
+	}
+	if d := now.Sub(b.last); d > 0 {
+		b.tokens = min(b.burst, b.tokens+d.Seconds()*b.rate)
+		b.last = now
+	}
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

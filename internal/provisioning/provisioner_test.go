@@ -311,7 +311,7 @@ func TestBatchingWindow(t *testing.T) {
 	e.cluster.pending = func(n int) []*corev1.Pod { return all[:min(n+1, len(all))] }
 	p := e.provisioner()
 	start := e.clock.Now()
-	n, err := p.batch(context.Background())
+	n, last, err := p.batch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,11 +320,15 @@ func TestBatchingWindow(t *testing.T) {
 	if n != 6 || took != 2*time.Second {
 		t.Fatalf("batched %d pods in %s, want 6 in 2s", n, took)
 	}
+	// The pass plans from the last listing.
+	if len(last.PendingPods) != 6 {
+		t.Fatalf("last listing holds %d pending pods, want 6", len(last.PendingPods))
+	}
 	// A steady trickle never goes idle: BatchMax closes the window.
 	e.cluster.lists = 0
 	e.cluster.pending = func(n int) []*corev1.Pod { return pods("trickle", n+1, "100m", "128Mi") }
 	start = e.clock.Now()
-	if _, err := p.batch(context.Background()); err != nil {
+	if _, _, err := p.batch(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if took := e.clock.Now().Sub(start); took != 10*time.Second {
@@ -333,7 +337,7 @@ func TestBatchingWindow(t *testing.T) {
 	// Nothing pending: no window at all.
 	e.cluster.pending = func(int) []*corev1.Pod { return nil }
 	start = e.clock.Now()
-	if n, _ := p.batch(context.Background()); n != 0 || e.clock.Now() != start {
+	if n, _, _ := p.batch(context.Background()); n != 0 || e.clock.Now() != start {
 		t.Fatalf("empty batch waited %s", e.clock.Now().Sub(start))
 	}
 }

@@ -111,28 +111,35 @@ func (c *crashingStore) step() bool {
 	return c.n > c.after
 }
 
-func (c *crashingStore) CreateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
+// write runs one claim write unless the process already died; the write
+// that kills it takes effect, its answer is lost.
+func (c *crashingStore) write(f func() error) error {
 	crashed := c.step()
 	if c.n > c.after+1 {
 		return errCrashed
 	}
-	err := c.memStore.CreateNodeClaim(ctx, nc)
+	err := f()
 	if crashed {
 		return errCrashed
 	}
 	return err
 }
 
+func (c *crashingStore) CreateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
+	return c.write(func() error { return c.memStore.CreateNodeClaim(ctx, nc) })
+}
+
+func (c *crashingStore) UpdateNodeClaim(ctx context.Context, nc *apis.NodeClaim) error {
+	return c.write(func() error { return c.memStore.UpdateNodeClaim(ctx, nc) })
+}
+
 func (c *crashingStore) MutateNodeClaim(ctx context.Context, name string, fn func(*apis.NodeClaim) error) (*apis.NodeClaim, error) {
-	crashed := c.step()
-	if c.n > c.after+1 {
-		return nil, errCrashed
+	var out *apis.NodeClaim
+	err := c.write(func() (err error) { out, err = c.memStore.MutateNodeClaim(ctx, name, fn); return err })
+	if err != nil {
+		return nil, err
 	}
-	out, err := c.memStore.MutateNodeClaim(ctx, name, fn)
-	if crashed {
-		return nil, errCrashed
-	}
-	return out, err
+	return out, nil
 }
 
 // Killed after any claim write, on the way up or down, the next run

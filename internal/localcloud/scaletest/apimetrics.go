@@ -17,15 +17,22 @@ import (
 type apiTraffic struct {
 	Requests, Bytes float64
 	// ByResource is the response bytes per verb and resource
-	// ("LIST pods"), to see what a pass reads.
-	ByResource map[string]float64
+	// ("LIST pods"), to see what a pass reads; RequestsByResource the
+	// requests.
+	ByResource, RequestsByResource map[string]float64
 }
 
 func (a apiTraffic) minus(b apiTraffic) apiTraffic {
-	d := apiTraffic{Requests: a.Requests - b.Requests, Bytes: a.Bytes - b.Bytes, ByResource: map[string]float64{}}
-	for k, v := range a.ByResource {
-		if v-b.ByResource[k] > 0 {
-			d.ByResource[k] = v - b.ByResource[k]
+	return apiTraffic{Requests: a.Requests - b.Requests, Bytes: a.Bytes - b.Bytes,
+		ByResource: mapMinus(a.ByResource, b.ByResource), RequestsByResource: mapMinus(a.RequestsByResource, b.RequestsByResource)}
+}
+
+// mapMinus is a-b for the keys that grew.
+func mapMinus(a, b map[string]float64) map[string]float64 {
+	d := map[string]float64{}
+	for k, v := range a {
+		if v-b[k] > 0 {
+			d[k] = v - b[k]
 		}
 	}
 	return d
@@ -44,7 +51,7 @@ func readAPITraffic(ctx context.Context, cs kubernetes.Interface) (apiTraffic, e
 }
 
 func parseAPITraffic(raw []byte) apiTraffic {
-	out := apiTraffic{ByResource: map[string]float64{}}
+	out := apiTraffic{ByResource: map[string]float64{}, RequestsByResource: map[string]float64{}}
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -67,6 +74,7 @@ func parseAPITraffic(raw []byte) apiTraffic {
 		}
 		if name == "apiserver_request_total" {
 			out.Requests += v
+			out.RequestsByResource[labels["verb"]+" "+labels["resource"]] += v
 			continue
 		}
 		out.Bytes += v

@@ -1,6 +1,7 @@
 package scaletest
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -42,8 +43,29 @@ func BenchmarkClusterScale(b *testing.B) {
 			defer c.FullLists(false)
 			benchSteady(b, c)
 		})
-		b.Run("provisioner/"+s.Name(), func(b *testing.B) { benchBurst(b, c) })
+		b.Run("provisioner/"+s.Name(), func(b *testing.B) { benchBurst(b, c, c.Shape.Pending) })
+		for _, n := range extraBursts(b) {
+			b.Run(fmt.Sprintf("provisioner/%s-%d-pending", s.Name(), n), func(b *testing.B) { benchBurst(b, c, n) })
+		}
 	}
+}
+
+// extraBursts are the further burst sizes NODEWRIGHT_SCALE_PENDING asks
+// the provisioner to place on each size (comma-separated pod counts; none
+// by default): 5000 places the full size's burst on the smaller cluster.
+func extraBursts(b *testing.B) []int {
+	var out []int
+	for f := range strings.SplitSeq(os.Getenv("NODEWRIGHT_SCALE_PENDING"), ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			b.Fatalf("NODEWRIGHT_SCALE_PENDING: %q is not a pod count", f)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // benchShapes are the sizes NODEWRIGHT_SCALE_NODES and NODEWRIGHT_SCALE_FULL
@@ -102,27 +124,30 @@ func benchSteady(b *testing.B, c *Cluster) {
 	b.ReportMetric(total.API.Bytes/float64(b.N), "apiserver-bytes/min")
 }
 
-// benchBurst places the pending burst b.N times, undoing the launches
-// between passes.
-func benchBurst(b *testing.B, c *Cluster) {
+// benchBurst places a burst of n pending pods b.N times, undoing the
+// launches between passes.
+func benchBurst(b *testing.B, c *Cluster, n int) {
 	b.StopTimer()
-	c.Burst(c.Shape.Pending)
+	c.Burst(n)
 	defer c.DeleteBurst()
 	var total Cost
 	for range b.N {
+		stop := profilePass(b, c, fmt.Sprintf("provisioner-%d", n))
 		b.StartTimer()
 		cost, res, err := c.Pass(Provisioner)
 		b.StopTimer()
+		stop()
 		if err != nil {
 			b.Fatalf("provisioner pass: %v", err)
 		}
 		r := provisioned(b, res)
-		if r.Pending != c.Shape.Pending || r.Unschedulable != 0 {
-			b.Fatalf("provisioner saw %d pending and left %d unplaced, want %d and 0", r.Pending, r.Unschedulable, c.Shape.Pending)
+		if r.Pending != n || r.Unschedulable != 0 {
+			b.Fatalf("provisioner saw %d pending and left %d unplaced, want %d and 0", r.Pending, r.Unschedulable, n)
 		}
+		b.Logf("pass: batch %s, solve %s, %d rounds, %d launched, %d nominated", r.Batch, r.SolveTime, r.Rounds, len(r.Launched), r.Nominated)
 		total = total.Add(cost)
 		c.Unlaunch(append(r.Created, r.Launched...))
 	}
-	b.Logf("provisioner, %d passes over %d pending pods: %s", b.N, c.Shape.Pending, total)
+	b.Logf("provisioner, %d passes over %d pending pods: %s", b.N, n, total)
 	total.Report(b, b.N)
 }

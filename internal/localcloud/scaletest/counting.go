@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // wireCounter is a reverse proxy in front of DynamoDB or the AWS simulator
@@ -15,21 +16,27 @@ import (
 // AWS would bill and throttle.
 type wireCounter struct {
 	dynamodb, sqs, other atomic.Int64
+	// busy is the time calls spent in flight, summed: with the count, the
+	// mean round trip of the local DynamoDB and simulator.
+	busy atomic.Int64
 }
 
 // wireCounts are a wireCounter's totals at one moment.
-type wireCounts struct{ DynamoDB, SQS, Other int64 }
+type wireCounts struct {
+	DynamoDB, SQS, Other int64
+	Busy                 time.Duration
+}
 
 func (c *wireCounter) counts() wireCounts {
-	return wireCounts{DynamoDB: c.dynamodb.Load(), SQS: c.sqs.Load(), Other: c.other.Load()}
+	return wireCounts{DynamoDB: c.dynamodb.Load(), SQS: c.sqs.Load(), Other: c.other.Load(), Busy: time.Duration(c.busy.Load())}
 }
 
 func (a wireCounts) minus(b wireCounts) wireCounts {
-	return wireCounts{DynamoDB: a.DynamoDB - b.DynamoDB, SQS: a.SQS - b.SQS, Other: a.Other - b.Other}
+	return wireCounts{DynamoDB: a.DynamoDB - b.DynamoDB, SQS: a.SQS - b.SQS, Other: a.Other - b.Other, Busy: a.Busy - b.Busy}
 }
 
 func (a wireCounts) plus(b wireCounts) wireCounts {
-	return wireCounts{DynamoDB: a.DynamoDB + b.DynamoDB, SQS: a.SQS + b.SQS, Other: a.Other + b.Other}
+	return wireCounts{DynamoDB: a.DynamoDB + b.DynamoDB, SQS: a.SQS + b.SQS, Other: a.Other + b.Other, Busy: a.Busy + b.Busy}
 }
 
 // front starts the proxy to target and returns its URL; it stops with t.
@@ -52,7 +59,9 @@ func (c *wireCounter) front(t testing.TB, target string) string {
 		default:
 			c.other.Add(1)
 		}
+		start := time.Now()
 		rp.ServeHTTP(w, r)
+		c.busy.Add(int64(time.Since(start)))
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL

@@ -24,6 +24,9 @@ type Cost struct {
 	API apiTraffic
 	// Calls are the DynamoDB and SQS calls over the pass.
 	Calls wireCounts
+	// DynamoDBBusy and SimBusy are the time the calls to DynamoDB and to the
+	// EC2/SQS simulator were in flight, summed over concurrent calls.
+	DynamoDBBusy, SimBusy time.Duration
 }
 
 // MiB converts bytes to MiB.
@@ -85,7 +88,7 @@ func (c *Cluster) measure(pass func() error) (Cost, error) {
 	if err != nil {
 		return Cost{}, err
 	}
-	calls0 := c.db.counts().plus(c.sim.counts())
+	db0, sim0 := c.db.counts(), c.sim.counts()
 	cpu0 := cpuTime()
 	heap := watchHeap()
 	start := time.Now()
@@ -94,7 +97,8 @@ func (c *Cluster) measure(pass func() error) (Cost, error) {
 	if peak := heap.stop(); peak > base {
 		cost.PeakHeap = peak - base
 	}
-	cost.Calls = c.db.counts().plus(c.sim.counts()).minus(calls0)
+	db, sim := c.db.counts().minus(db0), c.sim.counts().minus(sim0)
+	cost.Calls, cost.DynamoDBBusy, cost.SimBusy = db.plus(sim), db.Busy, sim.Busy
 	api1, err := readAPITraffic(c.ctx, c.admin)
 	if err != nil {
 		return cost, err

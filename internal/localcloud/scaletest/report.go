@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Report puts a pass's cost in a benchmark's custom metrics, per pass.
@@ -23,31 +24,44 @@ func (cost Cost) Report(b *testing.B, passes int) {
 func (cost Cost) Add(o Cost) Cost {
 	sum := Cost{Wall: cost.Wall + o.Wall, CPU: cost.CPU + o.CPU, PeakHeap: max(cost.PeakHeap, o.PeakHeap),
 		BaseHeap: max(cost.BaseHeap, o.BaseHeap), Calls: cost.Calls.plus(o.Calls),
-		API: apiTraffic{Requests: cost.API.Requests + o.API.Requests, Bytes: cost.API.Bytes + o.API.Bytes, ByResource: map[string]float64{}}}
-	for _, m := range []map[string]float64{cost.API.ByResource, o.API.ByResource} {
+		DynamoDBBusy: cost.DynamoDBBusy + o.DynamoDBBusy, SimBusy: cost.SimBusy + o.SimBusy,
+		API: apiTraffic{Requests: cost.API.Requests + o.API.Requests, Bytes: cost.API.Bytes + o.API.Bytes,
+			ByResource: mapPlus(cost.API.ByResource, o.API.ByResource), RequestsByResource: mapPlus(cost.API.RequestsByResource, o.API.RequestsByResource)}}
+	return sum
+}
+
+// mapPlus is a+b.
+func mapPlus(a, b map[string]float64) map[string]float64 {
+	out := make(map[string]float64, len(a))
+	for _, m := range []map[string]float64{a, b} {
 		for k, v := range m {
-			sum.API.ByResource[k] += v
+			out[k] += v
 		}
 	}
-	return sum
+	return out
 }
 
 // String is the cost in one line, with the largest reads.
 func (cost Cost) String() string {
-	type kv struct {
-		k string
-		v float64
+	reads := top(cost.API.ByResource, func(k string, v float64) string { return fmt.Sprintf("%s %.1f MiB", k, v/(1<<20)) })
+	requests := top(cost.API.RequestsByResource, func(k string, v float64) string { return fmt.Sprintf("%s %.0f", k, v) })
+	return fmt.Sprintf("%.2f s, %.2f cpu-s, peak +%.0f MiB (base %.0f MiB), api %d requests [%s] %.1f MiB [%s], "+
+		"dynamodb %d (%s in flight), sqs %d, other aws %d (sqs and other %s in flight)",
+		cost.Wall.Seconds(), cost.CPU.Seconds(), MiB(cost.PeakHeap), MiB(cost.BaseHeap), int(cost.API.Requests), requests,
+		cost.API.Bytes/(1<<20), reads, cost.Calls.DynamoDB, cost.DynamoDBBusy.Round(time.Millisecond),
+		cost.Calls.SQS, cost.Calls.Other, cost.SimBusy.Round(time.Millisecond))
+}
+
+// top is m's four largest entries, largest first, each formatted by f.
+func top(m map[string]float64, f func(k string, v float64) string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	var top []kv
-	for k, v := range cost.API.ByResource {
-		top = append(top, kv{k, v})
+	sort.Slice(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	out := make([]string, 0, 4)
+	for _, k := range keys[:min(len(keys), 4)] {
+		out = append(out, f(k, m[k]))
 	}
-	sort.Slice(top, func(i, j int) bool { return top[i].v > top[j].v })
-	var reads []string
-	for _, e := range top[:min(len(top), 4)] {
-		reads = append(reads, fmt.Sprintf("%s %.1f MiB", e.k, e.v/(1<<20)))
-	}
-	return fmt.Sprintf("%.2f s, %.2f cpu-s, peak +%.0f MiB (base %.0f MiB), api %d requests %.1f MiB [%s], dynamodb %d, sqs %d, other aws %d",
-		cost.Wall.Seconds(), cost.CPU.Seconds(), MiB(cost.PeakHeap), MiB(cost.BaseHeap), int(cost.API.Requests), cost.API.Bytes/(1<<20),
-		strings.Join(reads, ", "), cost.Calls.DynamoDB, cost.Calls.SQS, cost.Calls.Other)
+	return strings.Join(out, ", ")
 }

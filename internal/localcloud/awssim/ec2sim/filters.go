@@ -35,20 +35,27 @@ func matchFilters(filters []types.Filter, get attrs) (bool, error) {
 
 func anyMatch(patterns, have []string) bool {
 	for _, p := range patterns {
-		for _, h := range have {
-			if ok, _ := path.Match(escapeMatch(p), h); ok {
-				return true
-			}
+		// Most filter values are literal (a claim's tag, an ID): compared
+		// as they are, without building a pattern per resource (a scale
+		// test's DescribeInstances weighs thousands of instances).
+		match := func(h string) bool { return h == p }
+		if strings.ContainsAny(p, "*?") {
+			pattern := escapeMatch(p)
+			match = func(h string) bool { ok, _ := path.Match(pattern, h); return ok }
+		}
+		if slices.ContainsFunc(have, match) {
+			return true
 		}
 	}
 	return false
 }
 
+// matchEscaper escapes path.Match's special characters other than EC2's
+// wildcards; a Replacer is safe for concurrent use.
+var matchEscaper = strings.NewReplacer(`[`, `\[`, `]`, `\]`, `\`, `\\`)
+
 // escapeMatch keeps EC2's wildcards (* and ?) and escapes path.Match's others.
-func escapeMatch(p string) string {
-	r := strings.NewReplacer(`[`, `\[`, `]`, `\]`, `\`, `\\`)
-	return r.Replace(p)
-}
+func escapeMatch(p string) string { return matchEscaper.Replace(p) }
 
 // tagAttrs answers the tag:<key>, tag-key and tag-value filters.
 func tagAttrs(tags []types.Tag, name string) ([]string, bool) {

@@ -225,6 +225,12 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 // attrs answers the filters on an instance; it reads the instance when a
 // filter asks, so a describe sees its state at that moment.
 func (in *instance) attrs(name string) ([]string, bool) {
+	// Tag filters first, without building the attribute maps (no attribute
+	// name starts with "tag"): a DescribeInstances by a claim's tag weighs
+	// every instance, thousands in a scale test.
+	if v, ok := tagAttrs(in.Tags, name); ok {
+		return v, true
+	}
 	if v, ok := placementAttrs(in.Placement)[name]; ok {
 		return v, true
 	}
