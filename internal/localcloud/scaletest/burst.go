@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
@@ -49,13 +50,27 @@ func (c *Cluster) Burst(n int) {
 	c.t.Logf("created %d pending pods in %s", n, time.Since(start).Round(time.Second))
 }
 
-// DeleteBurst deletes the pending pods.
+// DeleteBurst deletes the pending pods. The API server deletes thousands
+// of pods past its request timeout, and goes on after answering with a
+// timeout; then the harness waits until they are gone.
 func (c *Cluster) DeleteBurst() {
 	grace := int64(0)
-	if err := c.admin.CoreV1().Pods(c.Env.Namespace).DeleteCollection(c.ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace},
-		metav1.ListOptions{FieldSelector: "spec.nodeName="}); err != nil {
+	pods := c.admin.CoreV1().Pods(c.Env.Namespace)
+	pending := metav1.ListOptions{FieldSelector: "spec.nodeName="}
+	err := pods.DeleteCollection(c.ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace}, pending)
+	if err != nil && !apierrors.IsTimeout(err) && !apierrors.IsServerTimeout(err) {
 		c.t.Fatalf("delete the pending burst: %v", err)
 	}
+	if err == nil {
+		return
+	}
+	cloudtest.Eventually(c.t, "the pending burst deleted", 10*time.Minute, func() (bool, string) {
+		l, err := pods.List(c.ctx, metav1.ListOptions{FieldSelector: pending.FieldSelector, Limit: 1})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(l.Items) == 0, "pending pods left"
+	})
 }
 
 // Claims are the stack's live claims.
