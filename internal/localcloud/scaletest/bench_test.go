@@ -92,8 +92,10 @@ func benchShapes(b *testing.B) []Shape {
 // benchPass runs fn's scheduled pass b.N times.
 func benchPass(b *testing.B, c *Cluster, fn string) {
 	var total Cost
-	for range b.N {
+	for i := range b.N {
+		stop := profilePass(b, c, fmt.Sprintf("%s-%d", fn, i))
 		cost, _, err := c.Pass(fn)
+		stop()
 		if err != nil {
 			b.Fatalf("%s pass: %v", fn, err)
 		}
