@@ -196,7 +196,7 @@ func volumeAttachmentItems(l *storagev1.VolumeAttachmentList) []storagev1.Volume
 // counts the others (not yet tried, or waiting on something else).
 func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, l lister) error {
 	pods, err := listAll(ctx, "pending pods", l.page, l.with(pendingPodSelector),
-		c.podLister(), podItems, stripPod)
+		c.podLister(stripPod), podItems, stripPod)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, l lister) err
 // listBoundPods groups the non-terminal bound pods by node.
 func (c *Client) listBoundPods(ctx context.Context, s *Snapshot, l lister) error {
 	pods, err := listAll(ctx, "bound pods", l.page, l.with(boundPodSelector),
-		c.podLister(), podItems, stripPod)
+		c.podLister(stripPod), podItems, stripPod)
 	if err != nil {
 		return err
 	}
@@ -346,7 +346,7 @@ func stripDaemonSet(d *appsv1.DaemonSet) {
 func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error) {
 	sel := "spec.nodeName=" + node + ",status.phase!=Succeeded,status.phase!=Failed"
 	return listAll(ctx, "pods on node "+node, 500, metav1.ListOptions{FieldSelector: sel},
-		c.podLister(), podItems, func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
+		c.podLister(nil), podItems, func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
 }
 
 // VolumeAttachmentsOnNode lists the VolumeAttachments of one node; the
@@ -369,12 +369,15 @@ func (c *Client) VolumeAttachmentsOnNode(ctx context.Context, node string) ([]*s
 
 // podLister and nodeLister fetch the two big lists with streamLister; the
 // rest go through the typed clients.
-func (c *Client) podLister() func(context.Context, metav1.ListOptions) (*corev1.PodList, error) {
-	return streamLister(c.cs.CoreV1().RESTClient(), "pods", func() *corev1.PodList { return &corev1.PodList{} }, c.cs.CoreV1().Pods("").List)
+// podLister lists pods; a protobuf page is decoded pod by pod, each
+// stripped (strip, when not nil) as it is read (decodePodList).
+func (c *Client) podLister(strip func(*corev1.Pod)) func(context.Context, metav1.ListOptions) (*corev1.PodList, error) {
+	direct := func(buf []byte, l *corev1.PodList) (bool, error) { return decodePodList(buf, l, strip) }
+	return streamLister(c.cs.CoreV1().RESTClient(), "pods", func() *corev1.PodList { return &corev1.PodList{} }, c.cs.CoreV1().Pods("").List, direct)
 }
 
 func (c *Client) nodeLister() func(context.Context, metav1.ListOptions) (*corev1.NodeList, error) {
-	return streamLister(c.cs.CoreV1().RESTClient(), "nodes", func() *corev1.NodeList { return &corev1.NodeList{} }, c.cs.CoreV1().Nodes().List)
+	return streamLister(c.cs.CoreV1().RESTClient(), "nodes", func() *corev1.NodeList { return &corev1.NodeList{} }, c.cs.CoreV1().Nodes().List, nil)
 }
 
 // streamLister lists cluster-wide pages of one resource through a buffer
@@ -382,8 +385,9 @@ func (c *Client) nodeLister() func(context.Context, metav1.ListOptions) (*corev1
 // io.ReadAll, growing a fresh buffer by doubling for each ~1-2 MB page; for a
 // 50,000-pod list that garbage is a large share of the pass's allocations.
 // Clientsets without a REST client (client-go's fake) use the typed call.
+// direct, when not nil, decodes a page itself (reporting whether it did).
 func streamLister[L runtime.Object](rc rest.Interface, resource string, newList func() L,
-	typed func(context.Context, metav1.ListOptions) (L, error)) func(context.Context, metav1.ListOptions) (L, error) {
+	typed func(context.Context, metav1.ListOptions) (L, error), direct func([]byte, L) (bool, error)) func(context.Context, metav1.ListOptions) (L, error) {
 	if r, ok := rc.(*rest.RESTClient); rc == nil || (ok && r == nil) {
 		return typed
 	}
@@ -403,6 +407,13 @@ func streamLister[L runtime.Object](rc rest.Interface, resource string, newList 
 		// Decoded objects copy what they keep (strings, raw bytes), so the
 		// buffer can be overwritten by the next page.
 		l := newList()
+		if direct != nil {
+			if done, err := direct(buf.Bytes(), l); err != nil {
+				return zero, fmt.Errorf("decode %s page: %w", resource, err)
+			} else if done {
+				return l, nil
+			}
+		}
 		if _, _, err := decoder.Decode(buf.Bytes(), nil, l); err != nil {
 			return zero, fmt.Errorf("decode %s page: %w", resource, err)
 		}
