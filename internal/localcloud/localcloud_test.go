@@ -166,7 +166,7 @@ func TestCreateFleetInstanceBecomesReadyNode(t *testing.T) {
 	ec2c := ec2.NewFromConfig(cfg)
 
 	param, err := ssm.NewFromConfig(cfg).GetParameter(ctx, &ssm.GetParameterInput{
-		Name: aws.String("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id"),
+		Name: aws.String("/aws/service/eks/optimized-ami/1.37/amazon-linux-2023/x86_64/standard/recommended/image_id"),
 	})
 	if err != nil {
 		t.Fatalf("SSM AMI parameter: %v", err)

@@ -20,7 +20,7 @@ import (
 )
 
 // KubeVersion is the Kubernetes release the tools module pins.
-const KubeVersion = "v1.36.3"
+const KubeVersion = "v1.37.2"
 
 // toolsModule is the import path of the nested module that pins the control
 // plane's sources (internal/localcloud/tools).

@@ -30,9 +30,9 @@ func TestLDFlagsStampBothVersionPackages(t *testing.T) {
 	for _, want := range []string{
 		"-X k8s.io/component-base/version.gitVersion=" + KubeVersion,
 		"-X k8s.io/component-base/version.gitMajor=1",
-		"-X k8s.io/component-base/version.gitMinor=36",
+		"-X k8s.io/component-base/version.gitMinor=37",
 		"-X k8s.io/client-go/pkg/version.gitVersion=" + KubeVersion,
-		"-X k8s.io/client-go/pkg/version.gitMinor=36",
+		"-X k8s.io/client-go/pkg/version.gitMinor=37",
 	} {
 		if !strings.Contains(f, want) {
 			t.Errorf("LDFlags %q lacks %q", f, want)
