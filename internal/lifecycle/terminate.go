@@ -29,8 +29,8 @@ func (c *Controller) markAndTerminate(ctx context.Context, cl *apis.NodeClaim, r
 	if err != nil {
 		return Outcome{Claim: cl.Name}, fmt.Errorf("lifecycle: %w", err)
 	}
-	if newly && reason != ReasonNodePoolRemoved {
-		c.replaceStatic(ctx, marked)
+	if newly {
+		c.replaceStatic(ctx, marked) // a removed pool is not in the config: no nudge
 	}
 	// The outcome names why the claim went (Done says whether it is gone).
 	out, err := c.terminate(ctx, marked, Outcome{Claim: cl.Name})
