@@ -295,7 +295,10 @@ func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 		} else {
 			en.Initialized = cl.IsTrue(apis.ConditionInitialized) || kn.Labels[apis.NodeInitializedLabel] == "true"
 			en.StartupTaints = cl.Spec.StartupTaints
-			if !cl.IsTrue(apis.ConditionRegistered) {
+			if !cl.IsTrue(apis.ConditionRegistered) || kn.Labels[apis.NodeRegisteredLabel] != "true" {
+				// Also when the claim says registered but the Node does not
+				// yet: a Node read from the watch cache can predate the
+				// registration's label write that the claim already records.
 				en.Labels, en.Taints = unregisteredView(cl, kn)
 			}
 		}

@@ -363,6 +363,38 @@ func TestUnregisteredNodeOffersItsClaimsLabels(t *testing.T) {
 	}
 }
 
+// The claim (DynamoDB) can record the registration before the Node the
+// pass reads (the API server's watch cache) shows its labels: that Node is
+// still offered with the claim's labels, or the pods waiting for it would buy
+// a second node (an interruption's redelivery did, under load).
+func TestNodeBehindItsClaimsRegistrationOffersItsClaimsLabels(t *testing.T) {
+	cfg, cat := loadConfig(t, nil), builtin(t)
+	cl := launchedClaim("default-ggggg", "m5.large", "us-west-2a", "i-5")
+	cl.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "node ip-10-0-0-5", metav1.Now())
+	cl.Status.NodeName = "ip-10-0-0-5"
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-5", Labels: map[string]string{catalog.LabelHostname: "ip-10-0-0-5"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-5", Taints: []corev1.Taint{
+			{Key: apis.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute},
+		}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"),
+			corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")}},
+	}
+	selecting := pendingPod("sel", "500m")
+	selecting.Spec.NodeSelector = map[string]string{apis.NodePoolLabelKey: "default"}
+	c, err := state.Build(state.Sources{Snapshot: snapshot([]*corev1.Pod{selecting}, []*corev1.Node{node}),
+		Config: cfg, Catalog: cat, Claims: []*apis.NodeClaim{cl}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if en := c.Nodes[0].Existing(); en.Labels[apis.NodePoolLabelKey] != "default" {
+		t.Errorf("labels = %v, want the claim's", en.Labels)
+	}
+	if plan := solve(t, c, state.InputOptions{}); len(plan.NodeClaims) != 0 {
+		t.Errorf("the pod bought a second node (%d new claims) instead of waiting for its registering one", len(plan.NodeClaims))
+	}
+}
+
 // staticConfig has a static pool "fixed" of the given replicas (limit: its
 // limits.nodes, "" for none) beside the dynamic pool "default".
 func staticConfig(t *testing.T, replicas int64, limit string) *apis.Config {
