@@ -112,14 +112,18 @@ func benchPass(b *testing.B, c *Cluster, fn string) {
 // scheduled function. Its per-pass figures are per minute.
 func benchSteady(b *testing.B, c *Cluster) {
 	var total Cost
+	byFn := map[string]Cost{}
 	for range b.N {
 		for _, fn := range []string{Provisioner, Lifecycle, Disruption} {
 			cost, _, err := c.Pass(fn)
 			if err != nil {
 				b.Fatalf("%s pass: %v", fn, err)
 			}
-			total = total.Add(cost)
+			total, byFn[fn] = total.Add(cost), byFn[fn].Add(cost)
 		}
+	}
+	for fn, cost := range byFn {
+		b.Logf("steady state, %s's share over %d minutes: %s", fn, b.N, cost)
 	}
 	b.Logf("steady state, %d minutes: %s", b.N, total)
 	total.Report(b, b.N)
