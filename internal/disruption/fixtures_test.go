@@ -116,7 +116,7 @@ func (f *fixture) nodeIn(name, typ, pool string) (*corev1.Node, *apis.NodeClaim)
 	maps.Copy(labels, np.Spec.Template.ObjectMeta.Labels)
 	labels[apis.NodePoolLabelKey] = pool
 	labels[apis.NodeClassLabelKey] = "default"
-	labels[apis.NodeInitializedLabel] = "true"
+	labels[apis.NodeRegisteredLabel], labels[apis.NodeInitializedLabel] = "true", "true"
 	labels[catalog.LabelHostname] = name
 	id := "i-" + name
 	created := metav1.NewTime(f.now.Add(-time.Hour))

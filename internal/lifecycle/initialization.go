@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
@@ -41,9 +42,12 @@ func (c *Controller) initialization(ctx context.Context, s *claimState) (bool, e
 }
 
 // Initialized reports whether a registered claim's node is initialized
-// (Karpenter's rules): Ready, none of the claim's startup taints left, no
-// karpenter.sh/unregistered taint, and every extended resource the claim
-// asked for registered in allocatable. why says what is missing.
+// (Karpenter's rules): Ready, none of the claim's startup taints left, none
+// of the taints a node carries while coming up (karpenter.sh/unregistered,
+// not-ready and the like: the node lifecycle controller removes not-ready a
+// moment after Ready, and a node initialized before that would look tainted
+// to the provisioner), and every extended resource the claim asked for
+// registered in allocatable. why says what is missing.
 func Initialized(cl *apis.NodeClaim, node *corev1.Node) (bool, string) {
 	ready := false
 	for _, c := range node.Status.Conditions {
@@ -57,6 +61,9 @@ func Initialized(cl *apis.NodeClaim, node *corev1.Node) (bool, string) {
 	for _, t := range node.Spec.Taints {
 		if t.Key == apis.UnregisteredTaintKey {
 			return false, "unregistered taint present"
+		}
+		if scheduling.IsEphemeralTaint(t) {
+			return false, "taint " + t.Key + " present"
 		}
 		for _, st := range cl.Spec.StartupTaints {
 			if t.Key == st.Key && t.Effect == st.Effect {

@@ -71,6 +71,10 @@ func TestInitialized(t *testing.T) {
 	if ok, _ := Initialized(cl, n); ok {
 		t.Fatal("initialized while unregistered")
 	}
+	n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+	if ok, _ := Initialized(cl, n); ok {
+		t.Fatal("initialized while the node lifecycle controller's not-ready taint is still on")
+	}
 }
 
 func pod(name string, mut ...func(*corev1.Pod)) *corev1.Pod {

@@ -123,9 +123,9 @@ func (n *Node) NodePool() string {
 	return ""
 }
 
-// Initialized reports whether the node is ready for pods: the claim's
-// Initialized condition (or the karpenter.sh/initialized label the lifecycle
-// sets) for managed nodes, the Ready condition for other nodes.
+// Initialized reports whether the node is ready for pods: the
+// karpenter.sh/initialized label the lifecycle sets on managed nodes, the
+// Ready condition for other nodes.
 func (n *Node) Initialized() bool { return n.existing.Initialized }
 
 // MarkedForDeletion reports a node that takes no new pods: deleting,
@@ -293,7 +293,12 @@ func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 		if cl == nil {
 			en.Initialized = nodeReady(kn)
 		} else {
-			en.Initialized = cl.IsTrue(apis.ConditionInitialized) || kn.Labels[apis.NodeInitializedLabel] == "true"
+			// Judged from the Node itself, not the claim: the lifecycle labels
+			// the Node before it records the claim initialized, so a Node read
+			// from the watch cache that predates the label (and may still
+			// carry its not-ready taint) is taken as coming up, not as a node
+			// whose taints keep the pods waiting for it off.
+			en.Initialized = kn.Labels[apis.NodeInitializedLabel] == "true"
 			en.StartupTaints = cl.Spec.StartupTaints
 			if !cl.IsTrue(apis.ConditionRegistered) || kn.Labels[apis.NodeRegisteredLabel] != "true" {
 				// Also when the claim says registered but the Node does not

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -198,9 +199,11 @@ func TestUnlaunchedClaimResources(t *testing.T) {
 func TestRegisteredClaimMatchedByProviderID(t *testing.T) {
 	cfg, cat := loadConfig(t, nil), builtin(t)
 	cl := launchedClaim("default-ccccc", "m5.large", "us-west-2b", "i-2")
+	cl.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "", metav1.Now())
 	cl.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", metav1.Now())
 	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{apis.NodePoolLabelKey: "default", catalog.LabelHostname: "ip-10-0-0-1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{apis.NodePoolLabelKey: "default", catalog.LabelHostname: "ip-10-0-0-1",
+			apis.NodeRegisteredLabel: "true", apis.NodeInitializedLabel: "true"}},
 		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-west-2b/i-2"},
 		Status: corev1.NodeStatus{
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")},
@@ -363,35 +366,57 @@ func TestUnregisteredNodeOffersItsClaimsLabels(t *testing.T) {
 	}
 }
 
-// The claim (DynamoDB) can record the registration before the Node the
-// pass reads (the API server's watch cache) shows its labels: that Node is
-// still offered with the claim's labels, or the pods waiting for it would buy
-// a second node (an interruption's redelivery did, under load).
-func TestNodeBehindItsClaimsRegistrationOffersItsClaimsLabels(t *testing.T) {
+// The claim (DynamoDB) can record the registration or the initialization
+// before the Node the pass reads (the API server's watch cache) shows it:
+// that Node is still offered as coming up (the claim's labels, its
+// not-ready taint ignored), or the pods waiting for it would buy a second
+// node (an interruption's redelivery did, under load).
+func TestNodeBehindItsClaimIsOfferedAsComingUp(t *testing.T) {
 	cfg, cat := loadConfig(t, nil), builtin(t)
-	cl := launchedClaim("default-ggggg", "m5.large", "us-west-2a", "i-5")
-	cl.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "node ip-10-0-0-5", metav1.Now())
-	cl.Status.NodeName = "ip-10-0-0-5"
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-5", Labels: map[string]string{catalog.LabelHostname: "ip-10-0-0-5"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-5", Taints: []corev1.Taint{
-			{Key: apis.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute},
-		}},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"),
-			corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")}},
+	cases := map[string]struct {
+		conds  []string
+		labels map[string]string
+		taint  corev1.Taint
+	}{
+		"registered, Node not labelled yet": {
+			conds: []string{apis.ConditionRegistered},
+			taint: corev1.Taint{Key: apis.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute},
+		},
+		"initialized, Node still not ready": {
+			conds:  []string{apis.ConditionRegistered, apis.ConditionInitialized},
+			labels: map[string]string{apis.NodeRegisteredLabel: "true", apis.NodePoolLabelKey: "default"},
+			taint:  corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule},
+		},
 	}
-	selecting := pendingPod("sel", "500m")
-	selecting.Spec.NodeSelector = map[string]string{apis.NodePoolLabelKey: "default"}
-	c, err := state.Build(state.Sources{Snapshot: snapshot([]*corev1.Pod{selecting}, []*corev1.Node{node}),
-		Config: cfg, Catalog: cat, Claims: []*apis.NodeClaim{cl}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if en := c.Nodes[0].Existing(); en.Labels[apis.NodePoolLabelKey] != "default" {
-		t.Errorf("labels = %v, want the claim's", en.Labels)
-	}
-	if plan := solve(t, c, state.InputOptions{}); len(plan.NodeClaims) != 0 {
-		t.Errorf("the pod bought a second node (%d new claims) instead of waiting for its registering one", len(plan.NodeClaims))
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cl := launchedClaim("default-ggggg", "m5.large", "us-west-2a", "i-5")
+			for _, c := range tc.conds {
+				cl.SetCondition(c, metav1.ConditionTrue, c, "node ip-10-0-0-5", metav1.Now())
+			}
+			cl.Status.NodeName = "ip-10-0-0-5"
+			labels := map[string]string{catalog.LabelHostname: "ip-10-0-0-5"}
+			maps.Copy(labels, tc.labels)
+			node := &corev1.Node{
+				ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-5", Labels: labels},
+				Spec:       corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-5", Taints: []corev1.Taint{tc.taint}},
+				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"),
+					corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")}},
+			}
+			selecting := pendingPod("sel", "500m")
+			selecting.Spec.NodeSelector = map[string]string{apis.NodePoolLabelKey: "default"}
+			c, err := state.Build(state.Sources{Snapshot: snapshot([]*corev1.Pod{selecting}, []*corev1.Node{node}),
+				Config: cfg, Catalog: cat, Claims: []*apis.NodeClaim{cl}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if en := c.Nodes[0].Existing(); en.Labels[apis.NodePoolLabelKey] != "default" || en.Initialized {
+				t.Errorf("labels = %v, initialized %v: want the claim's labels, not initialized", en.Labels, en.Initialized)
+			}
+			if plan := solve(t, c, state.InputOptions{}); len(plan.NodeClaims) != 0 {
+				t.Errorf("the pod bought a second node (%d new claims) instead of waiting for its coming one", len(plan.NodeClaims))
+			}
+		})
 	}
 }
 
