@@ -98,7 +98,7 @@ func pageOf[L any, T any](l L, items func(L) []T, strip func(*T)) ([]*T, string)
 // all of it: for the 40,000 pods the watch cache sends at once, hundreds
 // of MB. Clientsets without a REST client (client-go's fake) use typed.
 func streamPager[L runtime.Object, T any, P protoItem[T]](rc rest.Interface, resource, kind string, newList func() L, items func(L) []T,
-	typed func(context.Context, metav1.ListOptions) (L, error), strip func(*T)) pager[T] {
+	typed func(context.Context, metav1.ListOptions) (L, error), prune *pruneRule, strip func(*T)) pager[T] {
 	if r, ok := rc.(*rest.RESTClient); rc == nil || (ok && r == nil) {
 		return typedPager(typed, items, strip)
 	}
@@ -113,7 +113,7 @@ func streamPager[L runtime.Object, T any, P protoItem[T]](rc rest.Interface, res
 		if err != nil {
 			return nil, "", fmt.Errorf("read %s page: %w", resource, err)
 		}
-		its, cont, ok, err := decodeListStream[T, P](r, kind, strip)
+		its, cont, ok, err := decodeListStream[T, P](r, kind, prune, strip)
 		if err != nil {
 			return nil, "", fmt.Errorf("decode %s page: %w", resource, err)
 		}
@@ -152,13 +152,14 @@ func uncompressed(body io.Reader) (*bufio.Reader, error) {
 func podItems(l *corev1.PodList) []corev1.Pod    { return l.Items }
 func nodeItems(l *corev1.NodeList) []corev1.Node { return l.Items }
 
-// podPager lists pods, each stripped (strip, when not nil) as it is read.
-func (c *Client) podPager(strip func(*corev1.Pod)) pager[corev1.Pod] {
+// podPager lists pods, each stripped (strip, when not nil) as it is read;
+// prune, when not nil, must drop nothing strip keeps (podPrune: stripPod).
+func (c *Client) podPager(prune *pruneRule, strip func(*corev1.Pod)) pager[corev1.Pod] {
 	return streamPager[*corev1.PodList, corev1.Pod](c.cs.CoreV1().RESTClient(), "pods", "PodList",
-		func() *corev1.PodList { return &corev1.PodList{} }, podItems, c.cs.CoreV1().Pods("").List, strip)
+		func() *corev1.PodList { return &corev1.PodList{} }, podItems, c.cs.CoreV1().Pods("").List, prune, strip)
 }
 
 func (c *Client) nodePager() pager[corev1.Node] {
 	return streamPager[*corev1.NodeList, corev1.Node](c.cs.CoreV1().RESTClient(), "nodes", "NodeList",
-		func() *corev1.NodeList { return &corev1.NodeList{} }, nodeItems, c.cs.CoreV1().Nodes().List, stripNode)
+		func() *corev1.NodeList { return &corev1.NodeList{} }, nodeItems, c.cs.CoreV1().Nodes().List, nodePrune, stripNode)
 }

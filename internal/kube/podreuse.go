@@ -157,7 +157,7 @@ func (c *Client) refreshNodes(ctx context.Context, s *Snapshot, digests map[stri
 		}
 	}
 	for _, node := range changed {
-		pods, err := c.podsOnNode(ctx, node, stripPod)
+		pods, err := c.podsOnNode(ctx, node, podPrune, stripPod)
 		if err != nil {
 			return err
 		}

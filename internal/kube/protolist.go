@@ -36,16 +36,17 @@ type protoItem[T any] interface {
 }
 
 // decodeListStream decodes a protobuf list response of kind (PodList) from
-// r, calling strip (when not nil) on each item as soon as it is decoded,
+// r, pruning each item's bytes by prune (when not nil: prune.go) and
+// calling strip (when not nil) on each item as soon as it is decoded,
 // and returns the items and the list's continue token. ok is false, and
 // nothing of r consumed, when r does not start with a protobuf envelope:
 // the caller then decodes it the usual way.
-func decodeListStream[T any, P protoItem[T]](r *bufio.Reader, kind string, strip func(*T)) (items []*T, cont string, ok bool, err error) {
+func decodeListStream[T any, P protoItem[T]](r *bufio.Reader, kind string, prune *pruneRule, strip func(*T)) (items []*T, cont string, ok bool, err error) {
 	if magic, _ := r.Peek(len(protobufMagic)); !bytes.Equal(magic, protobufMagic) {
 		return nil, "", false, nil
 	}
 	_, _ = r.Discard(len(protobufMagic))
-	d := &listDecoder[T, P]{protoReader: protoReader{r: r, left: -1}, strip: strip}
+	d := &listDecoder[T, P]{protoReader: protoReader{r: r, left: -1}, prune: prune, strip: strip}
 	if err := d.envelope(kind); err != nil {
 		return nil, "", true, fmt.Errorf("protobuf %s: %w", kind, err)
 	}
@@ -55,9 +56,11 @@ func decodeListStream[T any, P protoItem[T]](r *bufio.Reader, kind string, strip
 // listDecoder decodes one list response.
 type listDecoder[T any, P protoItem[T]] struct {
 	protoReader
-	strip func(*T)
-	meta  metav1.ListMeta
-	items []*T
+	prune  *pruneRule
+	pruner pruner
+	strip  func(*T)
+	meta   metav1.ListMeta
+	items  []*T
 	// chunk is where the next items are decoded: items are allocated a
 	// chunk at a time rather than in one array grown by copying.
 	chunk []T
@@ -156,6 +159,12 @@ func (d *listDecoder[T, P]) list() error {
 // item decodes and strips one item. Decoded objects copy what they keep,
 // so b's buffer is free for the next item.
 func (d *listDecoder[T, P]) item(b []byte) error {
+	if d.prune != nil {
+		var err error
+		if b, err = d.pruner.prune(b, d.prune, 0); err != nil {
+			return fmt.Errorf("item %d: %w", len(d.items), err)
+		}
+	}
 	if len(d.chunk) == 0 {
 		d.chunk = make([]T, min(max(len(d.items), 16), 512))
 	}

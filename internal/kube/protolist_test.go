@@ -27,6 +27,18 @@ func encodedPodList(tb testing.TB, n int, cont string) []byte {
 	for i := range n {
 		p := synthPod("ns", fmt.Sprintf("p%d", i), "n1", false)
 		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(fmt.Sprintf("%dm", 100+i))
+		if i%2 == 1 { // every field strip drops, and what it keeps beside them
+			full := p.Spec.Containers[0]
+			full.WorkingDir, full.TerminationMessagePath, full.Args = "/srv", "/dev/log", []string{"-v"}
+			full.StartupProbe, full.Lifecycle = full.LivenessProbe, &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Sleep: &corev1.SleepAction{Seconds: 1}}}
+			full.EnvFrom = []corev1.EnvFromSource{{Prefix: "X_"}}
+			p.Spec.InitContainers = []corev1.Container{full}
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug"}}}
+			p.Status.InitContainerStatuses = p.Status.ContainerStatuses
+			p.Status.EphemeralContainerStatuses = p.Status.ContainerStatuses
+			p.Annotations = map[string]string{"keep": "me", corev1.LastAppliedConfigAnnotation: "{}"}
+			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Mi")}
+		}
 		list.Items = append(list.Items, *p)
 	}
 	var buf bytes.Buffer
@@ -36,13 +48,19 @@ func encodedPodList(tb testing.TB, n int, cont string) []byte {
 	return buf.Bytes()
 }
 
-// decodeBoth decodes b with decodeListStream and with client-go's decoder
-// (then stripPod): when the stream decoder accepts b, client-go must too,
-// with the same pods and continue token.
+// decodeBoth decodes b with decodeListStream, pruned and not, and with
+// client-go's decoder (then stripPod): when the unpruned stream decoder
+// accepts b, client-go and the pruned decoder must too, with the same
+// pods and continue token. The pruned one may accept more: it does not
+// read what strip drops, garbled or not.
 func decodeBoth(t *testing.T, b []byte) (pods []*corev1.Pod, ok bool, err error) {
 	t.Helper()
-	pods, cont, ok, err := decodeListStream[corev1.Pod](bufio.NewReader(bytes.NewReader(b)), "PodList", stripPod)
-	if !ok || err != nil {
+	pods, cont, ok, err := decodeListStream[corev1.Pod](bufio.NewReader(bytes.NewReader(b)), "PodList", podPrune, stripPod)
+	whole, wholeCont, wholeOK, wholeErr := decodeListStream[corev1.Pod](bufio.NewReader(bytes.NewReader(b)), "PodList", nil, stripPod)
+	if ok != wholeOK || (err != nil && wholeErr == nil) {
+		t.Fatalf("pruned decoding: %v %v; whole: %v %v", ok, err, wholeOK, wholeErr)
+	}
+	if !wholeOK || wholeErr != nil {
 		return pods, ok, err
 	}
 	want := &corev1.PodList{}
@@ -50,12 +68,17 @@ func decodeBoth(t *testing.T, b []byte) (pods []*corev1.Pod, ok bool, err error)
 		t.Fatalf("stream decoded what client-go refuses (%v)", cerr)
 	}
 	wantPods, wantCont := pageOf(want, podItems, stripPod)
-	if cont != wantCont || len(pods) != len(wantPods) {
-		t.Fatalf("stream decoded %d pods, continue %q; client-go %d, %q", len(pods), cont, len(wantPods), wantCont)
-	}
-	for i := range pods {
-		if !equality.Semantic.DeepEqual(pods[i], wantPods[i]) {
-			t.Fatalf("pod %d differs:\n got  %+v\n want %+v", i, pods[i], wantPods[i])
+	for _, got := range []struct {
+		pods []*corev1.Pod
+		cont string
+	}{{pods, cont}, {whole, wholeCont}} {
+		if got.cont != wantCont || len(got.pods) != len(wantPods) {
+			t.Fatalf("stream decoded %d pods, continue %q; client-go %d, %q", len(got.pods), got.cont, len(wantPods), wantCont)
+		}
+		for i := range got.pods {
+			if !equality.Semantic.DeepEqual(got.pods[i], wantPods[i]) {
+				t.Fatalf("pod %d differs:\n got  %+v\n want %+v", i, got.pods[i], wantPods[i])
+			}
 		}
 	}
 	return pods, ok, err
@@ -73,13 +96,17 @@ func TestDecodeListStreamMatchesClientGo(t *testing.T) {
 	if c := pods[3].Spec.Containers[0]; len(c.Env) != 0 || c.Resources.Requests.Cpu().MilliValue() != 103 {
 		t.Errorf("pod 3 not stripped as strip says: %+v", c)
 	}
+	if c := pods[3].Spec.InitContainers[0]; c.Args != nil || c.Lifecycle != nil || c.Resources.Requests.Cpu().MilliValue() != 103 ||
+		pods[3].Annotations["keep"] != "me" || pods[3].Spec.Overhead.Memory().Value() != 1<<20 {
+		t.Errorf("pod 3 not pruned as strip says: %+v", pods[3])
+	}
 	if pods, ok, err := decodeBoth(t, encodedPodList(t, 0, "")); !ok || err != nil || len(pods) != 0 {
 		t.Errorf("empty list: %d pods, %v %v", len(pods), ok, err)
 	}
 
 	js := []byte(`{"kind":"PodList","apiVersion":"v1","items":[]}`)
 	r := bufio.NewReader(bytes.NewReader(js))
-	if _, _, ok, err := decodeListStream[corev1.Pod](r, "PodList", nil); ok || err != nil {
+	if _, _, ok, err := decodeListStream[corev1.Pod](r, "PodList", nil, nil); ok || err != nil {
 		t.Errorf("json: decoded directly (%v, %v); client-go should", ok, err)
 	}
 	if rest, _ := io.ReadAll(r); !bytes.Equal(rest, js) {
@@ -105,6 +132,32 @@ func TestDecodeListStreamMatchesClientGo(t *testing.T) {
 		if _, ok, err := decodeBoth(t, append(append([]byte(nil), protobufMagic...), b...)); !ok || err == nil {
 			t.Errorf("%s: decoded without an error (%v)", name, ok)
 		}
+	}
+}
+
+// Nodes are pruned (nodePrune) as stripNode strips them.
+func TestDecodeNodeListMatchesClientGo(t *testing.T) {
+	list := &corev1.NodeList{TypeMeta: metav1.TypeMeta{Kind: "NodeList", APIVersion: "v1"}}
+	for i := range 3 {
+		n := synthNode(fmt.Sprintf("n%d", i))
+		n.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
+		list.Items = append(list.Items, *n)
+	}
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme).Encode(list, &buf); err != nil {
+		t.Fatal(err)
+	}
+	got, _, ok, err := decodeListStream[corev1.Node](bufio.NewReader(bytes.NewReader(buf.Bytes())), "NodeList", nodePrune, stripNode)
+	if !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	want := &corev1.NodeList{}
+	if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(buf.Bytes(), nil, want); err != nil {
+		t.Fatal(err)
+	}
+	wantNodes, _ := pageOf(want, nodeItems, stripNode)
+	if !equality.Semantic.DeepEqual(got, wantNodes) || got[0].Status.Allocatable.Cpu().MilliValue() != 3920 {
+		t.Errorf("nodes differ:\n got  %+v\n want %+v", got[0], wantNodes[0])
 	}
 }
 

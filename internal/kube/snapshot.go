@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/encoding/protowire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -188,7 +189,7 @@ func volumeAttachmentPager(cs kubernetes.Interface) pager[storagev1.VolumeAttach
 // listPendingPods keeps the pending pods the scheduler found no node for and
 // counts the others (not yet tried, or waiting on something else).
 func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, l lister) error {
-	pods, err := listAll(ctx, "pending pods", l.page, l.with(pendingPodSelector), c.podPager(stripPod))
+	pods, err := listAll(ctx, "pending pods", l.page, l.with(pendingPodSelector), c.podPager(podPrune, stripPod))
 	if err != nil {
 		return err
 	}
@@ -204,7 +205,7 @@ func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, l lister) err
 
 // listBoundPods groups the non-terminal bound pods by node.
 func (c *Client) listBoundPods(ctx context.Context, s *Snapshot, l lister) error {
-	pods, err := listAll(ctx, "bound pods", l.page, l.with(boundPodSelector), c.podPager(stripPod))
+	pods, err := listAll(ctx, "bound pods", l.page, l.with(boundPodSelector), c.podPager(podPrune, stripPod))
 	if err != nil {
 		return err
 	}
@@ -286,13 +287,17 @@ func stripDaemonSet(d *appsv1.DaemonSet) {
 // PodsOnNode lists the non-terminal pods bound to one node (the drain's
 // working set), paginated, without a full snapshot.
 func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error) {
-	return c.podsOnNode(ctx, node, func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
+	return c.podsOnNode(ctx, node, objectMetaOnly, func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
 }
 
-// podsOnNode lists a node's non-terminal pods, each stripped by strip.
-func (c *Client) podsOnNode(ctx context.Context, node string, strip func(*corev1.Pod)) ([]*corev1.Pod, error) {
+// objectMetaOnly prunes a pod's metadata as stripObjectMeta strips it.
+var objectMetaOnly = &pruneRule{nested: map[protowire.Number]*pruneRule{1: objectMetaPrune}}
+
+// podsOnNode lists a node's non-terminal pods, each pruned by prune and
+// stripped by strip.
+func (c *Client) podsOnNode(ctx context.Context, node string, prune *pruneRule, strip func(*corev1.Pod)) ([]*corev1.Pod, error) {
 	sel := "spec.nodeName=" + node + ",status.phase!=Succeeded,status.phase!=Failed"
-	return listAll(ctx, "pods on node "+node, 500, metav1.ListOptions{FieldSelector: sel}, c.podPager(strip))
+	return listAll(ctx, "pods on node "+node, 500, metav1.ListOptions{FieldSelector: sel}, c.podPager(prune, strip))
 }
 
 // VolumeAttachmentsOnNode lists the VolumeAttachments of one node; the
