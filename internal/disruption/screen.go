@@ -61,7 +61,7 @@ func newScreen(c *state.Cluster, batch []*Candidate) *screen {
 	for _, n := range c.Nodes {
 		d := n.Existing().Digest
 		if d == nil {
-			d = scheduling.DigestNode(n.Existing())
+			d = scheduling.DigestNode(n.Existing(), nil)
 		}
 		r := nodeRoom{name: n.Name}
 		for i, name := range dims {
@@ -92,7 +92,7 @@ func (s *screen) demandOf(c *Candidate) *podsDemand {
 		d.least[i] = math.MaxInt64
 	}
 	for _, p := range c.Pods {
-		req := scheduling.PodRequests(p)
+		req := s.cluster.PodRequests(p)
 		var a amounts
 		for i, name := range dims[:len(dims)-1] {
 			q := req[name]

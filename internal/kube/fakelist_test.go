@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -40,6 +42,12 @@ type listServer struct {
 	// versions records, per request, its resourceVersion and whether it
 	// continued a list ("0", "0+continue", "+continue").
 	versions []string
+	// wholeLists answers every list in one response, whatever its limit,
+	// as the watch cache does (resourceVersion=0).
+	wholeLists bool
+	// gzip compresses responses for clients that accept it, as the API
+	// server does for large ones.
+	gzip bool
 }
 
 func newListServer(tb testing.TB, nodes, podsPerNode, pending int) *listServer {
@@ -111,6 +119,9 @@ func emptyLists() map[string]emptyList {
 
 func (ls *listServer) serve(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if ls.wholeLists {
+		q.Del("limit")
+	}
 	ls.pageMu.Lock()
 	expire := q.Get("continue") != "" && ls.expireContinue > 0
 	v := q.Get("resourceVersion")
@@ -189,7 +200,26 @@ func (ls *listServer) serve(w http.ResponseWriter, r *http.Request) {
 		ls.pageMu.Unlock()
 	}
 	w.Header().Set("Content-Type", mediaType)
+	if ls.gzip && strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		body = ls.gzipped(key, body)
+		w.Header().Set("Content-Encoding", "gzip")
+	}
 	_, _ = w.Write(body)
+}
+
+// gzipped is body compressed, cached under key.
+func (ls *listServer) gzipped(key string, body []byte) []byte {
+	ls.pageMu.Lock()
+	defer ls.pageMu.Unlock()
+	if z, ok := ls.pages["gzip|"+key]; ok {
+		return z
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	_, _ = zw.Write(body)
+	_ = zw.Close()
+	ls.pages["gzip|"+key] = buf.Bytes()
+	return buf.Bytes()
 }
 
 // synthPod is shaped like a typical Deployment pod as the API server returns

@@ -157,14 +157,11 @@ func (c *Client) refreshNodes(ctx context.Context, s *Snapshot, digests map[stri
 		}
 	}
 	for _, node := range changed {
-		pods, err := c.PodsOnNode(ctx, node)
+		pods, err := c.podsOnNode(ctx, node, podPrune, stripPod)
 		if err != nil {
 			return err
 		}
 		delete(s.PodsByNode, node)
-		for _, p := range pods {
-			stripPod(p)
-		}
 		if len(pods) > 0 {
 			s.PodsByNode[node] = pods
 		}

@@ -1,22 +1,19 @@
 package kube
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/encoding/protowire"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/kubernetes"
 )
 
 // Snapshot is the cluster state one controller pass works from. Objects are
@@ -131,28 +128,27 @@ func (c *Client) snapshotLists(ctx context.Context, s *Snapshot, parts Parts, l 
 		lists = append(lists, func() error { return bound(ctx, s, l) })
 	}
 	if parts&PartNodes != 0 {
-		lists = append(lists, listInto(ctx, &s.Nodes, "nodes", l, c.nodeLister(), nodeItems, stripNode))
+		lists = append(lists, listInto(ctx, &s.Nodes, "nodes", l, c.nodePager()))
 	}
 	if parts&PartPDBs != 0 {
-		lists = append(lists, listInto(ctx, &s.PDBs, "poddisruptionbudgets", l,
-			cs.PolicyV1().PodDisruptionBudgets("").List, func(l *policyv1.PodDisruptionBudgetList) []policyv1.PodDisruptionBudget { return l.Items }, stripMeta[policyv1.PodDisruptionBudget]))
+		lists = append(lists, listInto(ctx, &s.PDBs, "poddisruptionbudgets", l, typedPager(cs.PolicyV1().PodDisruptionBudgets("").List,
+			func(l *policyv1.PodDisruptionBudgetList) []policyv1.PodDisruptionBudget { return l.Items }, stripMeta[policyv1.PodDisruptionBudget])))
 	}
 	if parts&PartDaemonSets != 0 {
-		lists = append(lists, listInto(ctx, &s.DaemonSets, "daemonsets", l,
-			cs.AppsV1().DaemonSets("").List, func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, stripDaemonSet))
+		lists = append(lists, listInto(ctx, &s.DaemonSets, "daemonsets", l, typedPager(cs.AppsV1().DaemonSets("").List,
+			func(l *appsv1.DaemonSetList) []appsv1.DaemonSet { return l.Items }, stripDaemonSet)))
 	}
 	if parts&PartVolumes != 0 {
 		lists = append(lists,
-			listInto(ctx, &s.PersistentVolumes, "persistentvolumes", l,
-				cs.CoreV1().PersistentVolumes().List, func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items }, stripMeta[corev1.PersistentVolume]),
-			listInto(ctx, &s.PersistentVolumeClaims, "persistentvolumeclaims", l,
-				cs.CoreV1().PersistentVolumeClaims("").List, func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items }, stripMeta[corev1.PersistentVolumeClaim]),
-			listInto(ctx, &s.StorageClasses, "storageclasses", l,
-				cs.StorageV1().StorageClasses().List, func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }, stripMeta[storagev1.StorageClass]),
-			listInto(ctx, &s.CSINodes, "csinodes", l,
-				cs.StorageV1().CSINodes().List, func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items }, stripMeta[storagev1.CSINode]),
-			listInto(ctx, &s.VolumeAttachments, "volumeattachments", l,
-				cs.StorageV1().VolumeAttachments().List, volumeAttachmentItems, stripMeta[storagev1.VolumeAttachment]))
+			listInto(ctx, &s.PersistentVolumes, "persistentvolumes", l, typedPager(cs.CoreV1().PersistentVolumes().List,
+				func(l *corev1.PersistentVolumeList) []corev1.PersistentVolume { return l.Items }, stripMeta[corev1.PersistentVolume])),
+			listInto(ctx, &s.PersistentVolumeClaims, "persistentvolumeclaims", l, typedPager(cs.CoreV1().PersistentVolumeClaims("").List,
+				func(l *corev1.PersistentVolumeClaimList) []corev1.PersistentVolumeClaim { return l.Items }, stripMeta[corev1.PersistentVolumeClaim])),
+			listInto(ctx, &s.StorageClasses, "storageclasses", l, typedPager(cs.StorageV1().StorageClasses().List,
+				func(l *storagev1.StorageClassList) []storagev1.StorageClass { return l.Items }, stripMeta[storagev1.StorageClass])),
+			listInto(ctx, &s.CSINodes, "csinodes", l, typedPager(cs.StorageV1().CSINodes().List,
+				func(l *storagev1.CSINodeList) []storagev1.CSINode { return l.Items }, stripMeta[storagev1.CSINode])),
+			listInto(ctx, &s.VolumeAttachments, "volumeattachments", l, volumeAttachmentPager(cs)))
 	}
 	if parts&PartNamespaces != 0 {
 		lists = append(lists, func() error { return c.listNamespaceLabels(ctx, s, l) })
@@ -178,25 +174,22 @@ func (l lister) with(fieldSelector string) metav1.ListOptions {
 }
 
 // listInto returns a call that lists one whole resource into *dst.
-func listInto[L any, T any](ctx context.Context, dst *[]*T, what string, l lister,
-	list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T, strip func(*T)) func() error {
+func listInto[T any](ctx context.Context, dst *[]*T, what string, l lister, fetch pager[T]) func() error {
 	return func() (err error) {
-		*dst, err = listAll(ctx, what, l.page, l.base, list, items, strip)
+		*dst, err = listAll(ctx, what, l.page, l.base, fetch)
 		return err
 	}
 }
 
-func podItems(l *corev1.PodList) []corev1.Pod    { return l.Items }
-func nodeItems(l *corev1.NodeList) []corev1.Node { return l.Items }
-func volumeAttachmentItems(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment {
-	return l.Items
+func volumeAttachmentPager(cs kubernetes.Interface) pager[storagev1.VolumeAttachment] {
+	return typedPager(cs.StorageV1().VolumeAttachments().List,
+		func(l *storagev1.VolumeAttachmentList) []storagev1.VolumeAttachment { return l.Items }, stripMeta[storagev1.VolumeAttachment])
 }
 
 // listPendingPods keeps the pending pods the scheduler found no node for and
 // counts the others (not yet tried, or waiting on something else).
 func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, l lister) error {
-	pods, err := listAll(ctx, "pending pods", l.page, l.with(pendingPodSelector),
-		c.podLister(stripPod), podItems, stripPod)
+	pods, err := listAll(ctx, "pending pods", l.page, l.with(pendingPodSelector), c.podPager(podPrune, stripPod))
 	if err != nil {
 		return err
 	}
@@ -212,8 +205,7 @@ func (c *Client) listPendingPods(ctx context.Context, s *Snapshot, l lister) err
 
 // listBoundPods groups the non-terminal bound pods by node.
 func (c *Client) listBoundPods(ctx context.Context, s *Snapshot, l lister) error {
-	pods, err := listAll(ctx, "bound pods", l.page, l.with(boundPodSelector),
-		c.podLister(stripPod), podItems, stripPod)
+	pods, err := listAll(ctx, "bound pods", l.page, l.with(boundPodSelector), c.podPager(podPrune, stripPod))
 	if err != nil {
 		return err
 	}
@@ -226,8 +218,8 @@ func (c *Client) listBoundPods(ctx context.Context, s *Snapshot, l lister) error
 
 // listNamespaceLabels fills NamespaceLabels.
 func (c *Client) listNamespaceLabels(ctx context.Context, s *Snapshot, l lister) error {
-	nss, err := listAll(ctx, "namespaces", l.page, l.base,
-		c.cs.CoreV1().Namespaces().List, func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }, stripMeta[corev1.Namespace])
+	nss, err := listAll(ctx, "namespaces", l.page, l.base, typedPager(c.cs.CoreV1().Namespaces().List,
+		func(l *corev1.NamespaceList) []corev1.Namespace { return l.Items }, stripMeta[corev1.Namespace]))
 	if err != nil {
 		return err
 	}
@@ -248,55 +240,6 @@ func isUnschedulable(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// listAll pages through one list. Items are returned as pointers into the
-// pages' own arrays (no copies). An expired continue token (410 Gone, the
-// API server compacted past the list's resource version) restarts the list,
-// at most twice.
-func listAll[L any, T any](ctx context.Context, what string, page int64, base metav1.ListOptions,
-	list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T, strip func(*T)) ([]*T, error) {
-	for attempt := 0; ; attempt++ {
-		out, err := listPages(ctx, page, base, list, items, strip)
-		if err != nil && apierrors.IsResourceExpired(err) && attempt < 2 {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list %s: %w", what, err)
-		}
-		return out, nil
-	}
-}
-
-func listPages[L any, T any](ctx context.Context, page int64, base metav1.ListOptions,
-	list func(context.Context, metav1.ListOptions) (L, error), items func(L) []T, strip func(*T)) ([]*T, error) {
-	var out []*T
-	opts := base
-	opts.Limit = page
-	for {
-		l, err := list(ctx, opts)
-		if err != nil {
-			return nil, err
-		}
-		its := items(l)
-		if out == nil {
-			out = make([]*T, 0, len(its))
-		}
-		for i := range its {
-			strip(&its[i])
-			out = append(out, &its[i])
-		}
-		lm, ok := any(l).(metav1.ListInterface)
-		if !ok || lm.GetContinue() == "" {
-			return out, nil
-		}
-		// The continue token carries the list's resource version: the
-		// API server refuses both at once, so a list begun from the watch
-		// cache (resourceVersion=0) continues at the version its first
-		// page was served at.
-		opts.Continue = lm.GetContinue()
-		opts.ResourceVersion, opts.ResourceVersionMatch = "", ""
-	}
 }
 
 func stripObjectMeta(m *metav1.ObjectMeta) {
@@ -344,17 +287,24 @@ func stripDaemonSet(d *appsv1.DaemonSet) {
 // PodsOnNode lists the non-terminal pods bound to one node (the drain's
 // working set), paginated, without a full snapshot.
 func (c *Client) PodsOnNode(ctx context.Context, node string) ([]*corev1.Pod, error) {
+	return c.podsOnNode(ctx, node, objectMetaOnly, func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
+}
+
+// objectMetaOnly prunes a pod's metadata as stripObjectMeta strips it.
+var objectMetaOnly = &pruneRule{nested: map[protowire.Number]*pruneRule{1: objectMetaPrune}}
+
+// podsOnNode lists a node's non-terminal pods, each pruned by prune and
+// stripped by strip.
+func (c *Client) podsOnNode(ctx context.Context, node string, prune *pruneRule, strip func(*corev1.Pod)) ([]*corev1.Pod, error) {
 	sel := "spec.nodeName=" + node + ",status.phase!=Succeeded,status.phase!=Failed"
-	return listAll(ctx, "pods on node "+node, 500, metav1.ListOptions{FieldSelector: sel},
-		c.podLister(nil), podItems, func(p *corev1.Pod) { stripObjectMeta(&p.ObjectMeta) })
+	return listAll(ctx, "pods on node "+node, 500, metav1.ListOptions{FieldSelector: sel}, c.podPager(prune, strip))
 }
 
 // VolumeAttachmentsOnNode lists the VolumeAttachments of one node; the
 // termination workflow waits for them to detach before terminating the
 // instance. (The API has no field selector for spec.nodeName.)
 func (c *Client) VolumeAttachmentsOnNode(ctx context.Context, node string) ([]*storagev1.VolumeAttachment, error) {
-	all, err := listAll(ctx, "volumeattachments", 500, metav1.ListOptions{},
-		c.cs.StorageV1().VolumeAttachments().List, volumeAttachmentItems, stripMeta[storagev1.VolumeAttachment])
+	all, err := listAll(ctx, "volumeattachments", 500, metav1.ListOptions{}, volumeAttachmentPager(c.cs))
 	if err != nil {
 		return nil, err
 	}
@@ -365,58 +315,4 @@ func (c *Client) VolumeAttachmentsOnNode(ctx context.Context, node string) ([]*s
 		}
 	}
 	return out, nil
-}
-
-// podLister and nodeLister fetch the two big lists with streamLister; the
-// rest go through the typed clients.
-// podLister lists pods; a protobuf page is decoded pod by pod, each
-// stripped (strip, when not nil) as it is read (decodePodList).
-func (c *Client) podLister(strip func(*corev1.Pod)) func(context.Context, metav1.ListOptions) (*corev1.PodList, error) {
-	direct := func(buf []byte, l *corev1.PodList) (bool, error) { return decodePodList(buf, l, strip) }
-	return streamLister(c.cs.CoreV1().RESTClient(), "pods", func() *corev1.PodList { return &corev1.PodList{} }, c.cs.CoreV1().Pods("").List, direct)
-}
-
-func (c *Client) nodeLister() func(context.Context, metav1.ListOptions) (*corev1.NodeList, error) {
-	return streamLister(c.cs.CoreV1().RESTClient(), "nodes", func() *corev1.NodeList { return &corev1.NodeList{} }, c.cs.CoreV1().Nodes().List, nil)
-}
-
-// streamLister lists cluster-wide pages of one resource through a buffer
-// reused from page to page. client-go's typed List reads every response with
-// io.ReadAll, growing a fresh buffer by doubling for each ~1-2 MB page; for a
-// 50,000-pod list that garbage is a large share of the pass's allocations.
-// Clientsets without a REST client (client-go's fake) use the typed call.
-// direct, when not nil, decodes a page itself (reporting whether it did).
-func streamLister[L runtime.Object](rc rest.Interface, resource string, newList func() L,
-	typed func(context.Context, metav1.ListOptions) (L, error), direct func([]byte, L) (bool, error)) func(context.Context, metav1.ListOptions) (L, error) {
-	if r, ok := rc.(*rest.RESTClient); rc == nil || (ok && r == nil) {
-		return typed
-	}
-	var buf bytes.Buffer // pages of one list are fetched one after another
-	decoder := scheme.Codecs.UniversalDeserializer()
-	return func(ctx context.Context, opts metav1.ListOptions) (L, error) {
-		var zero L
-		body, err := rc.Get().Resource(resource).VersionedParams(&opts, scheme.ParameterCodec).Stream(ctx)
-		if err != nil {
-			return zero, err
-		}
-		defer body.Close()
-		buf.Reset()
-		if _, err := buf.ReadFrom(body); err != nil {
-			return zero, fmt.Errorf("read %s page: %w", resource, err)
-		}
-		// Decoded objects copy what they keep (strings, raw bytes), so the
-		// buffer can be overwritten by the next page.
-		l := newList()
-		if direct != nil {
-			if done, err := direct(buf.Bytes(), l); err != nil {
-				return zero, fmt.Errorf("decode %s page: %w", resource, err)
-			} else if done {
-				return l, nil
-			}
-		}
-		if _, _, err := decoder.Decode(buf.Bytes(), nil, l); err != nil {
-			return zero, fmt.Errorf("decode %s page: %w", resource, err)
-		}
-		return l, nil
-	}
 }

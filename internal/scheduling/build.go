@@ -26,7 +26,7 @@ func (st *state) buildShapes() error {
 			st.failed = append(st.failed, &Unschedulable{Pod: podKey(p), Reason: "already bound to node " + p.Spec.NodeName, PodRef: p})
 			continue
 		}
-		reqList := PodRequests(p)
+		reqList := st.in.Requests.Of(p)
 		req := st.space.vector(reqList, true)
 		req[resPods] = 1
 		volReqs, volErr := vols.requirements(p)
@@ -275,7 +275,7 @@ func (st *state) existingNode(en *ExistingNode) *node {
 	if en.Initialized {
 		n.taints = append(n.taints, en.StartupTaints...)
 	}
-	d := en.digest()
+	d := en.digest(st.in.Requests)
 	n.alloc = st.space.values(d.alloc)
 	n.used = st.space.values(d.used)
 	n.used[resPods] = d.count

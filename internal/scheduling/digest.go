@@ -32,16 +32,17 @@ type resValue struct {
 	v    int64
 }
 
-// DigestNode digests en's Labels, Allocatable and Pods; en.Digest, when
-// set, must be what it returns for those.
-func DigestNode(en *ExistingNode) *NodeDigest {
+// DigestNode digests en's Labels, Allocatable and Pods, reading the pods'
+// requests from reqs (nil: computing them); en.Digest, when set, must be
+// what it returns for those.
+func DigestNode(en *ExistingNode, reqs *RequestCache) *NodeDigest {
 	d := &NodeDigest{pool: en.Labels[LabelNodePool], count: int64(len(en.Pods))}
 	for n, q := range en.Allocatable {
 		d.alloc = append(d.alloc, resValue{n, quantityValue(n, q)})
 	}
 	used := map[corev1.ResourceName]int64{}
 	for _, p := range en.Pods {
-		for n, q := range PodRequests(p) {
+		for n, q := range reqs.Of(p) {
 			if n != corev1.ResourcePods {
 				used[n] += quantityValue(n, q)
 			}
@@ -89,11 +90,11 @@ func (d *NodeDigest) Room(name corev1.ResourceName) int64 {
 }
 
 // digest is en's digest: the caller's, or made now.
-func (en *ExistingNode) digest() *NodeDigest {
+func (en *ExistingNode) digest(reqs *RequestCache) *NodeDigest {
 	if en.Digest != nil {
 		return en.Digest
 	}
-	return DigestNode(en)
+	return DigestNode(en, reqs)
 }
 
 // values is vs in the solve's resource space (resources no pending pod or

@@ -21,7 +21,7 @@ func TestDigestedNodesSolveTheSame(t *testing.T) {
 			for i, en := range in.Nodes {
 				en.Initialized = (seed+i)%3 != 0 // some still starting: DaemonSet pods to come
 				if digest {
-					en.Digest = scheduling.DigestNode(en)
+					en.Digest = scheduling.DigestNode(en, nil)
 				}
 			}
 			plan, err := scheduling.Solve(context.Background(), in)
@@ -42,7 +42,7 @@ func TestDigestedNodesSolveTheSame(t *testing.T) {
 
 func TestNodeDigestRoom(t *testing.T) {
 	en := existing("n", "zone-a", "4", mkPod(podOpts{name: "a", cpu: "1500m", mem: "1Gi"}), mkPod(podOpts{name: "b", cpu: "250m", mem: "512Mi"}))
-	d := scheduling.DigestNode(en)
+	d := scheduling.DigestNode(en, nil)
 	for name, want := range map[corev1.ResourceName]int64{
 		corev1.ResourceCPU: 2250, corev1.ResourceMemory: 16<<30 - 1536<<20, corev1.ResourcePods: 108, "nvidia.com/gpu": 0,
 	} {

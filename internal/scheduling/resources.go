@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // PodRequests returns the resources the kube-scheduler reserves for a pod:
@@ -38,6 +40,40 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	maxList(out, initPeak)
 	addList(out, pod.Spec.Overhead)
 	return out
+}
+
+// RequestCache holds pods' requests (PodRequests), each computed once: a
+// disruption pass reads every pod's requests several times (its node's
+// digest, the screen, new-node prices, each simulation moving it). Pods
+// are known by UID, so a pod and its Unbound copy share an entry; one
+// without a UID is computed each time. A cache serves one view of the
+// cluster (a pass): a pod's requests do not change within it. The lists
+// it returns are shared, never to be modified. The zero value is empty;
+// a nil cache computes each time. Safe for concurrent use.
+type RequestCache struct {
+	mu    sync.Mutex
+	byUID map[types.UID]corev1.ResourceList
+}
+
+// Of is PodRequests(p), computed once per pod.
+func (c *RequestCache) Of(p *corev1.Pod) corev1.ResourceList {
+	if c == nil || p.UID == "" {
+		return PodRequests(p)
+	}
+	c.mu.Lock()
+	r, ok := c.byUID[p.UID]
+	c.mu.Unlock()
+	if ok {
+		return r
+	}
+	r = PodRequests(p)
+	c.mu.Lock()
+	if c.byUID == nil {
+		c.byUID = map[types.UID]corev1.ResourceList{}
+	}
+	c.byUID[p.UID] = r
+	c.mu.Unlock()
+	return r
 }
 
 func containerRequests(c *corev1.Container) corev1.ResourceList {

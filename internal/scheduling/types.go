@@ -30,6 +30,10 @@ type Input struct {
 	StorageClasses         []*storagev1.StorageClass
 	// Unavailable offerings (the ICE cache): never chosen.
 	Unavailable map[OfferingKey]bool
+	// Requests, when set, holds the pods' requests for a caller that
+	// solves many times over one cluster (and made the nodes' digests
+	// with it).
+	Requests *RequestCache
 }
 
 // OfferingKey names one launchable (instance type, zone, capacity type).

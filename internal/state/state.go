@@ -75,6 +75,9 @@ type Cluster struct {
 
 	byName  map[string]*Node
 	byClaim map[string]*Node
+	// requests are the pods' requests, computed once for the nodes'
+	// digests and every solve over this view (PodRequests).
+	requests *scheduling.RequestCache
 	// dynamic are the NodePools new claims may come from for pods.
 	dynamic []*scheduling.NodePool
 }
@@ -192,6 +195,7 @@ func Build(src Sources) (*Cluster, error) {
 		Catalog:                src.Catalog,
 		byName:                 map[string]*Node{},
 		byClaim:                map[string]*Node{},
+		requests:               &scheduling.RequestCache{},
 	}
 	var in scheduling.Input
 	if err := scheduling.InputFromConfig(src.Config, src.Catalog, &in); err != nil {
@@ -333,7 +337,7 @@ func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 		// but it still counts against its pool's limits and topology.
 		en.Allocatable = corev1.ResourceList{}
 	}
-	en.Digest = scheduling.DigestNode(en) // once per pass, not once per simulation
+	en.Digest = scheduling.DigestNode(en, c.requests) // once per pass, not once per simulation
 	return en
 }
 
@@ -517,6 +521,7 @@ func (c *Cluster) Input(o InputOptions) (*scheduling.Input, error) {
 		StorageClasses:         c.StorageClasses,
 		Unavailable:            c.Unavailable,
 		Nodes:                  make([]*scheduling.ExistingNode, 0, len(c.Nodes)),
+		Requests:               c.requests,
 	}
 	seen := make(map[string]bool, len(in.Pods))
 	for _, p := range in.Pods {
@@ -538,6 +543,10 @@ func (c *Cluster) Input(o InputOptions) (*scheduling.Input, error) {
 	}
 	return in, nil
 }
+
+// PodRequests is scheduling.PodRequests(p), computed once per pod of this
+// view; the list is shared, not to be modified.
+func (c *Cluster) PodRequests(p *corev1.Pod) corev1.ResourceList { return c.requests.Of(p) }
 
 // Unbound returns a copy of a bound pod as a pending pod (same identity,
 // no node), for asking where it would go. Deep fields are shared.
