@@ -126,7 +126,7 @@ func (b *batchSender) SendMessageBatch(_ context.Context, in *sqs.SendMessageBat
 	for _, e := range in.Entries {
 		m, err := Parse(aws.ToString(e.MessageBody))
 		if err != nil || e.DelaySeconds != 30 {
-			return nil, fmt.Errorf("entry %+v: %v", e, err)
+			return nil, fmt.Errorf("entry %+v: %w", e, err)
 		}
 		subjects = append(subjects, m.Subject)
 		if m.Subject == "bad" {
