@@ -53,9 +53,10 @@ type option struct {
 
 // Launch creates the NodeClaim's instance with CreateFleet and returns it.
 // Re-launching a claim whose instance already exists (a crash after
-// CreateFleet) returns that instance (unless req.New rules one out). Capacity errors mark the offering
-// unavailable in the ICE set and the launch goes on with what remains; when
-// nothing remains the error wraps ErrInsufficientCapacity.
+// CreateFleet) returns that instance; req.New says there can be none.
+// Capacity errors mark the offering unavailable in the ICE set and the
+// launch goes on with what remains; when nothing remains the error wraps
+// ErrInsufficientCapacity.
 func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, error) {
 	claim, nc := req.NodeClaim, req.NodeClass
 	if claim == nil || claim.Name == "" || nc == nil {
