@@ -19,10 +19,11 @@ func (a *App) ProvisionerDeps() (provisioning.Deps, error) {
 		}
 		return provisioning.Deps{
 			Store: a.claims, Cluster: a.Cluster, Launcher: a.Cloud, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
-			Catalog:     a.catalog(),
-			Unavailable: provisioning.ProviderICE(a.EC2),
-			Requeue:     a.requeue(""),
-			Settings:    s,
+			Catalog:      a.catalog(),
+			Unavailable:  provisioning.ProviderICE(a.EC2),
+			Requeue:      a.requeue(""),
+			RequeueBatch: a.requeueBatch(),
+			Settings:     s,
 		}, nil
 	})
 }

@@ -62,6 +62,16 @@ func (a *App) requeue(noQueue string) func(ctx context.Context, msg queue.Messag
 	}
 }
 
+// requeueBatch is the provisioner's Requeue over the lifecycle's work queue
+// (a pass's launches in SendMessageBatch calls), or nil when none is
+// configured.
+func (a *App) requeueBatch() func(ctx context.Context, msgs []queue.Message, delay time.Duration) error {
+	if a.Work == nil {
+		return nil
+	}
+	return a.Work.SendBatch
+}
+
 // nudge sends to the provision queue, or is nil (the provisioner's
 // schedule does the work) when none is configured.
 func (a *App) nudge() func(ctx context.Context, msg queue.Message, delay time.Duration) error {

@@ -116,3 +116,30 @@ func TestLostLaunchStaysInDoubt(t *testing.T) {
 		t.Fatalf("replay returned %s; claim's instances %v", inst.ID, got)
 	}
 }
+
+// TestNewClaimLaunchSkipsTheInstanceLookup: a claim its caller has just
+// created launches without DescribeInstances (no instance can carry its tag
+// yet); any other launch looks for the claim's instance first and adopts it.
+func TestNewClaimLaunchSkipsTheInstanceLookup(t *testing.T) {
+	e := newEnv(t, false)
+	nc := nodeClass("al2023@latest")
+	claim := newClaim("new-1", in("karpenter.sh/capacity-type", "on-demand"))
+	describes := func() int { return len(e.sim.Calls("ec2", "DescribeInstances")) }
+	before := describes()
+	first, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: claim, NodeClass: nc, InstanceTypes: e.types("m5.large"), New: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := describes() - before; n != 0 {
+		t.Errorf("new claim's launch made %d DescribeInstances calls, want none", n)
+	}
+	before = describes()
+	again, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: claim, NodeClass: nc, InstanceTypes: e.types("m5.large")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if describes() == before || again.ID != first.ID || len(e.claimInstances(claim.Name)) != 1 {
+		t.Errorf("resumed launch: instance %s (first %s), claim's instances %v; want the first adopted after a lookup",
+			again.ID, first.ID, e.claimInstances(claim.Name))
+	}
+}

@@ -35,6 +35,13 @@ type LaunchRequest struct {
 	// order; Launch keeps the offerings the claim's requirements, the
 	// EC2NodeClass's subnets and the ICE set allow, cheapest first.
 	InstanceTypes []*catalog.InstanceType
+	// New says the caller wrote the claim's record moments ago, under a
+	// name never used before, and this is its first launch: no instance
+	// can carry the claim's tag yet (instances are launched only for
+	// records that exist), so Launch does not look for one. A resumed
+	// claim, a claim whose create found it already written, and any retry
+	// leave it false.
+	New bool
 }
 
 // option is one instance type with the offerings a launch may use.
@@ -46,9 +53,10 @@ type option struct {
 
 // Launch creates the NodeClaim's instance with CreateFleet and returns it.
 // Re-launching a claim whose instance already exists (a crash after
-// CreateFleet) returns that instance. Capacity errors mark the offering
-// unavailable in the ICE set and the launch goes on with what remains; when
-// nothing remains the error wraps ErrInsufficientCapacity.
+// CreateFleet) returns that instance; req.New says there can be none.
+// Capacity errors mark the offering unavailable in the ICE set and the
+// launch goes on with what remains; when nothing remains the error wraps
+// ErrInsufficientCapacity.
 func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, error) {
 	claim, nc := req.NodeClaim, req.NodeClass
 	if claim == nil || claim.Name == "" || nc == nil {
@@ -58,12 +66,14 @@ func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, err
 	if err := p.ice.Sync(ctx, iceSyncAge); err != nil {
 		p.log.WarnContext(ctx, "using local ICE set", "nodeclaim", name, "error", err)
 	}
-	if existing, err := p.findClaimInstance(ctx, name); err != nil {
-		return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
-	} else if existing != nil {
-		p.log.InfoContext(ctx, "nodeclaim already has an instance; adopting it", "nodeclaim", name, "instance", existing.ID)
-		p.completeReservation(ctx, nc, existing)
-		return *existing, nil
+	if !req.New {
+		if existing, err := p.findClaimInstance(ctx, name); err != nil {
+			return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
+		} else if existing != nil {
+			p.log.InfoContext(ctx, "nodeclaim already has an instance; adopting it", "nodeclaim", name, "instance", existing.ID)
+			p.completeReservation(ctx, nc, existing)
+			return *existing, nil
+		}
 	}
 	l, err := p.prepareLaunch(ctx, req)
 	if err != nil {

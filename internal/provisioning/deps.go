@@ -60,10 +60,13 @@ type Deps struct {
 	// Requeue, when set, asks the lifecycle to look at a claim after a delay
 	// (registration follows a launch within a minute or two).
 	Requeue func(ctx context.Context, msg queue.Message, delay time.Duration) error
-	Config  *apis.Config
-	Metrics *metrics.Recorder
-	Log     *slog.Logger
-	Now     func() time.Time
+	// RequeueBatch, when set, sends a round's launch requeues together
+	// (queue.Queue.SendBatch); without it they go one by one via Requeue.
+	RequeueBatch func(ctx context.Context, msgs []queue.Message, delay time.Duration) error
+	Config       *apis.Config
+	Metrics      *metrics.Recorder
+	Log          *slog.Logger
+	Now          func() time.Time
 	// Sleep waits d or until ctx ends (tests drive batching with it).
 	Sleep    func(ctx context.Context, d time.Duration) error
 	Settings Settings

@@ -118,6 +118,7 @@ type fakeLauncher struct {
 	failNext  []error                         // errors returned by the next calls
 	instances map[string]nwaws.Instance       // by claim name
 	calls     []string                        // claim names, one per call
+	fresh     []bool                          // req.New, one per call
 	seq       int
 }
 
@@ -130,6 +131,11 @@ func (f *fakeLauncher) Launch(_ context.Context, req nwaws.LaunchRequest) (nwaws
 	defer f.mu.Unlock()
 	name := req.NodeClaim.Name
 	f.calls = append(f.calls, name)
+	f.fresh = append(f.fresh, req.New)
+	if _, ok := f.instances[name]; ok && req.New {
+		// What the real launcher would not see: a second instance.
+		return nwaws.Instance{}, fmt.Errorf("launch of %s marked new, but it has an instance", name)
+	}
 	if len(f.failNext) > 0 {
 		err := f.failNext[0]
 		f.failNext = f.failNext[1:]

@@ -69,7 +69,7 @@ func (pa *pass) launch(ctx context.Context, j *job) outcome {
 		pa.launchFailed(ctx, log, cl, "NodeClassNotFound", o.err)
 		return o
 	}
-	inst, err := pa.attempt(ctx, log, cl, nc)
+	inst, err := pa.attempt(ctx, log, j, nc)
 	if err != nil {
 		return pa.failed(ctx, log, o, err)
 	}
@@ -94,6 +94,7 @@ func (pa *pass) create(ctx context.Context, log *slog.Logger, j *job) error {
 		log.ErrorContext(ctx, "creating nodeclaim", "error", err)
 		return fmt.Errorf("create nodeclaim %s: %w", cl.Name, err)
 	default:
+		j.created = true
 		pa.appendResult(&pa.res.Created, cl.Name)
 		p.d.Metrics.Add(metrics.NodeClaimsCreated, 1, metrics.Dimensions{"nodepool": cl.NodePoolName(), "reason": pa.reason})
 	}
@@ -110,9 +111,12 @@ func (pa *pass) nodeClass(cl *apis.NodeClaim) *apis.EC2NodeClass {
 
 // attempt calls the launcher up to LaunchAttempts times, backing off between
 // attempts; capacity errors, a node class not ready and a launch in doubt
-// end the attempts at once.
-func (pa *pass) attempt(ctx context.Context, log *slog.Logger, cl *apis.NodeClaim, nc *apis.EC2NodeClass) (nwaws.Instance, error) {
+// end the attempts at once. The first attempt for a claim this pass just
+// created tells the launcher it is new: looking for an instance tagged with
+// a name no launch has used yet was one EC2 DescribeInstances per launch.
+func (pa *pass) attempt(ctx context.Context, log *slog.Logger, j *job, nc *apis.EC2NodeClass) (nwaws.Instance, error) {
 	p := pa.p
+	cl := j.claim
 	types := launchTypes(pa.catalog, cl)
 	var inst nwaws.Instance
 	var err error
@@ -123,7 +127,7 @@ func (pa *pass) attempt(ctx context.Context, log *slog.Logger, cl *apis.NodeClai
 				break
 			}
 		}
-		inst, err = p.d.Launcher.Launch(ctx, nwaws.LaunchRequest{NodeClaim: cl, NodeClass: nc, InstanceTypes: types})
+		inst, err = p.d.Launcher.Launch(ctx, nwaws.LaunchRequest{NodeClaim: cl, NodeClass: nc, InstanceTypes: types, New: j.created && attempt == 0})
 		// A launch in doubt already waited for its instance to show up; the
 		// lifecycle's launch timeout settles it, not another attempt here.
 		if err == nil || errors.Is(err, nwaws.ErrInsufficientCapacity) || errors.Is(err, nwaws.ErrNodeClassNotReady) ||
@@ -160,8 +164,9 @@ func (pa *pass) failed(ctx context.Context, log *slog.Logger, o outcome, err err
 	return o
 }
 
-// record writes the launched instance onto the claim, asks the lifecycle to
-// check its registration and nominates the claim's pods.
+// record writes the launched instance onto the claim, queues the
+// lifecycle's registration check (sent with the round's others) and
+// nominates the claim's pods.
 func (pa *pass) record(ctx context.Context, log *slog.Logger, o outcome, inst nwaws.Instance) outcome {
 	p := pa.p
 	j, cl := o.job, o.job.claim
@@ -187,11 +192,10 @@ func (pa *pass) record(ctx context.Context, log *slog.Logger, o outcome, inst nw
 	}
 	log.InfoContext(ctx, "launched nodeclaim", "instance-id", inst.ID, "instance-type", inst.Type, "zone", inst.Zone,
 		"capacity-type", inst.CapacityType, "image", inst.ImageID, "pods", len(j.pods), "resumed", !j.create)
-	if p.d.Requeue != nil {
-		msg := queue.Message{Kind: queue.KindLifecycle, Subject: cl.Name, Reason: "launched"}
-		if err := p.d.Requeue(ctx, msg, p.s.RegistrationCheck); err != nil {
-			log.WarnContext(ctx, "requeueing the lifecycle check", "error", err)
-		}
+	if p.d.Requeue != nil || p.d.RequeueBatch != nil {
+		pa.mu.Lock()
+		pa.requeues = append(pa.requeues, queue.Message{Kind: queue.KindLifecycle, Subject: cl.Name, Reason: "launched"})
+		pa.mu.Unlock()
 	}
 	msg := fmt.Sprintf("nodeclaim/%s (instance type %s, zone %s, capacity type %s)", cl.Name, inst.Type, inst.Zone, inst.CapacityType)
 	pa.nominate(ctx, j.pods, cl.Name, msg)
@@ -279,6 +283,34 @@ func (pa *pass) launchFailed(ctx context.Context, log *slog.Logger, cl *apis.Nod
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		log.WarnContext(ctx, "recording launch failure", "error", err)
+	}
+}
+
+// requeueLaunched asks the lifecycle to check the registration of the
+// claims the round launched, ten to an SQS call: once per launch, the
+// sends held each launch's slot for another round trip. Best effort, as
+// the lifecycle's schedule finds every claim anyway.
+func (pa *pass) requeueLaunched(ctx context.Context) {
+	pa.mu.Lock()
+	msgs := pa.requeues
+	pa.requeues = nil
+	pa.mu.Unlock()
+	if len(msgs) == 0 {
+		return
+	}
+	d, delay := pa.p.d, pa.p.s.RegistrationCheck
+	var err error
+	if d.RequeueBatch != nil {
+		err = d.RequeueBatch(ctx, msgs, delay)
+	} else {
+		errs := make([]error, 0, len(msgs))
+		for _, m := range msgs {
+			errs = append(errs, d.Requeue(ctx, m, delay))
+		}
+		err = errors.Join(errs...)
+	}
+	if err != nil {
+		pa.p.log.WarnContext(ctx, "requeueing the lifecycle checks", "nodeclaims", len(msgs), "error", err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/store"
@@ -44,6 +45,9 @@ type pass struct {
 	nominated map[string]nomination
 	// static are the static NodePools' claims round 0 launches.
 	static []*job
+	// requeues are the lifecycle checks of the round's launches, sent
+	// together once its launches are done.
+	requeues []queue.Message
 }
 
 type nomination struct {
@@ -55,8 +59,11 @@ type nomination struct {
 type job struct {
 	claim  *apis.NodeClaim
 	create bool
-	pods   []*corev1.Pod
-	price  float64
+	// created: this pass's create wrote the claim's record (it was not
+	// there already), so no instance can carry its name yet.
+	created bool
+	pods    []*corev1.Pod
+	price   float64
 }
 
 type outcome struct {
@@ -155,6 +162,7 @@ func (pa *pass) round(ctx context.Context, round int, replan []*corev1.Pod) ([]*
 		jobs = append(jobs, pa.static...)
 	}
 	outcomes := pa.launchAll(ctx, jobs)
+	pa.requeueLaunched(ctx)
 	replan = replan[:0]
 	for _, o := range outcomes {
 		if o.capacity {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,6 +281,56 @@ func TestCrashAfterLaunchIsResumed(t *testing.T) {
 	cl := e.store.live()[0]
 	if !cl.IsTrue(apis.ConditionLaunched) || cl.Status.InstanceID != e.launcher.instances[cl.Name].ID {
 		t.Errorf("resumed claim not recorded: %+v", cl.Status)
+	}
+}
+
+// Only the first launch of a claim this run created skips the launcher's
+// look for an instance tagged with it: a retry and a resumed claim (its
+// instance may exist) look first.
+func TestOnlyAFirstLaunchOfANewClaimIsNew(t *testing.T) {
+	e := newEnv(t, poolOpts{}, pods("web", 1, "100m", "128Mi"))
+	e.launcher.failNext = []error{errors.New("RequestLimitExceeded")}
+	if res := e.run(Trigger{Source: TriggerSchedule}); len(res.Launched) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if want := []bool{true, false}; !slices.Equal(e.launcher.fresh, want) {
+		t.Errorf("New per launch call %v, want %v", e.launcher.fresh, want)
+	}
+	e2 := newEnv(t, poolOpts{}, pods("web", 1, "100m", "128Mi"))
+	e2.launcher.failNext = []error{errors.New("boom"), errors.New("boom"), errors.New("boom")}
+	e2.run(Trigger{Source: TriggerSchedule})
+	if res := e2.run(Trigger{Source: TriggerSchedule}); len(res.Resumed) != 1 {
+		t.Fatalf("result %+v", res)
+	}
+	if want := []bool{true, false, false, false}; !slices.Equal(e2.launcher.fresh, want) {
+		t.Errorf("New per launch call %v, want %v", e2.launcher.fresh, want)
+	}
+}
+
+// The lifecycle's registration checks of a round's launches go in one
+// batch, after the launches, with the registration delay.
+func TestLaunchRequeuesSentTogether(t *testing.T) {
+	e := newEnv(t, poolOpts{}, pods("web", 40, "1", "1Gi"))
+	p := e.provisioner()
+	var batches [][]queue.Message
+	p.d.RequeueBatch = func(_ context.Context, msgs []queue.Message, delay time.Duration) error {
+		if delay != 30*time.Second {
+			t.Errorf("delay %s", delay)
+		}
+		batches = append(batches, msgs)
+		return nil
+	}
+	res, err := p.Run(context.Background(), Trigger{Source: TriggerSchedule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Launched) < 2 || len(batches) != 1 || len(batches[0]) != len(res.Launched) {
+		t.Fatalf("%d launched, requeue batches %v", len(res.Launched), batches)
+	}
+	for _, m := range batches[0] {
+		if m.Kind != queue.KindLifecycle || m.Reason != "launched" || !slices.Contains(res.Launched, m.Subject) {
+			t.Errorf("requeue %+v", m)
+		}
 	}
 }
 

@@ -6,11 +6,15 @@ package queue
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 )
 
 // Kinds of work message.
@@ -65,6 +69,23 @@ func New(client Sender, url string) *Queue {
 
 // Send enqueues msg to become visible after delay.
 func (q *Queue) Send(ctx context.Context, msg Message, delay time.Duration) error {
+	body, seconds, err := q.encode(msg, delay)
+	if err != nil {
+		return err
+	}
+	_, err = q.client.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl:     aws.String(q.url),
+		MessageBody:  aws.String(body),
+		DelaySeconds: seconds,
+	})
+	if err != nil {
+		return fmt.Errorf("send %s message for %q: %w", msg.Kind, msg.Subject, err)
+	}
+	return nil
+}
+
+// encode is msg's body and SQS delay for a send now with delay.
+func (q *Queue) encode(msg Message, delay time.Duration) (string, int32, error) {
 	now := q.now()
 	if msg.SentAt.IsZero() {
 		msg.SentAt = now
@@ -78,17 +99,65 @@ func (q *Queue) Send(ctx context.Context, msg Message, delay time.Duration) erro
 	}
 	body, err := json.Marshal(msg)
 	if err != nil {
-		return fmt.Errorf("encode %s message: %w", msg.Kind, err)
+		return "", 0, fmt.Errorf("encode %s message: %w", msg.Kind, err)
 	}
-	_, err = q.client.SendMessage(ctx, &sqs.SendMessageInput{
-		QueueUrl:     aws.String(q.url),
-		MessageBody:  aws.String(string(body)),
-		DelaySeconds: int32((delay + time.Second - 1) / time.Second),
-	})
+	return string(body), int32((delay + time.Second - 1) / time.Second), nil
+}
+
+// BatchSender is the part of the SQS client SendBatch uses when the client
+// has it (*sqs.Client does).
+type BatchSender interface {
+	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+// maxBatch is SQS's limit on entries per SendMessageBatch.
+const maxBatch = 10
+
+// SendBatch enqueues msgs, each to become visible after delay, ten to a
+// SendMessageBatch call (one SendMessage each when the client has no batch
+// call): a provisioning pass's hundreds of post-launch requeues were as many
+// calls. It tries every message and returns the failures joined.
+func (q *Queue) SendBatch(ctx context.Context, msgs []Message, delay time.Duration) error {
+	bs, ok := q.client.(BatchSender)
+	if !ok || len(msgs) == 1 {
+		var errs []error
+		for _, m := range msgs {
+			errs = append(errs, q.Send(ctx, m, delay))
+		}
+		return errors.Join(errs...)
+	}
+	var errs []error
+	for chunk := range slices.Chunk(msgs, maxBatch) {
+		errs = append(errs, q.sendChunk(ctx, bs, chunk, delay))
+	}
+	return errors.Join(errs...)
+}
+
+// sendChunk sends up to maxBatch messages in one SendMessageBatch call.
+func (q *Queue) sendChunk(ctx context.Context, bs BatchSender, msgs []Message, delay time.Duration) error {
+	in := &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: make([]sqstypes.SendMessageBatchRequestEntry, 0, len(msgs))}
+	for i, m := range msgs {
+		body, seconds, err := q.encode(m, delay)
+		if err != nil {
+			return err
+		}
+		in.Entries = append(in.Entries, sqstypes.SendMessageBatchRequestEntry{
+			Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(body), DelaySeconds: seconds})
+	}
+	out, err := bs.SendMessageBatch(ctx, in)
 	if err != nil {
-		return fmt.Errorf("send %s message for %q: %w", msg.Kind, msg.Subject, err)
+		return fmt.Errorf("send %d %s messages: %w", len(msgs), msgs[0].Kind, err)
 	}
-	return nil
+	var errs []error
+	for _, f := range out.Failed {
+		i, _ := strconv.Atoi(aws.ToString(f.Id))
+		subject := ""
+		if i >= 0 && i < len(msgs) {
+			subject = msgs[i].Subject
+		}
+		errs = append(errs, fmt.Errorf("send %s message for %q: %s: %s", msgs[0].Kind, subject, aws.ToString(f.Code), aws.ToString(f.Message)))
+	}
+	return errors.Join(errs...)
 }
 
 // Parse decodes a message body, rejecting anything that is not a known kind

@@ -2,12 +2,15 @@ package queue
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 )
@@ -107,5 +110,52 @@ func TestRemaining(t *testing.T) {
 	m := Message{NotBefore: now.Add(time.Minute)}
 	if m.Remaining(now) != time.Minute || m.Remaining(now.Add(2*time.Minute)) != 0 {
 		t.Fatal("remaining wrong")
+	}
+}
+
+// batchSender records SendMessageBatch calls and fails the entries whose
+// subject is "bad".
+type batchSender struct {
+	senderFunc
+	batches [][]string // subjects per call
+}
+
+func (b *batchSender) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	var subjects []string
+	out := &sqs.SendMessageBatchOutput{}
+	for _, e := range in.Entries {
+		m, err := Parse(aws.ToString(e.MessageBody))
+		if err != nil || e.DelaySeconds != 30 {
+			return nil, fmt.Errorf("entry %+v: %w", e, err)
+		}
+		subjects = append(subjects, m.Subject)
+		if m.Subject == "bad" {
+			out.Failed = append(out.Failed, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("InternalError"), Message: aws.String("try again")})
+		}
+	}
+	b.batches = append(b.batches, subjects)
+	return out, nil
+}
+
+// A pass's requeues go ten to a call; a failed entry is reported by its
+// subject and does not stop the others.
+func TestSendBatchTenToACall(t *testing.T) {
+	var msgs []Message
+	for i := range 23 {
+		msgs = append(msgs, Message{Kind: KindLifecycle, Subject: fmt.Sprintf("c-%d", i)})
+	}
+	msgs[12].Subject = "bad"
+	b := &batchSender{}
+	err := New(b, "url").SendBatch(context.Background(), msgs, 30*time.Second)
+	if err == nil || !strings.Contains(err.Error(), `"bad"`) {
+		t.Fatalf("error %v, want the failed entry's", err)
+	}
+	if len(b.batches) != 3 || len(b.batches[0]) != 10 || len(b.batches[1]) != 10 || len(b.batches[2]) != 3 || b.batches[2][2] != "c-22" {
+		t.Fatalf("batches %v", b.batches)
+	}
+	// A client without the batch call sends them one by one.
+	sent := 0
+	if err := New(senderFunc(func(*sqs.SendMessageInput) { sent++ }), "url").SendBatch(context.Background(), msgs[:3], 0); err != nil || sent != 3 {
+		t.Fatalf("sent %d (%v), want 3", sent, err)
 	}
 }
