@@ -416,22 +416,14 @@ func (b *builder) accessEntries() {
 		Type:           jsii.String("STANDARD"),
 		AccessPolicies: b.clusterAdmin(),
 	})
-	cr := awscdk.NewCustomResource(st, jsii.String("ControllerAccess"), &awscdk.CustomResourceProps{
-		ServiceToken:   b.Functions["webhookregistrar"].FunctionArn(),
-		ResourceType:   jsii.String("Custom::NodewrightAccess"),
-		ServiceTimeout: awscdk.Duration_Minutes(jsii.Number(5)),
-		Properties: &map[string]interface{}{
-			"ClusterName": b.cfg.ClusterName,
-			// Per stack: another stack for the same cluster keeps its own.
-			"Name": dnsName("nodewright-controller-", *b.stack.StackName()),
-			// On delete (the stack's, as the name never changes), its claims
-			// name the Nodes whose termination finalizer the registrar
-			// releases once the controllers are gone.
-			"TableName": b.Table.TableName(),
-		},
+	cr := b.registrarResource("ControllerAccess", "Custom::NodewrightAccess", map[string]interface{}{
+		// Per stack: another stack for the same cluster keeps its own.
+		"Name": dnsName("nodewright-controller-", *b.stack.StackName()),
+		// On delete (the stack's, as the name never changes), its claims
+		// name the Nodes whose termination finalizer the registrar
+		// releases once the controllers are gone.
+		"TableName": b.Table.TableName(),
 	})
-	cr.Node().AddDependency(b.registrarAccess)
-	cr.Node().AddDependency(b.registrarRole)
 	// The controllers must not run before they can reach the cluster, and
 	// (on delete) must stop before their access goes.
 	for _, fn := range []string{"provisioner", "interruption", "disruption", "lifecycle"} {
@@ -483,26 +475,33 @@ func (b *builder) webhook() {
 	if ca == "" {
 		ca = amazonRootCAs
 	}
-	cr := awscdk.NewCustomResource(st, jsii.String("WebhookRegistration"), &awscdk.CustomResourceProps{
-		ServiceToken:   b.Functions["webhookregistrar"].FunctionArn(),
-		ResourceType:   jsii.String("Custom::NodewrightWebhook"),
-		ServiceTimeout: awscdk.Duration_Minutes(jsii.Number(5)),
-		Properties: &map[string]interface{}{
-			"ClusterName": b.cfg.ClusterName,
-			"WebhookName": dnsName("nodewright-", b.cfg.ClusterName),
-			"FunctionUrl": b.functionURL.Url(),
-			"PathPrefix":  WebhookPathPrefix,
-			"SecretArn":   b.webhookSecret.SecretArn(),
-			"CABundle":    ca,
-			// Changing it re-registers the URL (after a secret rotation).
-			"SecretGeneration": strconv.Itoa(b.cfg.WebhookSecretGeneration),
-		},
+	cr := b.registrarResource("WebhookRegistration", "Custom::NodewrightWebhook", map[string]interface{}{
+		"WebhookName": dnsName("nodewright-", b.cfg.ClusterName),
+		"FunctionUrl": b.functionURL.Url(),
+		"PathPrefix":  WebhookPathPrefix,
+		"SecretArn":   b.webhookSecret.SecretArn(),
+		"CABundle":    ca,
+		// Changing it re-registers the URL (after a secret rotation).
+		"SecretGeneration": strconv.Itoa(b.cfg.WebhookSecretGeneration),
 	})
-	// Registration needs the registrar's cluster access; on delete the
-	// configuration goes before that access does.
+	cr.Node().AddDependency(wh)
+}
+
+// registrarResource is one custom resource the webhookregistrar function
+// serves, for this cluster. It needs the registrar's cluster access, so it
+// depends on that access and role: created after them and, on delete,
+// removed before them.
+func (b *builder) registrarResource(id, resourceType string, props map[string]interface{}) awscdk.CustomResource {
+	props["ClusterName"] = b.cfg.ClusterName
+	cr := awscdk.NewCustomResource(b.scope, jsii.String(id), &awscdk.CustomResourceProps{
+		ServiceToken:   b.Functions["webhookregistrar"].FunctionArn(),
+		ResourceType:   jsii.String(resourceType),
+		ServiceTimeout: awscdk.Duration_Minutes(jsii.Number(5)),
+		Properties:     &props,
+	})
 	cr.Node().AddDependency(b.registrarAccess)
 	cr.Node().AddDependency(b.registrarRole)
-	cr.Node().AddDependency(wh)
+	return cr
 }
 
 func (b *builder) outputs() {

@@ -26,6 +26,18 @@ func cli(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errb.String(), code
 }
 
+// integration skips t under -short (what says what it starts) and returns
+// a context that ends after timeout or when t's cleanups have run.
+func integration(t *testing.T, what string, timeout time.Duration) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: " + what)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // noAWS makes any AWS call fail at once, without network or profile.
 func noAWS(t *testing.T) {
 	for k, v := range map[string]string{

@@ -19,11 +19,7 @@ import (
 // against a from-scratch plan, import writes files validate accepts; all as
 // a user who can only read.
 func TestSimulateAndImportReadALiveClusterReadOnly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: runs a real control plane")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
+	ctx := integration(t, "runs a real control plane", 10*time.Minute)
 	plane, err := kubeplane.Start(ctx, kubeplane.Options{
 		Users:       []kubeplane.User{{Name: "reader", Groups: []string{readerGroup}}},
 		AuditGroups: []string{readerGroup},

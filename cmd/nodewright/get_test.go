@@ -38,11 +38,7 @@ func run(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
 // TestGetAndDescribeOnDynalite runs the commands as a user would, against a
 // table on dynalite that the store (the functions' own code) wrote.
 func TestGetAndDescribeOnDynalite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: starts dynalite")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := integration(t, "starts dynalite", 3*time.Minute)
 	table, st := dynaliteTable(ctx, t)
 	formatsOnDynalite(t, table)
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -12,11 +11,7 @@ import (
 // TestReportOnDynalite reads records the functions' own code wrote to a
 // table and prints them in the three formats.
 func TestReportOnDynalite(t *testing.T) {
-	if testing.Short() {
-		t.Skip("integration test: starts dynalite")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
+	ctx := integration(t, "starts dynalite", 3*time.Minute)
 	table, st := dynaliteTable(ctx, t)
 	now := time.Now()
 	claim := decision.Claim{Node: decision.Node{Name: "default-abc", NodePool: "default", InstanceType: "m5.xlarge", Zone: "us-east-1a", CapacityType: "spot", Price: 0.0712}}

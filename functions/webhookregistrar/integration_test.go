@@ -168,14 +168,7 @@ func matchConditionsFilter(t *testing.T, ctx context.Context, r *registrar, plan
 
 	cs := plane.Client()
 	ns := plane.NewNamespace(t)
-	// A pod no node can take: the scheduler marks it Unschedulable.
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: ns},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"nodewright.io/test": "no-such-node"},
-			Containers:   []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}
+	pod := kubeplane.UnschedulablePod(ns, "pending")
 	// The webhook configuration is read by the API server asynchronously:
 	// retry the observable step until a call arrives.
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
@@ -348,10 +348,5 @@ func (p *Provider) recordFleetErrors(ctx context.Context, claim string, errs []e
 }
 
 func zoneNames(zonal map[string]Subnet) []string {
-	out := make([]string, 0, len(zonal))
-	for z := range zonal {
-		out = append(out, z)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(zonal))
 }

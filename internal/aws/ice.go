@@ -10,23 +10,9 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 )
 
-// OfferingKey identifies an EC2 capacity pool: instance type, zone, capacity
-// type and, for a reserved offering, its capacity reservation (one full
-// reservation leaves the type's other reservations in the zone usable).
-type OfferingKey struct {
-	InstanceType  string
-	Zone          string
-	CapacityType  string
-	ReservationID string
-}
-
-func (k OfferingKey) String() string {
-	s := k.InstanceType + "/" + k.Zone + "/" + k.CapacityType
-	if k.ReservationID != "" {
-		s += "/" + k.ReservationID
-	}
-	return s
-}
+// OfferingKey identifies an EC2 capacity pool (catalog.OfferingKey, the key
+// the solver and the store use too).
+type OfferingKey = catalog.OfferingKey
 
 // OfferingKeyOf is the key of a type's catalog offering.
 func OfferingKeyOf(instanceType string, o catalog.Offering) OfferingKey {

@@ -14,6 +14,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 )
 
 func TestTerminateOnlyOwnedInstances(t *testing.T) {
@@ -22,21 +23,10 @@ func TestTerminateOnlyOwnedInstances(t *testing.T) {
 	inst := e.launch(t, "term-1", nc, "c5.large")
 	// Someone else's instance: launched from the same template, without our tags.
 	subnets, _ := e.p.Subnets(e.ctx, nc)
-	out, err := e.clients.EC2.CreateFleet(e.ctx, &ec2.CreateFleetInput{
-		Type: ec2types.FleetTypeInstant,
-		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
-			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: sdkaws.String(inst.LaunchTemplate), Version: sdkaws.String("$Latest")},
-			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "c5.large", SubnetId: sdkaws.String(subnets[0].ID)}},
-		}},
-		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
-		TagSpecifications:           []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{{Key: sdkaws.String("Name"), Value: sdkaws.String("not-ours")}}}},
-	})
-	if err != nil || len(out.Instances) == 0 {
-		t.Fatalf("foreign instance: %v %+v", err, out)
-	}
-	foreign := out.Instances[0].InstanceIds[0]
+	foreign := cloudtest.RawInstance{LaunchTemplate: inst.LaunchTemplate, InstanceType: "c5.large", SubnetID: subnets[0].ID,
+		Tags: []ec2types.Tag{{Key: sdkaws.String("Name"), Value: sdkaws.String("not-ours")}}}.Launch(e.ctx, t, e.clients.EC2)
 
-	err = e.p.Terminate(e.ctx, foreign, inst.ID, "i-0000000000doesnotexist")
+	err := e.p.Terminate(e.ctx, foreign, inst.ID, "i-0000000000doesnotexist")
 	if !errors.Is(err, nwaws.ErrNotOwned) || !strings.Contains(err.Error(), foreign) {
 		t.Fatalf("want ErrNotOwned naming %s, got %v", foreign, err)
 	}

@@ -10,6 +10,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 )
 
 // TestKarpenterInstancesAreNotOurs: during a migration Karpenter's instances
@@ -45,19 +46,7 @@ func TestKarpenterInstancesAreNotOurs(t *testing.T) {
 		{Key: sdkaws.String(nwaws.TagNodeClaim), Value: sdkaws.String("default-karp1")},
 		{Key: sdkaws.String("karpenter.k8s.aws/ec2nodeclass"), Value: sdkaws.String("default")},
 	}
-	out, err := e.clients.EC2.CreateFleet(e.ctx, &ec2.CreateFleetInput{
-		Type: ec2types.FleetTypeInstant,
-		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
-			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: sdkaws.String(lt), Version: sdkaws.String("$Latest")},
-			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "c5.large", SubnetId: sdkaws.String(subnets[0].ID)}},
-		}},
-		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
-		TagSpecifications:           []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: karpTags}},
-	})
-	if err != nil || len(out.Instances) == 0 {
-		t.Fatalf("karpenter instance: %v %+v", err, out)
-	}
-	karp := out.Instances[0].InstanceIds[0]
+	karp := cloudtest.RawInstance{LaunchTemplate: lt, InstanceType: "c5.large", SubnetID: subnets[0].ID, Tags: karpTags}.Launch(e.ctx, t, e.clients.EC2)
 
 	listed, err := e.p.ListClusterInstances(e.ctx)
 	if err != nil {

@@ -346,24 +346,11 @@ func TestOptionsForNodeClass(t *testing.T) {
 	}
 }
 
-// sharedDir finds ../shared/aws-data next to the repository root.
+// sharedDir finds ../shared/aws-data next to the repository root (tests
+// run in the package's directory, two below the root).
 func sharedDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("repository root not found")
-		}
-		dir = parent
-	}
-	d := filepath.Join(dir, "..", "shared", "aws-data")
+	d := filepath.Join("..", "..", "..", "shared", "aws-data")
 	if _, err := os.Stat(filepath.Join(d, "instance-types.json.gz")); err != nil {
 		t.Skipf("../shared/aws-data not present (%v)", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
+	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -67,15 +68,6 @@ func (h *harness) pods() []corev1.Pod {
 	return out
 }
 
-func ready(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
 // waitRunningOn waits for n ready pods, all on one node other than
 // notOn, and returns that node.
 func (h *harness) waitRunningOn(n int, notOn string) *corev1.Node {
@@ -86,7 +78,7 @@ func (h *harness) waitRunningOn(n int, notOn string) *corev1.Node {
 		nodes := map[string]int{}
 		readyN := 0
 		for i := range pods {
-			if ready(&pods[i]) {
+			if kubeplane.PodReady(&pods[i]) {
 				readyN++
 				nodes[pods[i].Spec.NodeName]++
 			}
@@ -118,7 +110,7 @@ func (h *harness) watchPDB() (stop func() int) {
 			healthy := 0
 			pods := h.pods()
 			for i := range pods {
-				if ready(&pods[i]) {
+				if kubeplane.PodReady(&pods[i]) {
 					healthy++
 				}
 			}

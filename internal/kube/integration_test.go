@@ -334,14 +334,7 @@ func TestSnapshotAgainstAPIServer(t *testing.T) {
 	node := fakeNode(t, ctx, cs, "snap-"+ns)
 	runningPod(t, ctx, cs, ns, "bound-0", node.Name, nil)
 	runningPod(t, ctx, cs, ns, "bound-1", node.Name, nil)
-	// A pod no node can take: the scheduler marks it Unschedulable.
-	stuck := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: ns},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"node.kubernetes.io/instance-type": "does-not-exist"},
-			Containers:   []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}
+	stuck := kubeplane.UnschedulablePod(ns, "stuck")
 	if _, err := cs.CoreV1().Pods(ns).Create(ctx, stuck, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

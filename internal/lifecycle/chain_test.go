@@ -9,9 +9,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/lifecycle"
@@ -25,13 +22,7 @@ func TestDuplicateWorkMessagesMerge(t *testing.T) {
 	e, c, h := newEnvWithController(t)
 	// A drain held by a PDB keeps the claim's chain going.
 	cl, _ := e.busyClaim(c, "dup-chain")
-	one := intstr.FromInt32(1)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	if _, err := e.cs.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPDB(t, e, "web", 1, 0)
+	e.guard(t, "web", 1)
 	e.mark(cl.Name, apis.DeletionReasonManual)
 	e.clock.Advance(1500 * time.Millisecond) // steps of 1.5 s: requeued, not run inline
 	e.send(cl.Name)

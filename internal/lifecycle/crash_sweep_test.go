@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -144,15 +143,7 @@ func TestDrainHonoursPDBThroughCrashes(t *testing.T) {
 		e.runningPod(web1, node.Name, nil)
 		e.runningPod(web2, node.Name, nil)
 		e.runningPod(guarded, node.Name, func(p *corev1.Pod) { p.Labels = map[string]string{"app": guarded} })
-		one := intstr.FromInt32(1)
-		pdb := &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Name: guarded, Namespace: e.ns},
-			Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": guarded}}},
-		}
-		if _, err := e.cs.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, pdb, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		waitPDB(t, e, guarded, 1, 0)
+		e.guard(t, guarded, 1)
 
 		strict := true
 		blocked := func(cl *apis.NodeClaim) bool {

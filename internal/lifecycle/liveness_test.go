@@ -17,6 +17,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 )
 
 // Liveness: a claim never launched is deleted after 5 minutes; a launched
@@ -101,19 +102,7 @@ func (e *env) rawInstance(claimTag string) string {
 		{Key: sdkaws.String(nwaws.TagNodePool), Value: sdkaws.String("default")},
 		{Key: sdkaws.String(nwaws.TagNodeClaim), Value: sdkaws.String(claimTag)},
 	}
-	out, err := e.ec2.CreateFleet(e.ctx, &ec2.CreateFleetInput{
-		Type: ec2types.FleetTypeInstant,
-		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
-			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: &lt, Version: sdkaws.String("$Latest")},
-			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: ec2types.InstanceTypeM5Large, AvailabilityZone: sdkaws.String(e.cloud.Region + "a")}},
-		}},
-		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
-		TagSpecifications:           []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags}},
-	})
-	if err != nil || len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
-		e.t.Fatalf("raw CreateFleet: %v %+v", err, out)
-	}
-	id := out.Instances[0].InstanceIds[0]
+	id := cloudtest.RawInstance{LaunchTemplate: lt, InstanceType: ec2types.InstanceTypeM5Large, Zone: e.cloud.Region + "a", Tags: tags}.Launch(e.ctx, e.t, e.ec2)
 	e.t.Cleanup(func() { _ = e.p.Terminate(context.Background(), id) })
 	// Its kubelet fails on the broken bootstrap: no Node ever appears.
 	err = wait.PollUntilContextTimeout(e.ctx, 50*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {

@@ -5,9 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/lifecycle"
@@ -28,13 +26,7 @@ func TestDeletedNodeDrainsGracefully(t *testing.T) {
 		t.Fatalf("registered node has no %s finalizer: %v", apis.TerminationFinalizer, node.Finalizers)
 	}
 	e.runningPod("web-1", node.Name, func(p *corev1.Pod) { p.Labels = map[string]string{"app": "web"} })
-	one := intstr.FromInt32(1)
-	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
-	if _, err := e.cs.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPDB(t, e, "web", 1, 0)
+	e.guard(t, "web", 1)
 	if err := e.cs.CoreV1().Nodes().Delete(e.ctx, node.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

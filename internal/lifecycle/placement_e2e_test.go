@@ -44,10 +44,7 @@ func TestNodesLaunchIntoThePlacementGroup(t *testing.T) {
 	h := e.handler(e.deps())
 	prov := e.provisioner(nil)
 	e.deployOnePerNode("placed", "placed", 2)
-	res, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
-	if err != nil || len(res.Launched) != 2 {
-		t.Fatalf("provisioner run: %+v %v", res, err)
-	}
+	e.provision(prov, 2)
 	claims := e.claimsByCapacityType()[apis.CapacityTypeOnDemand]
 	if len(claims) != 2 {
 		t.Fatalf("claims %v", claims)
@@ -87,10 +84,7 @@ func TestAPodSelectsItsPartition(t *testing.T) {
 		NodeSelector: map[string]string{apis.NodePoolLabelKey: "placed", apis.PlacementGroupPartitionLabelKey: "3"},
 		GraceSeconds: new(int64(0)), NoServiceAccountToken: true}.Deploy(e.ctx, e.t, e.cs, e.ns)
 	e.awaitPending("app=pinned", 1)
-	res, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
-	if err != nil || len(res.Launched) != 1 {
-		t.Fatalf("provisioner run: %+v %v", res, err)
-	}
+	e.provision(prov, 1)
 	claims := e.claimsByCapacityType()[apis.CapacityTypeOnDemand]
 	if len(claims) != 1 {
 		t.Fatalf("claims %v", claims)

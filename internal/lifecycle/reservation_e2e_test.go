@@ -39,13 +39,8 @@ func TestCapacityReservationUsedFirstAndRelabelledWhenItEnds(t *testing.T) {
 	h := e.handler(e.deps())
 	prov := e.provisioner(provisioning.ForNodeClasses(provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil), e.p, e.cfg))
 	e.deployOnePerNode("reserved", "odcr", 3)
-	res, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
-	if err != nil || len(res.Launched) != 3 {
-		t.Fatalf("provisioner run: %+v %v", res, err)
-	}
-	if again, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual}); err != nil || len(again.Launched) != 0 {
-		t.Fatalf("a second run launched again: %+v %v", again, err)
-	}
+	e.provision(prov, 3)
+	e.provision(prov, 0) // a second run launches nothing more
 
 	reserved := e.claimsByCapacityType()
 	if len(reserved[apis.CapacityTypeReserved]) != 2 || len(reserved[apis.CapacityTypeOnDemand]) != 1 {
@@ -102,6 +97,16 @@ func (e *env) provisioner(cat func(context.Context) (*catalog.Catalog, error)) *
 		e.t.Fatal(err)
 	}
 	return prov
+}
+
+// provision runs one manual provisioning pass and checks it launched want
+// claims.
+func (e *env) provision(prov *provisioning.Provisioner, want int) {
+	e.t.Helper()
+	res, err := prov.Run(e.ctx, provisioning.Trigger{Source: provisioning.TriggerManual})
+	if err != nil || len(res.Launched) != want {
+		e.t.Fatalf("provisioner run: %+v %v, want %d launched", res, err, want)
+	}
 }
 
 // deployOnePerNode deploys n pods of app that select pool, one per

@@ -65,35 +65,29 @@ func (f *fakeCluster) PodsOnNode(_ context.Context, node string) ([]*corev1.Pod,
 }
 
 func (f *fakeCluster) PatchNodeLabels(_ context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n, ok := f.nodes[node]
-	if !ok {
-		return nil, kube.ErrNotFound
-	}
-	if n.Labels == nil {
-		n.Labels = map[string]string{}
-	}
-	maps.Copy(n.Labels, set)
-	for _, k := range remove {
-		delete(n.Labels, k)
-	}
-	return n.DeepCopy(), nil
+	return f.patchNode(node, func(n *corev1.Node) *map[string]string { return &n.Labels }, set, remove)
 }
 
 func (f *fakeCluster) PatchNodeAnnotations(_ context.Context, node string, set map[string]string, remove []string) (*corev1.Node, error) {
+	return f.patchNode(node, func(n *corev1.Node) *map[string]string { return &n.Annotations }, set, remove)
+}
+
+// patchNode sets and removes keys of the node's map that field picks, as a
+// merge patch of metadata.labels or metadata.annotations does.
+func (f *fakeCluster) patchNode(node string, field func(*corev1.Node) *map[string]string, set map[string]string, remove []string) (*corev1.Node, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	n, ok := f.nodes[node]
 	if !ok {
 		return nil, kube.ErrNotFound
 	}
-	if n.Annotations == nil {
-		n.Annotations = map[string]string{}
+	m := field(n)
+	if *m == nil {
+		*m = map[string]string{}
 	}
-	maps.Copy(n.Annotations, set)
+	maps.Copy(*m, set)
 	for _, k := range remove {
-		delete(n.Annotations, k)
+		delete(*m, k)
 	}
 	return n.DeepCopy(), nil
 }

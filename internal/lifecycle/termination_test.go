@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,15 +43,7 @@ func TestTerminationDrainHonoursPDB(t *testing.T) {
 		p.Labels = map[string]string{"app": "tolerant"}
 		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: apis.DisruptedTaintKey, Operator: corev1.TolerationOpExists})
 	})
-	two := intstr.FromInt32(2)
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: e.ns},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &two, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
-	}
-	if _, err := e.cs.PolicyV1().PodDisruptionBudgets(e.ns).Create(e.ctx, pdb, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPDB(t, e, "web", 2, 0)
+	e.guard(t, "web", 2)
 
 	e.mark(cl.Name, apis.DeletionReasonManual)
 	for range 3 {

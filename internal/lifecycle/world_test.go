@@ -21,6 +21,7 @@ import (
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/localcloud/cloudtest"
 	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 	"github.com/nodewright/nodewright/internal/termination"
@@ -253,6 +254,15 @@ func hasTaint(n *corev1.Node, key string) bool {
 		}
 	}
 	return false
+}
+
+// guard creates a PodDisruptionBudget keeping minAvailable of the pods
+// labelled app=app (minAvailable of them running) and waits until the
+// disruption controller has seen it allow no disruption.
+func (e *env) guard(t *testing.T, app string, minAvailable int32) {
+	t.Helper()
+	cloudtest.PDB{Name: app, MinAvailable: &minAvailable}.Create(e.ctx, t, e.cs, e.ns)
+	waitPDB(t, e, app, minAvailable, 0)
 }
 
 func waitPDB(t *testing.T, e *env, name string, expected, allowed int32) {

@@ -57,7 +57,7 @@ func ProviderICE(p *nwaws.Provider) func(context.Context) (map[scheduling.Offeri
 		err := ice.Sync(ctx, 0)
 		out := map[scheduling.OfferingKey]bool{}
 		for k := range ice.Snapshot() {
-			out[scheduling.OfferingKey{InstanceType: k.InstanceType, Zone: k.Zone, CapacityType: k.CapacityType, ReservationID: k.ReservationID}] = true
+			out[k] = true
 		}
 		return out, err
 	}

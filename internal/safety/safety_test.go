@@ -213,18 +213,7 @@ func (w *world) foreignInstances() {
 			{Key: sdkaws.String(nwaws.TagNodePool), Value: sdkaws.String(w.pool)}, {Key: sdkaws.String(nwaws.TagNodeClaim), Value: sdkaws.String("theirs-1")}},
 		{cluster, {Key: sdkaws.String("karpenter.sh/nodepool"), Value: sdkaws.String(w.pool)}},
 	} {
-		out, err := w.ec2.CreateFleet(w.ctx, &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant,
-			LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
-				LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: &lt, Version: sdkaws.String("$Latest")},
-				Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: ec2types.InstanceTypeM5Large, AvailabilityZone: sdkaws.String(w.cloud.Region + "a")}},
-			}},
-			TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
-			TagSpecifications:           []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: tags}},
-		})
-		if err != nil || len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
-			w.t.Fatalf("foreign instance: %v", err)
-		}
-		id := out.Instances[0].InstanceIds[0]
+		id := cloudtest.RawInstance{LaunchTemplate: lt, InstanceType: ec2types.InstanceTypeM5Large, Zone: w.cloud.Region + "a", Tags: tags}.Launch(w.ctx, w.t, w.ec2)
 		w.foreign[id] = tagMap(w.instanceTags(id))
 	}
 }

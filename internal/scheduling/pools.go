@@ -209,7 +209,7 @@ func (p *poolState) addTypes(its []*InstanceType, unavailable map[OfferingKey]bo
 		t := &typeInfo{it: it, offerings: append([]Offering(nil), it.Offerings...)}
 		for i := range t.offerings {
 			o := &t.offerings[i]
-			k := OfferingKey{it.Name, o.Zone, o.CapacityType, ""}
+			k := OfferingKey{InstanceType: it.Name, Zone: o.Zone, CapacityType: o.CapacityType}
 			if unavailable[k] {
 				o.Available = false
 			} else if o.ReservationID != "" {

@@ -4,6 +4,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/nodewright/nodewright/internal/catalog"
 )
 
 // Input is everything one solve looks at. The solver never mutates it.
@@ -36,15 +38,9 @@ type Input struct {
 	Requests *RequestCache
 }
 
-// OfferingKey names one launchable (instance type, zone, capacity type).
-type OfferingKey struct {
-	InstanceType string
-	Zone         string
-	CapacityType string
-	// ReservationID is set for one capacity reservation's offering; a
-	// reserved key without it covers every reservation of the type and zone.
-	ReservationID string
-}
+// OfferingKey names one launchable (instance type, zone, capacity type[,
+// reservation]): catalog.OfferingKey, the key of the ICE set everywhere.
+type OfferingKey = catalog.OfferingKey
 
 // NodePool is the solver's view of a karpenter.sh/v1 NodePool.
 type NodePool struct {

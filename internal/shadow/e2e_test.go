@@ -169,29 +169,28 @@ func function(e *cloudtest.Env, t *testing.T, mode string, cfg *apis.Config, cre
 	var h app.Handler
 	switch fn {
 	case "provisioner":
-		ph, err := a.ProvisionerHandler()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h = ph.Handle
+		h, err = handleOf(a.ProvisionerHandler())
 	case "disruption":
-		if h, err = a.DisruptionFunction(); err != nil {
-			t.Fatal(err)
-		}
+		h, err = a.DisruptionFunction()
 	case "lifecycle":
-		lh, err := a.LifecycleHandler()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h = lh.Handle
+		h, err = handleOf(a.LifecycleHandler())
 	case "interruption":
-		ih, err := a.InterruptionHandler()
-		if err != nil {
-			t.Fatal(err)
-		}
-		h = ih.Handle
+		h, err = handleOf(a.InterruptionHandler())
+	}
+	if err != nil {
+		t.Fatal(err)
 	}
 	return a.Wrap(h)
+}
+
+// handleOf is the Handle method of a function's handler as built by app.
+func handleOf[H interface {
+	Handle(ctx context.Context, raw json.RawMessage) (any, error)
+}](h H, err error) (app.Handler, error) {
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
 }
 
 // spotWarning hands the shadow interruption function a spot interruption

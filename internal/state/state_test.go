@@ -329,14 +329,7 @@ func TestUnregisteredNodeOffersItsClaimsLabels(t *testing.T) {
 	cfg, cat := loadConfig(t, nil), builtin(t)
 	cl := launchedClaim("default-fffff", "m5.large", "us-west-2a", "i-4")
 	cl.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "web", Effect: corev1.TaintEffectNoSchedule}}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-4", Labels: map[string]string{catalog.LabelHostname: "ip-10-0-0-4"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-4", Taints: []corev1.Taint{
-			{Key: apis.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute},
-		}},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"),
-			corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")}},
-	}
+	node := unregisteredNode("ip-10-0-0-4", "i-4")
 	selecting := pendingPod("sel", "500m")
 	selecting.Spec.NodeSelector = map[string]string{apis.NodePoolLabelKey: "default"}
 	selecting.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "web"}}
@@ -395,14 +388,9 @@ func TestNodeBehindItsClaimIsOfferedAsComingUp(t *testing.T) {
 				cl.SetCondition(c, metav1.ConditionTrue, c, "node ip-10-0-0-5", metav1.Now())
 			}
 			cl.Status.NodeName = "ip-10-0-0-5"
-			labels := map[string]string{catalog.LabelHostname: "ip-10-0-0-5"}
-			maps.Copy(labels, tc.labels)
-			node := &corev1.Node{
-				ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-5", Labels: labels},
-				Spec:       corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-5", Taints: []corev1.Taint{tc.taint}},
-				Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"),
-					corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")}},
-			}
+			node := unregisteredNode("ip-10-0-0-5", "i-5")
+			maps.Copy(node.Labels, tc.labels)
+			node.Spec.Taints = []corev1.Taint{tc.taint}
 			selecting := pendingPod("sel", "500m")
 			selecting.Spec.NodeSelector = map[string]string{apis.NodePoolLabelKey: "default"}
 			c, err := state.Build(state.Sources{Snapshot: snapshot([]*corev1.Pod{selecting}, []*corev1.Node{node}),
@@ -417,6 +405,20 @@ func TestNodeBehindItsClaimIsOfferedAsComingUp(t *testing.T) {
 				t.Errorf("the pod bought a second node (%d new claims) instead of waiting for its coming one", len(plan.NodeClaims))
 			}
 		})
+	}
+}
+
+// unregisteredNode is an m5.large Node in us-west-2a as its kubelet
+// creates it: the hostname label and the unregistered taint, none of its
+// claim's labels or taints.
+func unregisteredNode(name, instanceID string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{catalog.LabelHostname: name}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/" + instanceID, Taints: []corev1.Taint{
+			{Key: apis.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute},
+		}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"),
+			corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")}},
 	}
 }
 

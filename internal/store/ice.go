@@ -10,30 +10,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/nodewright/nodewright/internal/catalog"
 )
 
-// Offering identifies one (instance type, zone, capacity type) offering, the
-// unit of Karpenter's unavailable-offerings (ICE) cache.
-type Offering struct {
-	InstanceType string
-	Zone         string
-	CapacityType string
-	// ReservationID narrows a reserved offering to one capacity reservation
-	// (empty: every reservation of the type in the zone).
-	ReservationID string
-}
+// Offering identifies one offering, the unit of Karpenter's
+// unavailable-offerings (ICE) cache: catalog.OfferingKey, the key the
+// solver and the launch path use too.
+type Offering = catalog.OfferingKey
 
-func (o Offering) String() string {
-	s := o.CapacityType + "/" + o.Zone + "/" + o.InstanceType
-	if o.ReservationID != "" {
-		s += "/" + o.ReservationID
-	}
-	return s
-}
-
-// Validate checks the offering can be a key: its parts non-empty and free of
-// the key separator.
-func (o Offering) Validate() error {
+// ValidateOffering checks the offering can be a key: its parts non-empty and
+// free of the key separator.
+func ValidateOffering(o Offering) error {
 	for _, p := range []string{o.InstanceType, o.Zone, o.CapacityType} {
 		if p == "" || strings.Contains(p, "#") {
 			return fmt.Errorf("offering %q: instance type, zone and capacity type must be non-empty and free of '#'", o.String())
@@ -72,7 +60,7 @@ type iceItem struct {
 // time. An existing entry that lasts longer is kept (a later, shorter mark
 // never shortens it), so concurrent functions cannot undo each other.
 func (s *Store) MarkUnavailable(ctx context.Context, o Offering, until time.Time, reason string) error {
-	if err := o.Validate(); err != nil {
+	if err := ValidateOffering(o); err != nil {
 		return err
 	}
 	sk := o.CapacityType + "#" + o.Zone + "#" + o.InstanceType

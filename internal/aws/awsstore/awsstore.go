@@ -20,8 +20,7 @@ var _ aws.ICEStore = ICE{}
 
 // PutUnavailable records the offering until expires.
 func (a ICE) PutUnavailable(ctx context.Context, k aws.OfferingKey, expires time.Time, reason string) error {
-	return a.Store.MarkUnavailable(ctx, store.Offering{InstanceType: k.InstanceType, Zone: k.Zone, CapacityType: k.CapacityType,
-		ReservationID: k.ReservationID}, expires, reason)
+	return a.Store.MarkUnavailable(ctx, k, expires, reason)
 }
 
 // ListUnavailable returns the unexpired entries.
@@ -32,7 +31,7 @@ func (a ICE) ListUnavailable(ctx context.Context) (map[aws.OfferingKey]time.Time
 	}
 	out := make(map[aws.OfferingKey]time.Time, len(got))
 	for o, u := range got {
-		out[aws.OfferingKey{InstanceType: o.InstanceType, Zone: o.Zone, CapacityType: o.CapacityType, ReservationID: o.ReservationID}] = u.Until
+		out[o] = u.Until
 	}
 	return out, nil
 }

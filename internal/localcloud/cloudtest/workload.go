@@ -53,15 +53,28 @@ func (w Workload) Deploy(ctx context.Context, t testing.TB, cs kubernetes.Interf
 	if w.MinAvailable == nil && w.MaxUnavailable == nil {
 		return
 	}
+	PDB{Name: w.Name, MinAvailable: w.MinAvailable, MaxUnavailable: w.MaxUnavailable}.Create(ctx, t, cs, ns)
+}
+
+// PDB is a PodDisruptionBudget named Name over the pods labelled app=Name,
+// with MinAvailable or MaxUnavailable (at most one).
+type PDB struct {
+	Name                         string
+	MinAvailable, MaxUnavailable *int32
+}
+
+// Create creates p in namespace ns, failing t if the API server refuses it.
+func (p PDB) Create(ctx context.Context, t testing.TB, cs kubernetes.Interface, ns string) {
+	t.Helper()
 	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: ns},
-		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}},
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": p.Name}}},
 	}
-	if w.MinAvailable != nil {
-		pdb.Spec.MinAvailable = new(intstr.FromInt32(*w.MinAvailable))
+	if p.MinAvailable != nil {
+		pdb.Spec.MinAvailable = new(intstr.FromInt32(*p.MinAvailable))
 	}
-	if w.MaxUnavailable != nil {
-		pdb.Spec.MaxUnavailable = new(intstr.FromInt32(*w.MaxUnavailable))
+	if p.MaxUnavailable != nil {
+		pdb.Spec.MaxUnavailable = new(intstr.FromInt32(*p.MaxUnavailable))
 	}
 	if _, err := cs.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -125,3 +125,16 @@ func PodReady(p *corev1.Pod) bool {
 		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
 	})
 }
+
+// UnschedulablePod is a pause pod named name in namespace ns that no node
+// can take (it selects a node label no node has): the scheduler marks it
+// Unschedulable.
+func UnschedulablePod(ns, name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"nodewright.io/test": "no-such-node"},
+			Containers:   []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+}

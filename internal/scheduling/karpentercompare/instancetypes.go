@@ -1,7 +1,8 @@
 package main
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -117,16 +118,7 @@ func offeringValues(offs cloudprovider.Offerings) (zones, zoneIDs, capacityTypes
 			id[v] = true
 		}
 	}
-	return sortedKeys(z), sortedKeys(id), sortedKeys(ct)
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(z)), slices.Sorted(maps.Keys(id)), slices.Sorted(maps.Keys(ct))
 }
 
 // overhead is capacity minus allocatable per resource: Karpenter computes

@@ -18,7 +18,7 @@ func (s *Store) MarkUnavailable(ctx context.Context, o store.Offering, until tim
 	if err := s.begin(ctx, "MarkUnavailable", "mark "+o.String()+" unavailable"); err != nil {
 		return err
 	}
-	if err := o.Validate(); err != nil {
+	if err := store.ValidateOffering(o); err != nil {
 		return err
 	}
 	s.mu.Lock()
