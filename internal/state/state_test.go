@@ -204,7 +204,7 @@ func TestRegisteredClaimMatchedByProviderID(t *testing.T) {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{apis.NodePoolLabelKey: "default", catalog.LabelHostname: "ip-10-0-0-1",
 			apis.NodeRegisteredLabel: "true", apis.NodeInitializedLabel: "true"}},
-		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-west-2b/i-2"},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2b/i-2"},
 		Status: corev1.NodeStatus{
 			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")},
 			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
