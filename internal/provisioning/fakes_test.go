@@ -68,6 +68,8 @@ type fakeCluster struct {
 	snap    kube.Snapshot
 	lists   int
 	events  []recordedEvent
+	// boundReads counts the snapshots that asked for the bound pods.
+	boundReads int
 }
 
 type recordedEvent struct {
@@ -84,6 +86,11 @@ func (f *fakeCluster) Snapshot(_ context.Context, o kube.SnapshotOptions) (*kube
 	f.lists++
 	if o.Parts == kube.PartPendingPods {
 		return &kube.Snapshot{PendingPods: s.PendingPods}, nil
+	}
+	if o.Parts != 0 && o.Parts&kube.PartBoundPods == 0 {
+		s.PodsByNode = nil // as the real client: only the parts asked for
+	} else {
+		f.boundReads++
 	}
 	return &s, nil
 }

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,9 @@ type pass struct {
 	// reason is the "reason" dimension of karpenter_nodeclaims_created_total.
 	reason  string
 	snap    *kube.Snapshot
+	// boundPodsSkipped: the snapshot has no bound pods (nothing was
+	// pending); boundPodsIfNeeded reads them if a node is going away.
+	boundPodsSkipped bool
 	catalog *catalog.Catalog
 	events  atomic.Int64
 	dropped atomic.Int64
@@ -134,7 +138,15 @@ func (pa *pass) prepare(ctx context.Context) error {
 	// cheap table read instead of every pod. The pending pods are the
 	// batch's last listing (from the same cache): listing them again cost
 	// a 5,000-pod burst another read and decode of every pod.
-	pa.snap, err = p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: snapshotParts &^ kube.PartPendingPods, Cached: true})
+	parts := snapshotParts &^ kube.PartPendingPods
+	if len(pending.PendingPods) == 0 && pending.OtherPendingPods == 0 {
+		// Nothing pending: the bound pods matter only if some node is
+		// being removed (its pods need room elsewhere); cluster reads
+		// them then. A steady tick reads nodes and claims, not 40,000 pods.
+		parts &^= kube.PartBoundPods
+		pa.boundPodsSkipped = true
+	}
+	pa.snap, err = p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: parts, Cached: true})
 	if cerr := <-prefetched; cerr != nil && err == nil {
 		return fmt.Errorf("provisioner: instance types: %w", cerr)
 	}
@@ -261,6 +273,9 @@ func (pa *pass) cluster(ctx context.Context) (*state.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: list nodeclaims: %w", err)
 	}
+	if err := pa.boundPodsIfNeeded(ctx, claims); err != nil {
+		return nil, err
+	}
 	unavailable := ReadICE(ctx, p.d.Unavailable, p.log)
 	c, err := state.Build(state.Sources{Snapshot: pa.snap, Claims: claims, Config: p.d.Config, Catalog: pa.catalog, Unavailable: unavailable})
 	if err != nil {
@@ -270,6 +285,34 @@ func (pa *pass) cluster(ctx context.Context) (*state.Cluster, error) {
 		p.log.WarnContext(ctx, "cluster state", "warning", w)
 	}
 	return c, nil
+}
+
+// boundPodsIfNeeded reads the bound pods into the pass's snapshot when
+// prepare skipped them (nothing pending) and a node or claim turns out to
+// be going away: round 0 places a removed node's pods.
+func (pa *pass) boundPodsIfNeeded(ctx context.Context, claims []*apis.NodeClaim) error {
+	if !pa.boundPodsSkipped || !anyRemoval(pa.snap.Nodes, claims) {
+		return nil
+	}
+	bound, err := pa.p.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartBoundPods, Cached: true})
+	if err != nil {
+		return fmt.Errorf("provisioner: %w", err)
+	}
+	pa.snap.PodsByNode, pa.boundPodsSkipped = bound.PodsByNode, false
+	return nil
+}
+
+// anyRemoval reports a Node deleting or tainted for disruption, or a claim
+// deleting or disrupting: what state counts as marked for deletion.
+func anyRemoval(nodes []*corev1.Node, claims []*apis.NodeClaim) bool {
+	for _, n := range nodes {
+		if n.DeletionTimestamp != nil || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == apis.DisruptedTaintKey }) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(claims, func(cl *apis.NodeClaim) bool {
+		return cl.DeletionTimestamp != nil || cl.IsTrue(apis.ConditionDisrupting)
+	})
 }
 
 func (pa *pass) observePending(c *state.Cluster) {
