@@ -29,15 +29,15 @@ type pass struct {
 	run   string
 	res   *Result
 	// reason is the "reason" dimension of karpenter_nodeclaims_created_total.
-	reason  string
-	snap    *kube.Snapshot
+	reason string
+	snap   *kube.Snapshot
 	// boundPodsSkipped: the snapshot has no bound pods (nothing was
 	// pending); boundPodsIfNeeded reads them if a node is going away.
 	boundPodsSkipped bool
-	catalog *catalog.Catalog
-	events  atomic.Int64
-	dropped atomic.Int64
-	eventQ  chan podEvent
+	catalog          *catalog.Catalog
+	events           atomic.Int64
+	dropped          atomic.Int64
+	eventQ           chan podEvent
 	// nominations rate-limits Nominated events; limited counts the ones
 	// not written.
 	nominations tokenBucket
