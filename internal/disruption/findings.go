@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/nodewright/nodewright/internal/kube"
 )
 
@@ -50,11 +52,20 @@ func (m *findingMemo) forget(now time.Time) {
 	}
 }
 
+// findingWriters bounds the findings' event writes in flight: a pass's
+// hundred events, one after the other, took as long as its decision.
+const findingWriters = 10
+
 // findings turns a decision's new or due findings into node events
-// (capped per pass); unchanged ones are counted, not emitted.
+// (capped per pass); unchanged ones are counted, not emitted. The events
+// are written concurrently and the pass waits for them, so none is lost
+// when the function returns.
 func (c *Controller) findings(ctx context.Context, v *View, fs []Finding) {
 	now := c.d.Now()
 	c.memo.forget(now)
+	var writes errgroup.Group
+	writes.SetLimit(findingWriters)
+	defer func() { _ = writes.Wait() }() // event errors are logged by c.event
 	emitted, repeats := 0, 0
 	for _, f := range fs {
 		if emitted >= c.s.MaxEvents {
@@ -67,7 +78,10 @@ func (c *Controller) findings(ctx context.Context, v *View, fs []Finding) {
 		}
 		emitted++
 		c.log.InfoContext(ctx, "disruption finding", "node", f.Node, "reason", f.Reason, "message", f.Text)
-		c.event(ctx, v, f.Node, kube.EventNormal, f.Reason, "%s", f.Text)
+		writes.Go(func() error {
+			c.event(ctx, v, f.Node, kube.EventNormal, f.Reason, "%s", f.Text)
+			return nil
+		})
 	}
 	if repeats > 0 {
 		c.log.DebugContext(ctx, "disruption findings unchanged; not emitted again", "findings", repeats)

@@ -1,8 +1,13 @@
 package disruption
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // An unchanged finding is emitted once per findingRepeat; a new one, or one
@@ -34,5 +39,38 @@ func TestFindingMemoEmitsChangesAndRepeatsRarely(t *testing.T) {
 	m.forget(t0.Add(time.Hour))
 	if len(m.last) != 0 {
 		t.Errorf("memo kept %d findings an hour on", len(m.last))
+	}
+}
+
+// gatedCluster's node events meet two at a time (meeting): a pass that
+// writes its findings one at a time never gets two in flight.
+type gatedCluster struct {
+	fakeCluster
+	m *meeting
+}
+
+func (c *gatedCluster) NodeEvent(ctx context.Context, n *corev1.Node, typ, reason, format string, args ...any) error {
+	c.m.attend()
+	return c.fakeCluster.NodeEvent(ctx, n, typ, reason, format, args...)
+}
+
+// A pass's findings are written concurrently, and every one is written
+// before the pass goes on.
+func TestFindingsAreWrittenConcurrentlyAndAll(t *testing.T) {
+	f := newFixture(t, fixOpt{})
+	var fs []Finding
+	for i := range 5 {
+		name := fmt.Sprintf("n%d", i)
+		f.node(name, "m5.large")
+		fs = append(fs, Finding{Node: name, Reason: ReasonUnconsol, Text: "no cheaper replacement"})
+	}
+	cl := &gatedCluster{fakeCluster: fakeCluster{f: f}, m: newMeeting(2)}
+	c := &Controller{d: Deps{Cluster: cl, Now: func() time.Time { return f.now }}, s: Settings{MaxEvents: 100}, log: slog.New(slog.DiscardHandler)}
+	c.findings(ctx, f.view(), fs)
+	if got := len(cl.eventsWith(ReasonUnconsol)); got != len(fs) {
+		t.Fatalf("%d finding events written by the time the pass went on, want %d", got, len(fs))
+	}
+	if most := cl.m.most.Load(); most < 2 {
+		t.Errorf("at most %d finding events in flight at once, want them written concurrently", most)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
@@ -17,15 +20,23 @@ import (
 // view reads one pass's truth. A cached view lists from the API server's
 // watch cache and reuses unchanged nodes' pods (kube.SnapshotOptions.Cached):
 // good enough to decide, never to act; a command is validated, and its
-// candidates handed to termination, against a fresh one.
+// candidates handed to termination, against a fresh one. The reads are
+// independent, so they run at once: at 2,000 nodes each is a wait of a
+// second or more on a different server, and a pass waited for their sum.
 func (c *Controller) view(ctx context.Context, cached bool) (*View, error) {
+	var insts []nwaws.Instance
+	var history []HistoryEntry
+	var wg sync.WaitGroup
+	wg.Go(func() { insts = c.clusterInstances(ctx) })
+	wg.Go(func() { history = c.history(ctx) })
 	r := Reads{Cluster: c.d.Cluster, Store: c.d.Store, Catalog: c.d.Catalog, Unavailable: c.d.Unavailable, Config: c.d.Config, Log: c.log}
 	cl, snap, err := r.Read(ctx, kube.SnapshotOptions{Cached: cached}, nil)
+	wg.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("disruption: %w", err)
 	}
-	v := &View{Cluster: cl, PDBs: snap.PDBs, Now: c.d.Now(), Settings: c.s, CloudDrift: c.cloudDrift(ctx, cl)}
-	v.History = c.history(ctx)
+	v := &View{Cluster: cl, PDBs: snap.PDBs, Now: c.d.Now(), Settings: c.s, CloudDrift: c.cloudDrift(ctx, cl, insts)}
+	v.History = history
 	return v, nil
 }
 
@@ -50,22 +61,41 @@ type Reads struct {
 // returns claims to add, derived from the snapshot and the table's claims.
 func (r Reads) Read(ctx context.Context, opts kube.SnapshotOptions,
 	extra func(*kube.Snapshot, []*apis.NodeClaim) []*apis.NodeClaim) (*state.Cluster, *kube.Snapshot, error) {
-	snap, err := r.Cluster.Snapshot(ctx, opts)
-	if err != nil {
+	var (
+		snap        *kube.Snapshot
+		claims      []*apis.NodeClaim
+		cat         *catalog.Catalog
+		unavailable map[scheduling.OfferingKey]bool
+	)
+	// Independent reads of different servers: wait for the slowest, not
+	// their sum.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		snap, err = r.Cluster.Snapshot(gctx, opts)
+		return err
+	})
+	g.Go(func() (err error) {
+		if claims, err = r.Store.ListNodeClaims(gctx); err != nil {
+			return fmt.Errorf("list nodeclaims: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() (err error) {
+		if cat, err = r.Catalog(gctx); err != nil {
+			return fmt.Errorf("instance types: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		unavailable = provisioning.ReadICE(gctx, r.Unavailable, r.Log)
+		return nil
+	})
+	if err := g.Wait(); err != nil {
 		return nil, nil, err
-	}
-	claims, err := r.Store.ListNodeClaims(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list nodeclaims: %w", err)
-	}
-	cat, err := r.Catalog(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("instance types: %w", err)
 	}
 	if extra != nil {
 		claims = append(claims, extra(snap, claims)...)
 	}
-	unavailable := provisioning.ReadICE(ctx, r.Unavailable, r.Log)
 	cl, err := state.Build(state.Sources{Snapshot: snap, Claims: claims, Config: r.Config, Catalog: cat, Unavailable: unavailable})
 	if err != nil {
 		return nil, nil, err
@@ -73,17 +103,24 @@ func (r Reads) Read(ctx context.Context, opts kube.SnapshotOptions,
 	return cl, snap, nil
 }
 
-// cloudDrift asks EC2 which registered claims' instances drifted.
-func (c *Controller) cloudDrift(ctx context.Context, cl *state.Cluster) map[string]string {
-	out := map[string]string{}
+// clusterInstances lists the cluster's instances for the drift check; nil
+// (drift not checked this pass) when there is no cloud or EC2 cannot be read.
+func (c *Controller) clusterInstances(ctx context.Context) []nwaws.Instance {
 	if c.d.Cloud == nil {
-		return out
+		return nil
 	}
 	insts, err := c.d.Cloud.ListClusterInstances(ctx)
 	if err != nil {
 		c.log.WarnContext(ctx, "listing instances for drift; AMI/subnet/security-group drift not checked this pass", "error", err)
-		return out
+		return nil
 	}
+	return insts
+}
+
+// cloudDrift asks EC2 which registered claims' instances (insts, from
+// clusterInstances) drifted.
+func (c *Controller) cloudDrift(ctx context.Context, cl *state.Cluster, insts []nwaws.Instance) map[string]string {
+	out := map[string]string{}
 	byID := map[string]nwaws.Instance{}
 	for _, i := range insts {
 		byID[i.ID] = i
