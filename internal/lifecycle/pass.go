@@ -15,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/store"
 )
 
 // scheduleInterval is the schedule's period: a follow-up due sooner than
@@ -57,19 +58,23 @@ const launchTemplateMinAge = 30 * time.Minute
 // others (the error is returned joined after the pass).
 func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 	res := PassResult{Actions: map[string]int{}}
-	// Instances first: a claim created after this listing is younger than
-	// the GC grace, so it can never make its own instance look orphaned.
-	instances, err := c.d.Cloud.ListClusterInstances(ctx)
+	// The snapshot is read while the instances and claims are: each is a
+	// wait of a second or more at 2,000 nodes. It is a cached view either
+	// way (it may lag the claims), so reading it sooner changes nothing the
+	// pass relies on.
+	var snap *kube.Snapshot
+	var snapErr error
+	var reading sync.WaitGroup
+	reading.Go(func() {
+		snap, snapErr = c.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartNodes | kube.PartBoundPods, Cached: true})
+	})
+	instances, claims, skipped, err := c.cloudAndClaims(ctx)
+	reading.Wait()
 	if err != nil {
-		return res, fmt.Errorf("lifecycle: list cluster instances: %w", err)
+		return res, err
 	}
-	claims, skipped, err := c.d.Store.ListNodeClaimsReport(ctx)
-	if err != nil {
-		return res, fmt.Errorf("lifecycle: list nodeclaims: %w", err)
-	}
-	snap, err := c.d.Cluster.Snapshot(ctx, kube.SnapshotOptions{Parts: kube.PartNodes | kube.PartBoundPods, Cached: true})
-	if err != nil {
-		return res, fmt.Errorf("lifecycle: snapshot: %w", err)
+	if snapErr != nil {
+		return res, fmt.Errorf("lifecycle: snapshot: %w", snapErr)
 	}
 	res.Claims, res.Nodes = len(claims), len(snap.Nodes)
 	v := newSnapView(c, snap, instances, claims)
@@ -134,6 +139,21 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 	c.log.InfoContext(ctx, "lifecycle pass", "claims", res.Claims, "nodes", res.Nodes, "actions", res.Actions,
 		"terminated-instances", len(res.TerminatedInstances), "deleted-nodes", len(res.DeletedNodes), "requeued", res.Requeued, "errors", len(res.Errors))
 	return res, errors.Join(errs...)
+}
+
+// cloudAndClaims lists the cluster's instances, then the claims. Instances
+// first: a claim created after this listing is younger than the GC grace,
+// so it can never make its own instance look orphaned.
+func (c *Controller) cloudAndClaims(ctx context.Context) ([]nwaws.Instance, []*apis.NodeClaim, []store.Undecodable, error) {
+	instances, err := c.d.Cloud.ListClusterInstances(ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("lifecycle: list cluster instances: %w", err)
+	}
+	claims, skipped, err := c.d.Store.ListNodeClaimsReport(ctx)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("lifecycle: list nodeclaims: %w", err)
+	}
+	return instances, claims, skipped, nil
 }
 
 // scheduleRequeues decides whether a scheduled pass starts a work-message
