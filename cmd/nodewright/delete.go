@@ -16,13 +16,10 @@ import (
 )
 
 func newDeleteCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return resourceVerb(&cobra.Command{
 		Use:   "delete",
 		Short: "Delete nodewright resources (kubectl delete for what nodewright keeps in DynamoDB)",
-		RunE:  dispatchResource("nodeclaim"),
-	}
-	cmd.AddCommand(newDeleteNodeClaimCmd())
-	return cmd
+	}, "nodeclaim", newDeleteNodeClaimCmd())
 }
 
 // deleteOptions are delete nodeclaim's flags.

@@ -13,7 +13,7 @@ import (
 )
 
 func newDescribeCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return resourceVerb(&cobra.Command{
 		Use:   "describe nodeclaim NAME",
 		Short: "Show one NodeClaim: where it runs, its conditions, its lifecycle and why it was disrupted",
 		Long: `Describe prints one NodeClaim from the nodewright table the way
@@ -25,11 +25,13 @@ tombstones for 7 days. -o json|yaml prints the karpenter.sh/v1 NodeClaim
 itself (as 'kubectl get nodeclaim NAME -o yaml'), -o name its name.`,
 		Example: `  nodewright describe nodeclaim default-7k2xq --cluster prod
   nodewright describe nodeclaim default-7k2xq --cluster prod -o yaml`,
-		RunE: dispatchResource("nodeclaim"),
-	}
+	}, "nodeclaim", newDescribeNodeClaimCmd())
+}
+
+func newDescribeNodeClaimCmd() *cobra.Command {
 	var tf tableFlags
 	var pf printFlags
-	nc := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:     "nodeclaim NAME",
 		Aliases: []string{"nodeclaims", "nc"},
 		Short:   "Describe one NodeClaim (live or deleted)",
@@ -38,9 +40,8 @@ itself (as 'kubectl get nodeclaim NAME -o yaml'), -o name its name.`,
 			return runDescribeNodeClaim(ctx, cmd.OutOrStdout(), st, region, args[0], pf.Output, time.Now())
 		}),
 	}
-	tf.register(nc)
-	pf.register(nc, inspect.OutputJSON, inspect.OutputYAML, inspect.OutputName)
-	cmd.AddCommand(nc)
+	tf.register(cmd)
+	pf.register(cmd, inspect.OutputJSON, inspect.OutputYAML, inspect.OutputName)
 	return cmd
 }
 

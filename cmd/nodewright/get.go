@@ -79,7 +79,7 @@ func (f *tableFlags) open(ctx context.Context) (*store.Store, string, error) {
 }
 
 func newGetCmd() *cobra.Command {
-	cmd := &cobra.Command{
+	return resourceVerb(&cobra.Command{
 		Use:   "get (nodeclaims|nodepools)",
 		Short: "List NodeClaims or NodePool usage from the nodewright table",
 		Long: `Get reads what the nodewright functions recorded in their DynamoDB table.
@@ -98,10 +98,7 @@ the CloudFormation stack (--stack, or nodewright-<--cluster>).`,
   nodewright get nodeclaims --nodepool default -o yaml
   nodewright get nodeclaims -w
   nodewright get nodepools --table nodewright-prod-Table --config karpenter/`,
-		RunE: dispatchResource("nodeclaims, nodepools"),
-	}
-	cmd.AddCommand(newGetNodeClaimsCmd(), newGetNodePoolsCmd())
-	return cmd
+	}, "nodeclaims, nodepools", newGetNodeClaimsCmd(), newGetNodePoolsCmd())
 }
 
 // getClaimsOptions are get nodeclaims' flags.

@@ -36,16 +36,19 @@ func (p *printFlags) check() error {
 	return nil
 }
 
-// dispatchResource is the RunE of a verb whose resources are subcommands
-// (get nodeclaims, describe nodeclaim): without it cobra prints the help and
-// exits 0 for `get foo`, where kubectl fails with a usage error.
-func dispatchResource(kinds string) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
+// resourceVerb makes verb (get, describe, delete) a verb whose resources
+// are subcommands: it adds them, and its RunE fails with a usage error
+// naming kinds for a missing or unknown resource, as kubectl does (without
+// it cobra prints the help and exits 0 for `get foo`).
+func resourceVerb(verb *cobra.Command, kinds string, resources ...*cobra.Command) *cobra.Command {
+	verb.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return usageError(fmt.Errorf("%s needs a resource type: %s", cmd.Name(), kinds))
 		}
 		return usageError(fmt.Errorf("unknown resource type %q for %s: use %s", args[0], cmd.Name(), kinds))
 	}
+	verb.AddCommand(resources...)
+	return verb
 }
 
 // tableRun is the RunE of a command reading the nodewright table: check

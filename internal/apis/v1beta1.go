@@ -11,11 +11,18 @@ import (
 // The karpenter.sh/v1beta1 and karpenter.k8s.aws/v1beta1 shapes, used only
 // to read older files strictly before converting them to v1.
 
-type betaNodePool struct {
+// betaObject is a v1beta1 document: the object envelope both kinds share
+// around their own spec.
+type betaObject[S any] struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              betaNodePoolSpec `json:"spec"`
+	Spec              S `json:"spec"`
 }
+
+type (
+	betaNodePool     = betaObject[betaNodePoolSpec]
+	betaEC2NodeClass = betaObject[betaEC2NodeClassSpec]
+)
 
 type betaNodePoolSpec struct {
 	Template   betaNodeClaimTemplate `json:"template"`
@@ -48,12 +55,6 @@ type betaDisruption struct {
 	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
 	ExpireAfter         NillableDuration    `json:"expireAfter,omitzero"`
 	Budgets             []Budget            `json:"budgets,omitempty"`
-}
-
-type betaEC2NodeClass struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              betaEC2NodeClassSpec `json:"spec"`
 }
 
 // betaEC2NodeClassSpec is the v1 spec with v1beta1's AMI selector terms

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -39,4 +40,29 @@ func Run[H controllerHandler](function string, build func(*App) (H, error)) {
 // controllerHandler is what every controller package's Handler is.
 type controllerHandler interface {
 	Handle(ctx context.Context, raw json.RawMessage) (any, error)
+}
+
+// FunctionHandler is the handler of the function named fn (provisioner,
+// lifecycle, interruption, disruption) as its functions/<fn>/main.go hands
+// it to Run, before Wrap: the one place the harnesses that run the
+// functions in-process build them from.
+func (a *App) FunctionHandler(fn string) (Handler, error) {
+	switch fn {
+	case "provisioner":
+		return handleOf(a.ProvisionerHandler())
+	case "lifecycle":
+		return handleOf(a.LifecycleHandler())
+	case "interruption":
+		return handleOf(a.InterruptionHandler())
+	case "disruption":
+		return handleOf(a.DisruptionFunction())
+	}
+	return nil, fmt.Errorf("app: no function %q", fn)
+}
+
+func handleOf[H controllerHandler](h H, err error) (Handler, error) {
+	if err != nil {
+		return nil, err
+	}
+	return h.Handle, nil
 }

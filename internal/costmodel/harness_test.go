@@ -145,16 +145,6 @@ func (s *sizeWriter) Flush() {
 // hands it to the runtime.
 type handler func(ctx context.Context, raw json.RawMessage) (any, error)
 
-// handle is a function's handler as the harness invokes it.
-func handle[H interface {
-	Handle(context.Context, json.RawMessage) (any, error)
-}](h H, err error) (handler, error) {
-	if err != nil {
-		return nil, err
-	}
-	return h.Handle, nil
-}
-
 // invocation is what one call of a handler cost.
 type invocation struct {
 	fn, trigger string
@@ -223,17 +213,7 @@ func newEnv(t testing.TB, name string, level slog.Level) *env {
 		if err != nil {
 			t.Fatalf("%s: %v", fn, err)
 		}
-		var h handler
-		switch fn {
-		case "provisioner":
-			h, err = handle(a.ProvisionerHandler())
-		case "lifecycle":
-			h, err = handle(a.LifecycleHandler())
-		case "disruption":
-			h, err = handle(a.DisruptionHandler())
-		case "interruption":
-			h, err = handle(a.InterruptionHandler())
-		}
+		h, err := a.FunctionHandler(fn)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -159,34 +159,16 @@ func newWorld(t *testing.T, seed uint64) *world {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.fns[fn] = w.handler(a, fn)
+		h, err := a.FunctionHandler(fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.fns[fn] = h
 	}
 	w.foreignInstances()
 	w.deployment()
 	t.Cleanup(w.terminateAll)
 	return w
-}
-
-func (w *world) handler(a *app.App, fn string) func(context.Context, json.RawMessage) (any, error) {
-	w.t.Helper()
-	var h interface {
-		Handle(context.Context, json.RawMessage) (any, error)
-	}
-	var err error
-	switch fn {
-	case "provisioner":
-		h, err = a.ProvisionerHandler()
-	case "lifecycle":
-		h, err = a.LifecycleHandler()
-	case "interruption":
-		h, err = a.InterruptionHandler()
-	case "disruption":
-		h, err = a.DisruptionHandler()
-	}
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	return h.Handle
 }
 
 // foreignInstances launches, for the same cluster, an instance of another

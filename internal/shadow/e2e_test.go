@@ -166,31 +166,11 @@ func function(e *cloudtest.Env, t *testing.T, mode string, cfg *apis.Config, cre
 	if err != nil {
 		t.Fatalf("%s: %v", fn, err)
 	}
-	var h app.Handler
-	switch fn {
-	case "provisioner":
-		h, err = handleOf(a.ProvisionerHandler())
-	case "disruption":
-		h, err = a.DisruptionFunction()
-	case "lifecycle":
-		h, err = handleOf(a.LifecycleHandler())
-	case "interruption":
-		h, err = handleOf(a.InterruptionHandler())
-	}
+	h, err := a.FunctionHandler(fn)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a.Wrap(h)
-}
-
-// handleOf is the Handle method of a function's handler as built by app.
-func handleOf[H interface {
-	Handle(ctx context.Context, raw json.RawMessage) (any, error)
-}](h H, err error) (app.Handler, error) {
-	if err != nil {
-		return nil, err
-	}
-	return h.Handle, nil
 }
 
 // spotWarning hands the shadow interruption function a spot interruption

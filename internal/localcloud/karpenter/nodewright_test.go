@@ -40,31 +40,16 @@ func startNodewright(t *testing.T, e *cloudtest.Env, period time.Duration) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.fns[fn] = build(t, a, fn)
+		h, err := a.FunctionHandler(fn)
+		if err != nil {
+			t.Fatalf("%s: %v", fn, err)
+		}
+		n.fns[fn] = h
 	}
 	ctx, stop := context.WithCancel(e.Ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { n.loop(ctx, period) })
 	t.Cleanup(func() { stop(); wg.Wait() })
-}
-
-// build is fn's Lambda handler, as functions/<fn>/main.go builds it.
-func build(t *testing.T, a *app.App, fn string) handler {
-	t.Helper()
-	type handles interface {
-		Handle(context.Context, json.RawMessage) (any, error)
-	}
-	constructors := map[string]func() (handles, error){
-		"provisioner":  func() (handles, error) { return a.ProvisionerHandler() },
-		"lifecycle":    func() (handles, error) { return a.LifecycleHandler() },
-		"interruption": func() (handles, error) { return a.InterruptionHandler() },
-		"disruption":   func() (handles, error) { return a.DisruptionHandler() },
-	}
-	h, err := constructors[fn]()
-	if err != nil {
-		t.Fatalf("%s: %v", fn, err)
-	}
-	return h.Handle
 }
 
 var tick = json.RawMessage(`{"version":"0","id":"tick","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`)

@@ -108,29 +108,12 @@ func (c *Cluster) buildFunctions() {
 			c.t.Fatalf("%s: %v", fn, err)
 		}
 		c.kubes = append(c.kubes, a.Kube)
-		h, err := lambdaOf(a, fn)
+		h, err := a.FunctionHandler(fn)
 		if err != nil {
 			c.t.Fatalf("%s: %v", fn, err)
 		}
-		c.fns[fn] = h.Handle
+		c.fns[fn] = h
 	}
-}
-
-// lambda is a function's handler as its main hands it to the runtime.
-type lambda interface {
-	Handle(ctx context.Context, raw json.RawMessage) (any, error)
-}
-
-func lambdaOf(a *app.App, fn string) (lambda, error) {
-	switch fn {
-	case Provisioner:
-		return a.ProvisionerHandler()
-	case Lifecycle:
-		return a.LifecycleHandler()
-	case Disruption:
-		return a.DisruptionHandler()
-	}
-	return nil, fmt.Errorf("scaletest: no function %q", fn)
 }
 
 // scheduledEvent is the EventBridge schedule's event every function's
