@@ -29,6 +29,14 @@ import (
 // NODEWRIGHT_SCALE_FULL=1 means 200,2000. Run with a fixed count:
 //
 //	go test -run '^$' -bench ClusterScale -benchtime 3x -timeout 90m ./internal/localcloud/scaletest
+//
+// With -benchtime 1x a sub-benchmark's one pass is its function's first
+// in the process, so the disruption pass's clients are cold (it lists
+// whole pods). With Nx for N > 1, Go runs one pass first and then reports
+// N more: a warm function's, which is what a function its schedule
+// invokes every minute is (Lambda keeps the process between
+// invocations); the first pass's cost is in the log ("1 passes"). The
+// lifecycle's client is warm either way: New ends with one of its passes.
 func BenchmarkClusterScale(b *testing.B) {
 	for _, s := range benchShapes(b) {
 		c := New(b, shared, s)
