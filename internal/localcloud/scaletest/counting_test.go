@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -56,5 +57,19 @@ func TestWireCounterKeepsConnections(t *testing.T) {
 	}
 	if n := c.counts().SQS; n != concurrent*rounds {
 		t.Errorf("counted %d SQS calls, want %d", n, concurrent*rounds)
+	}
+}
+
+// TestProcCPU: a process's CPU time is read from /proc and grows as it
+// works; a process that is gone counts nothing.
+func TestProcCPU(t *testing.T) {
+	before := procCPU(os.Getpid())
+	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); { //nolint:revive // burning CPU on purpose
+	}
+	if after := procCPU(os.Getpid()); after-before < 100*time.Millisecond {
+		t.Errorf("200 ms of work read as %s of CPU", after-before)
+	}
+	if got := procCPU(-1); got != 0 {
+		t.Errorf("a missing process: %s", got)
 	}
 }
