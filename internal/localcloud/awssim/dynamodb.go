@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
 )
@@ -33,6 +34,9 @@ const upstreamIdle = 256
 func upstreamTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns, t.MaxIdleConnsPerHost = upstreamIdle, upstreamIdle
+	// Closed before Node.js closes them (its keepAliveTimeout is 5 s), so
+	// a call is not sent on a connection dynalite is closing.
+	t.IdleConnTimeout = 4 * time.Second
 	return t
 }
 
