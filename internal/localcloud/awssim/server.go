@@ -130,7 +130,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	d := &opts.Delays
-	s := &Server{opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(), dynamoClient: &http.Client{},
+	s := &Server{opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(), dynamoClient: &http.Client{Transport: upstreamTransport()},
 		principals: map[string]principal{opts.AccessKeyID: {secret: opts.SecretAccessKey, arn: opts.CallerARN}}}
 	s.ec2, err = ec2sim.New(ec2sim.Config{
 		Region: opts.Region, Account: opts.AccountID, ClusterName: opts.ClusterName, KubernetesVersion: opts.KubernetesVersion,
@@ -264,6 +264,7 @@ func (s *Server) Close() error {
 		err = s.http.Close()
 	}
 	s.wg.Wait()
+	s.dynamoClient.CloseIdleConnections()
 	return err
 }
 

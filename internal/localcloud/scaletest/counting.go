@@ -39,6 +39,16 @@ func (a wireCounts) plus(b wireCounts) wireCounts {
 	return wireCounts{DynamoDB: a.DynamoDB + b.DynamoDB, SQS: a.SQS + b.SQS, Other: a.Other + b.Other, Busy: a.Busy + b.Busy}
 }
 
+// keepAlive is the proxies' transport: a provisioner's launches make 32
+// calls at once, and net/http's default keeps 2 idle connections, so the
+// proxy dialed the simulator anew for most calls, a cost the functions do
+// not have on AWS.
+func keepAlive() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 256
+	return t
+}
+
 // front starts the proxy to target and returns its URL; it stops with t.
 func (c *wireCounter) front(t testing.TB, target string) string {
 	t.Helper()
@@ -47,6 +57,7 @@ func (c *wireCounter) front(t testing.TB, target string) string {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = keepAlive()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The JSON protocols name the operation in X-Amz-Target
 		// ("DynamoDB_20120810.Query", "AmazonSQS.SendMessage"); EC2's
@@ -64,5 +75,6 @@ func (c *wireCounter) front(t testing.TB, target string) string {
 		c.busy.Add(int64(time.Since(start)))
 	}))
 	t.Cleanup(srv.Close)
+	t.Cleanup(rp.Transport.(*http.Transport).CloseIdleConnections)
 	return srv.URL
 }

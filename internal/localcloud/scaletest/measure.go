@@ -1,8 +1,12 @@
 package scaletest
 
 import (
+	"bytes"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -24,6 +28,12 @@ type Cost struct {
 	API apiTraffic
 	// Calls are the DynamoDB and SQS calls over the pass.
 	Calls wireCounts
+	// CloudCPU is the CPU time of the local cloud's processes over the
+	// pass (API server, etcd, controllers, KWOK, dynalite), DynamoDBCPU
+	// dynalite's share: work that shares the machine's cores with the
+	// pass here and runs elsewhere on AWS. With CPU, what the pass cost
+	// whatever else loaded the machine.
+	CloudCPU, DynamoDBCPU time.Duration
 	// DynamoDBBusy and SimBusy are the time the calls to DynamoDB and to the
 	// EC2/SQS simulator were in flight, summed over concurrent calls.
 	DynamoDBBusy, SimBusy time.Duration
@@ -80,6 +90,37 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// procCPU is the user+system CPU time of the processes pids so far (those
+// gone or unreadable count nothing), in the kernel's clock ticks of 10 ms.
+func procCPU(pids ...int) time.Duration {
+	var sum time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command's closing parenthesis: state is
+		// the first, utime and stime the 12th and 13th.
+		_, rest, ok := bytes.Cut(b, []byte(") "))
+		if f := strings.Fields(string(rest)); ok && len(f) > 12 {
+			u, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			sum += time.Duration(u+st) * 10 * time.Millisecond
+		}
+	}
+	return sum
+}
+
+// cloudCPU is the CPU time of the local cloud's processes and of its
+// dynalite so far.
+func (c *Cluster) cloudCPU() (all, dynalite time.Duration) {
+	cl := c.Env.Cloud
+	if cl.Dynalite != nil {
+		dynalite = procCPU(cl.Dynalite.PID())
+	}
+	return procCPU(cl.PIDs()...), dynalite
+}
+
 // measure runs pass and returns what it cost.
 func (c *Cluster) measure(pass func() error) (Cost, error) {
 	runtime.GC()
@@ -90,10 +131,13 @@ func (c *Cluster) measure(pass func() error) (Cost, error) {
 	}
 	db0, sim0 := c.db.counts(), c.sim.counts()
 	cpu0 := cpuTime()
+	cloud0, dyn0 := c.cloudCPU()
 	heap := watchHeap()
 	start := time.Now()
 	passErr := pass()
 	cost := Cost{Wall: time.Since(start), CPU: cpuTime() - cpu0, BaseHeap: base}
+	cloud1, dyn1 := c.cloudCPU()
+	cost.CloudCPU, cost.DynamoDBCPU = cloud1-cloud0, dyn1-dyn0
 	if peak := heap.stop(); peak > base {
 		cost.PeakHeap = peak - base
 	}

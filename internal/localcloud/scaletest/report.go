@@ -13,6 +13,7 @@ func (cost Cost) Report(b *testing.B, passes int) {
 	n := float64(passes)
 	b.ReportMetric(cost.Wall.Seconds()/n, "s/pass")
 	b.ReportMetric(cost.CPU.Seconds()/n, "cpu-s/pass")
+	b.ReportMetric(cost.CloudCPU.Seconds()/n, "cloud-cpu-s/pass")
 	b.ReportMetric(MiB(cost.PeakHeap), "MiB-peak")
 	b.ReportMetric(cost.API.Requests/n, "apiserver-requests/pass")
 	b.ReportMetric(cost.API.Bytes/n, "apiserver-bytes/pass")
@@ -25,6 +26,7 @@ func (cost Cost) Add(o Cost) Cost {
 	sum := Cost{Wall: cost.Wall + o.Wall, CPU: cost.CPU + o.CPU, PeakHeap: max(cost.PeakHeap, o.PeakHeap),
 		BaseHeap: max(cost.BaseHeap, o.BaseHeap), Calls: cost.Calls.plus(o.Calls),
 		DynamoDBBusy: cost.DynamoDBBusy + o.DynamoDBBusy, SimBusy: cost.SimBusy + o.SimBusy,
+		CloudCPU: cost.CloudCPU + o.CloudCPU, DynamoDBCPU: cost.DynamoDBCPU + o.DynamoDBCPU,
 		API: apiTraffic{Requests: cost.API.Requests + o.API.Requests, Bytes: cost.API.Bytes + o.API.Bytes,
 			ByResource: mapPlus(cost.API.ByResource, o.API.ByResource), RequestsByResource: mapPlus(cost.API.RequestsByResource, o.API.RequestsByResource)}}
 	return sum
@@ -46,10 +48,10 @@ func (cost Cost) String() string {
 	reads := top(cost.API.ByResource, func(k string, v float64) string { return fmt.Sprintf("%s %.1f MiB", k, v/(1<<20)) })
 	requests := top(cost.API.RequestsByResource, func(k string, v float64) string { return fmt.Sprintf("%s %.0f", k, v) })
 	return fmt.Sprintf("%.2f s, %.2f cpu-s, peak +%.0f MiB (base %.0f MiB), api %d requests [%s] %.1f MiB [%s], "+
-		"dynamodb %d (%s in flight), sqs %d, other aws %d (sqs and other %s in flight)",
+		"dynamodb %d (%s in flight), sqs %d, other aws %d (sqs and other %s in flight), local cloud %.2f cpu-s (dynalite %.2f)",
 		cost.Wall.Seconds(), cost.CPU.Seconds(), MiB(cost.PeakHeap), MiB(cost.BaseHeap), int(cost.API.Requests), requests,
 		cost.API.Bytes/(1<<20), reads, cost.Calls.DynamoDB, cost.DynamoDBBusy.Round(time.Millisecond),
-		cost.Calls.SQS, cost.Calls.Other, cost.SimBusy.Round(time.Millisecond))
+		cost.Calls.SQS, cost.Calls.Other, cost.SimBusy.Round(time.Millisecond), cost.CloudCPU.Seconds(), cost.DynamoDBCPU.Seconds())
 }
 
 // top is m's four largest entries, largest first, each formatted by f.

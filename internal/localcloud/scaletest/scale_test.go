@@ -49,6 +49,11 @@ func TestClusterScale(t *testing.T) {
 	if want := c.Shape.NodesFor(c.Shape.Pending); len(r.Launched) != want {
 		t.Fatalf("provisioner launched %d nodes for the burst, want %d: %+v", len(r.Launched), want, r)
 	}
+	// The launched nodes register after the pass, as on AWS, not during
+	// it on the pass's CPU.
+	if n := cost.API.RequestsByResource["POST nodes"]; n > 0 && cost.Wall < RunningAfter+RegisteredAfter {
+		t.Errorf("%v nodes registered during a %s pass", n, cost.Wall)
+	}
 }
 
 // checkNothingRemoved fails t if fn's pass removed or launched anything.

@@ -107,10 +107,26 @@ func (s Shape) envOptions() []cloudtest.Option {
 // hour before a node whose lease KWOK has not renewed is marked unreachable:
 // on a loaded machine KWOK falls minutes behind, and the controller
 // manager would then evict a seeded node's pods (no node dies in a scale
-// test; a node emptied that way is one the lifecycle removes).
+// test; a node emptied that way is one the lifecycle removes). Launched
+// instances run and register as the simulator's defaults have them (5 s
+// pending, then 10 s to register; AWS takes longer): with the functions'
+// tests' 200 ms each, the kubelet emulator registered a burst's nodes while
+// the provisioner's pass was still launching, and the API server, KWOK and
+// the controller manager serving them took the pass's CPU on this machine,
+// where on AWS they run on other machines long after the pass.
 func NewShared() *localcloud.Shared {
-	return cloudtest.NewShared("scale", func(o *localcloud.Options) { o.NodeLease, o.NodeGrace = 4*time.Minute, time.Hour })
+	return cloudtest.NewShared("scale", func(o *localcloud.Options) {
+		o.NodeLease, o.NodeGrace = 4*time.Minute, time.Hour
+		o.Sim.Delays.Pending, o.Sim.Delays.NodeRegistration = RunningAfter, RegisteredAfter
+	})
 }
+
+// RunningAfter and RegisteredAfter are how long a launched instance of the
+// scale cloud stays pending and then takes to register its Node.
+const (
+	RunningAfter    = 5 * time.Second
+	RegisteredAfter = 10 * time.Second
+)
 
 // NodesFor is how many nodes n pending pods need, spread over the pools as
 // Burst spreads them: the fewest that hold PodsPerNode pods each.

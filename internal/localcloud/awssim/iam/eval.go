@@ -125,7 +125,7 @@ func anyAction(patterns []string, action string) bool {
 func anyGlob(patterns []string, s string, fold bool) bool {
 	for _, p := range patterns {
 		if fold {
-			if Glob(strings.ToLower(p), strings.ToLower(s)) {
+			if wildcard.MatchFold(p, s) {
 				return true
 			}
 		} else if Glob(p, s) {
