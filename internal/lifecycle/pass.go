@@ -120,25 +120,32 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 		errs = append(errs, err)
 		res.Errors = append(res.Errors, err.Error())
 	}
-	// A pass that found the table implausible (GC refused) deletes no
-	// launch templates either: the same claims that looked missing name them.
-	if gc, ok := c.d.Cloud.(TemplateGC); ok && res.GCRefused == "" {
-		inUse := map[string]bool{}
-		for _, cl := range claims {
-			if n := cl.Annotations[nwaws.AnnotationLaunchTemplate]; n != "" {
-				inUse[n] = true
-			}
-		}
-		deleted, err := gc.DeleteUnusedLaunchTemplates(ctx, func(n string) bool { return inUse[n] }, launchTemplateMinAge)
-		res.DeletedTemplates = deleted
-		if err != nil {
-			c.log.WarnContext(ctx, "launch template garbage collection", "error", err)
-		}
-	}
+	c.collectTemplates(ctx, claims, &res)
 	sort.Strings(res.Errors)
 	c.log.InfoContext(ctx, "lifecycle pass", "claims", res.Claims, "nodes", res.Nodes, "actions", res.Actions,
 		"terminated-instances", len(res.TerminatedInstances), "deleted-nodes", len(res.DeletedNodes), "requeued", res.Requeued, "errors", len(res.Errors))
 	return res, errors.Join(errs...)
+}
+
+// collectTemplates deletes the launch templates no claim names. A pass
+// that found the table implausible (GC refused) deletes none either: the
+// same claims that looked missing name them.
+func (c *Controller) collectTemplates(ctx context.Context, claims []*apis.NodeClaim, res *PassResult) {
+	gc, ok := c.d.Cloud.(TemplateGC)
+	if !ok || res.GCRefused != "" {
+		return
+	}
+	inUse := map[string]bool{}
+	for _, cl := range claims {
+		if n := cl.Annotations[nwaws.AnnotationLaunchTemplate]; n != "" {
+			inUse[n] = true
+		}
+	}
+	deleted, err := gc.DeleteUnusedLaunchTemplates(ctx, func(n string) bool { return inUse[n] }, launchTemplateMinAge)
+	res.DeletedTemplates = deleted
+	if err != nil {
+		c.log.WarnContext(ctx, "launch template garbage collection", "error", err)
+	}
 }
 
 // cloudAndClaims lists the cluster's instances, then the claims. Instances
