@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/internal/meettest"
 )
 
 // An unchanged finding is emitted once per findingRepeat; a new one, or one
@@ -46,11 +48,11 @@ func TestFindingMemoEmitsChangesAndRepeatsRarely(t *testing.T) {
 // writes its findings one at a time never gets two in flight.
 type gatedCluster struct {
 	fakeCluster
-	m *meeting
+	m *meettest.Meeting
 }
 
 func (c *gatedCluster) NodeEvent(ctx context.Context, n *corev1.Node, typ, reason, format string, args ...any) error {
-	c.m.attend()
+	c.m.Attend()
 	return c.fakeCluster.NodeEvent(ctx, n, typ, reason, format, args...)
 }
 
@@ -64,13 +66,13 @@ func TestFindingsAreWrittenConcurrentlyAndAll(t *testing.T) {
 		f.node(name, "m5.large")
 		fs = append(fs, Finding{Node: name, Reason: ReasonUnconsol, Text: "no cheaper replacement"})
 	}
-	cl := &gatedCluster{fakeCluster: fakeCluster{f: f}, m: newMeeting(2)}
+	cl := &gatedCluster{fakeCluster: fakeCluster{f: f}, m: meettest.New(2)}
 	c := &Controller{d: Deps{Cluster: cl, Now: func() time.Time { return f.now }}, s: Settings{MaxEvents: 100}, log: slog.New(slog.DiscardHandler)}
 	c.findings(ctx, f.view(), fs)
 	if got := len(cl.eventsWith(ReasonUnconsol)); got != len(fs) {
 		t.Fatalf("%d finding events written by the time the pass went on, want %d", got, len(fs))
 	}
-	if most := cl.m.most.Load(); most < 2 {
+	if most := cl.m.Most(); most < 2 {
 		t.Errorf("at most %d finding events in flight at once, want them written concurrently", most)
 	}
 }

@@ -2,59 +2,31 @@ package lifecycle_test
 
 import (
 	"context"
-	"sync"
 	"testing"
-	"time"
 
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/meettest"
 )
-
-// meetingReads holds a pass's snapshot and its instance listing until both
-// are in flight together, or a second passes; together says whether they
-// met.
-type meetingReads struct {
-	mu       sync.Mutex
-	inFlight int
-	together bool
-	met      chan struct{}
-}
-
-func (m *meetingReads) attend() {
-	m.mu.Lock()
-	m.inFlight++
-	if m.inFlight == 2 && !m.together {
-		m.together = true
-		close(m.met)
-	}
-	m.mu.Unlock()
-	select {
-	case <-m.met:
-	case <-time.After(time.Second):
-	}
-	m.mu.Lock()
-	m.inFlight--
-	m.mu.Unlock()
-}
 
 type meetingCluster struct {
 	lifecycle.Cluster
-	m *meetingReads
+	m *meettest.Meeting
 }
 
 func (c meetingCluster) Snapshot(ctx context.Context, opts kube.SnapshotOptions) (*kube.Snapshot, error) {
-	c.m.attend()
+	c.m.Attend()
 	return c.Cluster.Snapshot(ctx, opts)
 }
 
 type meetingCloud struct {
 	lifecycle.Cloud
-	m *meetingReads
+	m *meettest.Meeting
 }
 
 func (c meetingCloud) ListClusterInstances(ctx context.Context) ([]nwaws.Instance, error) {
-	c.m.attend()
+	c.m.Attend()
 	return c.Cloud.ListClusterInstances(ctx)
 }
 
@@ -65,15 +37,13 @@ func TestPassReadsTheClusterWhileListingInstances(t *testing.T) {
 	e := newEnv(t)
 	d := e.deps()
 	e.initializedClaim(e.newController(d), "reads")
-	m := &meetingReads{met: make(chan struct{})}
+	m := meettest.New(2)
 	d.Cluster, d.Cloud = meetingCluster{d.Cluster, m}, meetingCloud{d.Cloud, m}
 	res, err := e.newController(d).ReconcileAll(e.ctx)
 	if err != nil || res.Claims != 1 || res.Nodes < 1 {
 		t.Fatalf("pass: %+v %v", res, err)
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if !m.together {
+	if !m.Met() {
 		t.Error("the pass read the cluster and listed the instances one after the other")
 	}
 }

@@ -87,6 +87,8 @@ type Options struct {
 	// NodeLease and NodeGrace are KWOK's node lease duration and the
 	// controller manager's wait for it (kubeplane.Options).
 	NodeLease, NodeGrace time.Duration
+	// APIServerProfiling serves the API server's /debug/pprof.
+	APIServerProfiling bool
 }
 
 func (o *Options) defaults() {
@@ -263,7 +265,7 @@ func (c *Cloud) startBackends(ctx context.Context, opts Options) error {
 	}
 	if opts.Components.Has(ControlPlane) {
 		t := time.Now()
-		po := kubeplane.Options{Logger: opts.Logger, NodeLease: opts.NodeLease, NodeGrace: opts.NodeGrace}
+		po := kubeplane.Options{Logger: opts.Logger, NodeLease: opts.NodeLease, NodeGrace: opts.NodeGrace, Profiling: opts.APIServerProfiling}
 		planeAccessOptions(&po)
 		po.Users = append(po.Users, opts.Users...)
 		po.AuditGroups = append(po.AuditGroups, opts.AuditGroups...)

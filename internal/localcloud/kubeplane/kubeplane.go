@@ -70,6 +70,9 @@ type Options struct {
 	// renewing thousands of leases on a loaded machine falls minutes
 	// behind: a seeded cluster, where no node ever dies, sets it long.
 	NodeGrace time.Duration
+	// Profiling serves the API server's /debug/pprof (to cluster admins),
+	// for measuring what a client's requests cost the server.
+	Profiling bool
 }
 
 // nodeLease is Options.NodeLease or its default.
@@ -347,7 +350,7 @@ func (p *Plane) apiServerArgs(s *startup) ([]string, error) {
 		"--service-account-signing-key-file=" + pk.SAKey,
 		"--service-cluster-ip-range=" + ServiceClusterIPRange,
 		"--allow-privileged=true",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(s.opts.Profiling),
 		"--cert-dir=" + filepath.Join(p.Dir, "pki"),
 	}
 	audit, err := p.auditArgs(s.opts.AuditGroups)
@@ -406,7 +409,7 @@ func (p *Plane) kcmArgs(s *startup) []string {
 		// Small clusters: act on a dead node after 40 s, like upstream defaults,
 		// but re-check often so tests observe it promptly.
 		"--node-monitor-period=2s",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(s.opts.Profiling),
 		// The default 20 QPS throttles the disruption and garbage-collection
 		// controllers during bursts that tests provoke on purpose.
 		"--kube-api-qps=200",
@@ -432,7 +435,7 @@ func (p *Plane) startScheduler(s *startup) error {
 		"--authorization-kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(s.opts.Profiling),
 	)
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -60,16 +61,20 @@ func TestWireCounterKeepsConnections(t *testing.T) {
 	}
 }
 
-// TestProcCPU: a process's CPU time is read from /proc and grows as it
-// works; a process that is gone counts nothing.
+// TestProcCPU: a process's CPU time is read from /proc under its command
+// name and grows as it works; a process that is gone counts nothing.
 func TestProcCPU(t *testing.T) {
 	before := procCPU(os.Getpid())
 	for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); { //nolint:revive // burning CPU on purpose
 	}
-	if after := procCPU(os.Getpid()); after-before < 100*time.Millisecond {
-		t.Errorf("200 ms of work read as %s of CPU", after-before)
+	sum, by := cpuSince(before, procCPU(os.Getpid()))
+	if sum < 100*time.Millisecond {
+		t.Errorf("200 ms of work read as %s of CPU", sum)
 	}
-	if got := procCPU(-1); got != 0 {
-		t.Errorf("a missing process: %s", got)
+	if len(by) != 1 || by[filepath.Base(os.Args[0])[:min(15, len(filepath.Base(os.Args[0])))]] != sum {
+		t.Errorf("by command: %v, want this test binary's name alone with %s", by, sum)
+	}
+	if got := procCPU(-1); len(got) != 0 {
+		t.Errorf("a missing process: %v", got)
 	}
 }

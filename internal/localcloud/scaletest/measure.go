@@ -29,11 +29,12 @@ type Cost struct {
 	// Calls are the DynamoDB and SQS calls over the pass.
 	Calls wireCounts
 	// CloudCPU is the CPU time of the local cloud's processes over the
-	// pass (API server, etcd, controllers, KWOK, dynalite), DynamoDBCPU
-	// dynalite's share: work that shares the machine's cores with the
-	// pass here and runs elsewhere on AWS. With CPU, what the pass cost
+	// pass (API server, etcd, controllers, KWOK, dynalite), and by
+	// process name: work that shares the machine's cores with the pass
+	// here and runs elsewhere on AWS. With CPU, what the pass cost
 	// whatever else loaded the machine.
-	CloudCPU, DynamoDBCPU time.Duration
+	CloudCPU          time.Duration
+	CloudCPUByProcess map[string]time.Duration
 	// DynamoDBBusy and SimBusy are the time the calls to DynamoDB and to the
 	// EC2/SQS simulator were in flight, summed over concurrent calls.
 	DynamoDBBusy, SimBusy time.Duration
@@ -90,35 +91,42 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// procCPU is the user+system CPU time of the processes pids so far (those
-// gone or unreadable count nothing), in the kernel's clock ticks of 10 ms.
-func procCPU(pids ...int) time.Duration {
-	var sum time.Duration
+// procCPU is the user+system CPU time of the processes pids so far, by
+// command name (those gone or unreadable count nothing), in the kernel's
+// clock ticks of 10 ms.
+func procCPU(pids ...int) map[string]time.Duration {
+	out := map[string]time.Duration{}
 	for _, pid := range pids {
 		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 		if err != nil {
 			continue
 		}
-		// The fields after the command's closing parenthesis: state is
-		// the first, utime and stime the 12th and 13th.
-		_, rest, ok := bytes.Cut(b, []byte(") "))
+		// "pid (comm) state ...": utime and stime are the 12th and 13th
+		// fields after the command's closing parenthesis.
+		head, rest, ok := bytes.Cut(b, []byte(") "))
+		_, comm, _ := bytes.Cut(head, []byte(" ("))
 		if f := strings.Fields(string(rest)); ok && len(f) > 12 {
 			u, _ := strconv.ParseInt(f[11], 10, 64)
 			st, _ := strconv.ParseInt(f[12], 10, 64)
-			sum += time.Duration(u+st) * 10 * time.Millisecond
+			out[string(comm)] += time.Duration(u+st) * 10 * time.Millisecond
 		}
 	}
-	return sum
+	return out
 }
 
-// cloudCPU is the CPU time of the local cloud's processes and of its
-// dynalite so far.
-func (c *Cluster) cloudCPU() (all, dynalite time.Duration) {
-	cl := c.Env.Cloud
-	if cl.Dynalite != nil {
-		dynalite = procCPU(cl.Dynalite.PID())
+// cloudCPU is the CPU time of the local cloud's processes so far, by
+// command name (kube-apiserver, etcd, kwok, node for dynalite, ...).
+func (c *Cluster) cloudCPU() map[string]time.Duration { return procCPU(c.Env.Cloud.PIDs()...) }
+
+// cpuSince is what each process used between before and after, and the sum.
+func cpuSince(before, after map[string]time.Duration) (time.Duration, map[string]time.Duration) {
+	var sum time.Duration
+	out := make(map[string]time.Duration, len(after))
+	for name, d := range after {
+		out[name] = d - before[name]
+		sum += out[name]
 	}
-	return procCPU(cl.PIDs()...), dynalite
+	return sum, out
 }
 
 // measure runs pass and returns what it cost.
@@ -131,13 +139,12 @@ func (c *Cluster) measure(pass func() error) (Cost, error) {
 	}
 	db0, sim0 := c.db.counts(), c.sim.counts()
 	cpu0 := cpuTime()
-	cloud0, dyn0 := c.cloudCPU()
+	cloud0 := c.cloudCPU()
 	heap := watchHeap()
 	start := time.Now()
 	passErr := pass()
 	cost := Cost{Wall: time.Since(start), CPU: cpuTime() - cpu0, BaseHeap: base}
-	cloud1, dyn1 := c.cloudCPU()
-	cost.CloudCPU, cost.DynamoDBCPU = cloud1-cloud0, dyn1-dyn0
+	cost.CloudCPU, cost.CloudCPUByProcess = cpuSince(cloud0, c.cloudCPU())
 	if peak := heap.stop(); peak > base {
 		cost.PeakHeap = peak - base
 	}

@@ -42,7 +42,11 @@ func profilePass(b *testing.B, c *Cluster, name string) func() {
 		b.Fatalf("cpu profile: %v", err)
 	}
 	heaps := sampleHeap(dir, name)
+	server := apiServerProfile(c, filepath.Join(dir, name+".apiserver-cpu.pb.gz"))
 	return func() {
+		if err := server(); err != nil {
+			b.Logf("API server profile: %v", err)
+		}
 		if err := heaps(); err != nil {
 			b.Fatalf("heap profiles: %v", err)
 		}
@@ -87,4 +91,24 @@ func sampleHeap(dir, name string) func() error {
 		close(done)
 		return <-out
 	}
+}
+
+// apiServerProfile writes the local API server's CPU profile of the next
+// NODEWRIGHT_SCALE_SERVER_PROFILE seconds (none when unset) into file;
+// the returned func waits for it.
+func apiServerProfile(c *Cluster, file string) func() error {
+	secs := os.Getenv("NODEWRIGHT_SCALE_SERVER_PROFILE")
+	if secs == "" {
+		return func() error { return nil }
+	}
+	out := make(chan error, 1)
+	go func() {
+		raw, err := c.admin.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").
+			Param("seconds", secs).Timeout(time.Minute).DoRaw(c.ctx)
+		if err == nil {
+			err = os.WriteFile(file, raw, 0o600)
+		}
+		out <- err
+	}()
+	return func() error { return <-out }
 }

@@ -26,16 +26,16 @@ func (cost Cost) Add(o Cost) Cost {
 	sum := Cost{Wall: cost.Wall + o.Wall, CPU: cost.CPU + o.CPU, PeakHeap: max(cost.PeakHeap, o.PeakHeap),
 		BaseHeap: max(cost.BaseHeap, o.BaseHeap), Calls: cost.Calls.plus(o.Calls),
 		DynamoDBBusy: cost.DynamoDBBusy + o.DynamoDBBusy, SimBusy: cost.SimBusy + o.SimBusy,
-		CloudCPU: cost.CloudCPU + o.CloudCPU, DynamoDBCPU: cost.DynamoDBCPU + o.DynamoDBCPU,
+		CloudCPU: cost.CloudCPU + o.CloudCPU, CloudCPUByProcess: mapPlus(cost.CloudCPUByProcess, o.CloudCPUByProcess),
 		API: apiTraffic{Requests: cost.API.Requests + o.API.Requests, Bytes: cost.API.Bytes + o.API.Bytes,
 			ByResource: mapPlus(cost.API.ByResource, o.API.ByResource), RequestsByResource: mapPlus(cost.API.RequestsByResource, o.API.RequestsByResource)}}
 	return sum
 }
 
 // mapPlus is a+b.
-func mapPlus(a, b map[string]float64) map[string]float64 {
-	out := make(map[string]float64, len(a))
-	for _, m := range []map[string]float64{a, b} {
+func mapPlus[V float64 | time.Duration](a, b map[string]V) map[string]V {
+	out := make(map[string]V, len(a))
+	for _, m := range []map[string]V{a, b} {
 		for k, v := range m {
 			out[k] += v
 		}
@@ -48,14 +48,15 @@ func (cost Cost) String() string {
 	reads := top(cost.API.ByResource, func(k string, v float64) string { return fmt.Sprintf("%s %.1f MiB", k, v/(1<<20)) })
 	requests := top(cost.API.RequestsByResource, func(k string, v float64) string { return fmt.Sprintf("%s %.0f", k, v) })
 	return fmt.Sprintf("%.2f s, %.2f cpu-s, peak +%.0f MiB (base %.0f MiB), api %d requests [%s] %.1f MiB [%s], "+
-		"dynamodb %d (%s in flight), sqs %d, other aws %d (sqs and other %s in flight), local cloud %.2f cpu-s (dynalite %.2f)",
+		"dynamodb %d (%s in flight), sqs %d, other aws %d (sqs and other %s in flight), local cloud %.2f cpu-s [%s]",
 		cost.Wall.Seconds(), cost.CPU.Seconds(), MiB(cost.PeakHeap), MiB(cost.BaseHeap), int(cost.API.Requests), requests,
 		cost.API.Bytes/(1<<20), reads, cost.Calls.DynamoDB, cost.DynamoDBBusy.Round(time.Millisecond),
-		cost.Calls.SQS, cost.Calls.Other, cost.SimBusy.Round(time.Millisecond), cost.CloudCPU.Seconds(), cost.DynamoDBCPU.Seconds())
+		cost.Calls.SQS, cost.Calls.Other, cost.SimBusy.Round(time.Millisecond), cost.CloudCPU.Seconds(),
+		top(cost.CloudCPUByProcess, func(k string, v time.Duration) string { return fmt.Sprintf("%s %.2f", k, v.Seconds()) }))
 }
 
 // top is m's four largest entries, largest first, each formatted by f.
-func top(m map[string]float64, f func(k string, v float64) string) string {
+func top[V float64 | time.Duration](m map[string]V, f func(k string, v V) string) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -17,6 +17,7 @@ package scaletest
 
 import (
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/nodewright/nodewright/internal/apis"
@@ -121,6 +122,8 @@ func NewShared() *localcloud.Shared {
 	return cloudtest.NewShared("scale", func(o *localcloud.Options) {
 		o.NodeLease, o.NodeGrace = 20*time.Minute, time.Hour
 		o.Sim.Delays.Pending, o.Sim.Delays.NodeRegistration = RunningAfter, RegisteredAfter
+		// For the API server's profile of a pass (profile_test.go).
+		o.APIServerProfiling = os.Getenv("NODEWRIGHT_SCALE_SERVER_PROFILE") != ""
 	})
 }
 
