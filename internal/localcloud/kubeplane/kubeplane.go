@@ -435,7 +435,7 @@ func (p *Plane) startScheduler(s *startup) error {
 		"--authorization-kubeconfig="+filepath.Join(p.Dir, "kube-scheduler.kubeconfig"),
 		"--bind-address=127.0.0.1",
 		"--secure-port=0",
-		"--profiling=" + strconv.FormatBool(s.opts.Profiling),
+		"--profiling="+strconv.FormatBool(s.opts.Profiling),
 	)
 	return err
 }
