@@ -100,20 +100,35 @@ func (s *Store) claimToItem(nc *apis.NodeClaim, version int64) (map[string]types
 }
 
 func decodeClaim(av map[string]types.AttributeValue) (*apis.NodeClaim, claimItem, error) {
+	it, err := claimItemOf(av)
+	if err != nil {
+		return nil, it, err
+	}
+	nc, err := decodeClaimBody(it)
+	return nc, it, err
+}
+
+// claimItemOf decodes a claim's item, leaving its body compressed.
+func claimItemOf(av map[string]types.AttributeValue) (claimItem, error) {
 	var it claimItem
 	if err := attributevalue.UnmarshalMap(av, &it); err != nil {
-		return nil, it, fmt.Errorf("decode nodeclaim item: %w", err)
+		return it, fmt.Errorf("decode nodeclaim item: %w", err)
 	}
+	return it, nil
+}
+
+// decodeClaimBody decodes an item's compressed body.
+func decodeClaimBody(it claimItem) (*apis.NodeClaim, error) {
 	body, err := gunzipBytes(it.Body)
 	if err != nil {
-		return nil, it, fmt.Errorf("decode nodeclaim %s body: %w", it.SK, err)
+		return nil, fmt.Errorf("decode nodeclaim %s body: %w", it.SK, err)
 	}
 	nc := &apis.NodeClaim{}
 	if err := json.Unmarshal(body, nc); err != nil {
-		return nil, it, fmt.Errorf("decode nodeclaim %s body: %w", it.SK, err)
+		return nil, fmt.Errorf("decode nodeclaim %s body: %w", it.SK, err)
 	}
 	nc.ResourceVersion = strconv.FormatInt(it.Version, 10)
-	return nc, it, nil
+	return nc, nil
 }
 
 // CreateNodeClaim writes a new claim if no live claim of that name exists
@@ -337,13 +352,17 @@ func (s *Store) listClaims(ctx context.Context) ([]*apis.NodeClaim, []Tombstone,
 	var live []*apis.NodeClaim
 	var dead []Tombstone
 	var skipped []Undecodable
+	decoded := map[string]decodedClaim{}
 	g, gctx := errgroup.WithContext(ctx)
 	for shard := range claimShards {
 		g.Go(func() error {
 			return s.queryPartition(gctx, fmt.Sprintf("%s#%d", pkNodeClaim, shard), true, func(items []map[string]types.AttributeValue) error {
 				for _, av := range items {
-					nc, it, err := decodeClaim(av)
+					nc, it, d, err := s.decodes.decode(av)
 					mu.Lock()
+					if err == nil {
+						decoded[it.SK] = d
+					}
 					switch {
 					case err != nil:
 						skipped = append(skipped, undecodable(av, err))
@@ -362,6 +381,7 @@ func (s *Store) listClaims(ctx context.Context) ([]*apis.NodeClaim, []Tombstone,
 	if err := g.Wait(); err != nil {
 		return nil, nil, nil, fmt.Errorf("list nodeclaims: %w", err)
 	}
+	s.decodes.last.Store(&decoded)
 	sort.Slice(live, func(i, j int) bool { return live[i].Name < live[j].Name })
 	sort.Slice(dead, func(i, j int) bool { return dead[i].Claim.Name < dead[j].Claim.Name })
 	sort.Slice(skipped, func(i, j int) bool { return skipped[i].Key < skipped[j].Key })

@@ -49,6 +49,8 @@ type Store struct {
 	pageSize     int32
 	// undecodable is told of every claim record a listing skipped.
 	undecodable func(ctx context.Context, u Undecodable)
+	// decodes are the claims the last full listing decoded.
+	decodes claimDecodes
 }
 
 // Option configures a Store.
