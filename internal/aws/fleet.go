@@ -169,7 +169,7 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 		ud.Labels = maps.Clone(ud.Labels)
 		maps.Copy(ud.Labels, catalog.ReservationLabels(tg.reserved))
 	}
-	text, err := userdata.Generate(ud)
+	text, err := p.userData.generate(ud)
 	if err != nil {
 		return "", fmt.Errorf("EC2NodeClass %s: %w", l.nc.Name, err)
 	}

@@ -87,6 +87,7 @@ type Provider struct {
 	placementGroups *ttlCache[PlacementGroup]
 	templates       *ttlCache[string] // launch template name -> id, for names known to exist
 	catalogs        catalogCache
+	userData        userDataMemo
 
 	priceMu     sync.Mutex
 	priceMemo   *PriceSnapshot
