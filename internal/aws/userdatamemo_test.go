@@ -2,6 +2,8 @@ package aws
 
 import (
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -57,5 +59,19 @@ func TestUserDataRenderedOncePerOptions(t *testing.T) {
 	}
 	if n := len(m.texts); n > userDataMemoSize {
 		t.Errorf("the memo holds %d texts, more than %d", n, userDataMemoSize)
+	}
+}
+
+// TestUserDataOptionsAllKeyed: the memo's key is the options' JSON, so
+// every field of the options (and of their kubelet part) must be encoded:
+// a field JSON leaves out would let two launches that differ in it share
+// one user data.
+func TestUserDataOptionsAllKeyed(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[userdata.Options](), reflect.TypeFor[userdata.Kubelet]()} {
+		for f := range typ.Fields() {
+			if !f.IsExported() || strings.HasPrefix(f.Tag.Get("json"), "-") {
+				t.Errorf("%s.%s is not in the options' JSON, the user data memo's key", typ.Name(), f.Name)
+			}
+		}
 	}
 }
