@@ -101,6 +101,9 @@ func benchShapes(b *testing.B) []Shape {
 func benchPass(b *testing.B, c *Cluster, fn string) {
 	var total Cost
 	for i := range b.N {
+		b.StopTimer()
+		c.WaitQuiet()
+		b.StartTimer()
 		stop := profilePass(b, c, fmt.Sprintf("%s-%d", fn, i))
 		cost, _, err := c.Pass(fn)
 		stop()
@@ -123,6 +126,9 @@ func benchSteady(b *testing.B, c *Cluster) {
 	byFn := map[string]Cost{}
 	for range b.N {
 		for _, fn := range []string{Provisioner, Lifecycle, Disruption} {
+			b.StopTimer()
+			c.WaitQuiet()
+			b.StartTimer()
 			cost, _, err := c.Pass(fn)
 			if err != nil {
 				b.Fatalf("%s pass: %v", fn, err)
@@ -146,6 +152,7 @@ func benchBurst(b *testing.B, c *Cluster, n int) {
 	defer c.DeleteBurst()
 	var total Cost
 	for range b.N {
+		c.WaitQuiet()
 		stop := profilePass(b, c, fmt.Sprintf("provisioner-%d", n))
 		b.StartTimer()
 		cost, res, err := c.Pass(Provisioner)

@@ -139,26 +139,26 @@ const (
 	quietCPU  = 100 * time.Millisecond
 )
 
-// waitQuiet waits for the local cloud to go quiet (see quietWait) and
-// returns how long it waited and what the cloud used in its last half
-// second.
-func (c *Cluster) waitQuiet() (time.Duration, time.Duration) {
+// WaitQuiet waits for the local cloud to go quiet (see quietWait); the
+// benchmarks call it with their timer stopped before each pass.
+func (c *Cluster) WaitQuiet() {
 	start := time.Now()
 	for {
 		before := c.cloudCPU()
 		time.Sleep(500 * time.Millisecond)
 		used, _ := cpuSince(before, c.cloudCPU())
-		if used < quietCPU || time.Since(start) >= quietWait {
-			return time.Since(start), used
+		if used < quietCPU {
+			return
+		}
+		if time.Since(start) >= quietWait {
+			c.t.Logf("the local cloud was still busy after %s (%s of CPU in the last half second); measuring anyway", quietWait, used)
+			return
 		}
 	}
 }
 
 // measure runs pass and returns what it cost.
 func (c *Cluster) measure(pass func() error) (Cost, error) {
-	if waited, used := c.waitQuiet(); used >= quietCPU {
-		c.t.Logf("the local cloud was still busy after %s (%s of CPU in the last half second); measuring anyway", waited.Round(time.Second), used)
-	}
 	runtime.GC()
 	base := heapNow()
 	api0, err := readAPITraffic(c.ctx, c.admin)
