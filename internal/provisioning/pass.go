@@ -284,7 +284,7 @@ type sources struct {
 // staler than the snapshot already is by the time the plan launches.
 func (pa *pass) readSources(ctx context.Context, parts kube.Parts) error {
 	p := pa.p
-	first := &sources{}
+	var first *sources
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
 		if pa.snap, err = p.d.Cluster.Snapshot(gctx, kube.SnapshotOptions{Parts: parts, Cached: true}); err != nil {
