@@ -25,6 +25,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/catalog"
@@ -204,13 +205,7 @@ func Build(src Sources) (*Cluster, error) {
 	c.NodePools, c.InstanceTypes = in.NodePools, in.InstanceTypes
 	c.dynamic = scheduling.DynamicPools(src.Config, in.NodePools)
 
-	for _, p := range snap.PendingPods {
-		if ok, why := Provisionable(p); ok {
-			c.Pending = append(c.Pending, p)
-		} else {
-			c.Skipped = append(c.Skipped, SkippedPod{Pod: p, Reason: why})
-		}
-	}
+	c.addPending(snap)
 
 	byProvider := map[string]*apis.NodeClaim{}
 	byNodeName := map[string]*apis.NodeClaim{}
@@ -250,6 +245,50 @@ func Build(src Sources) (*Cluster, error) {
 	}
 	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
 	return c, nil
+}
+
+// addPending sorts the snapshot's pending pods into Pending and Skipped. A
+// pod that is also among the bound pods was bound between the two reads
+// (the provisioner takes its pending pods from the batch window's last
+// listing, then the bound pods): its room is taken on its node already, and
+// placing it again launched a second node for it.
+func (c *Cluster) addPending(snap *kube.Snapshot) {
+	bound := boundSince(snap)
+	for _, p := range snap.PendingPods {
+		if node, ok := bound[p.UID]; ok {
+			c.Skipped = append(c.Skipped, SkippedPod{Pod: p, Reason: "bound to node " + node + " since it was listed pending"})
+			continue
+		}
+		if ok, why := Provisionable(p); ok {
+			c.Pending = append(c.Pending, p)
+		} else {
+			c.Skipped = append(c.Skipped, SkippedPod{Pod: p, Reason: why})
+		}
+	}
+}
+
+// boundSince maps each pending pod that the snapshot's bound pods also hold
+// to its node. Only the pending pods are indexed: a burst is thousands of
+// pods, the bound ones tens of thousands.
+func boundSince(snap *kube.Snapshot) map[types.UID]string {
+	if len(snap.PendingPods) == 0 || len(snap.PodsByNode) == 0 {
+		return nil
+	}
+	pending := make(map[types.UID]bool, len(snap.PendingPods))
+	for _, p := range snap.PendingPods {
+		if p.UID != "" { // only a test's pod has none
+			pending[p.UID] = true
+		}
+	}
+	out := map[types.UID]string{}
+	for node, pods := range snap.PodsByNode {
+		for _, p := range pods {
+			if pending[p.UID] {
+				out[p.UID] = node
+			}
+		}
+	}
+	return out
 }
 
 // launchFailed reports a claim whose launch gave up for good (its pods are
