@@ -129,11 +129,12 @@ func cpuSince(before, after map[string]time.Duration) (time.Duration, map[string
 	return sum, out
 }
 
-// Before a pass the harness waits, at most quietWait, for a half second in
-// which the local cloud used less than quietCPU: KWOK renews the seeded
-// nodes' leases in bursts (they were created together), and a pass measured
-// during one paid for it on the two cores it shares with the local cloud,
-// where on AWS that work is EKS's, on other machines.
+// Before a measured pass the benchmarks wait (TestClusterScale does not), at
+// most quietWait, for a half second in which the local cloud used less than
+// quietCPU: KWOK renews the seeded nodes' leases in bursts (they were
+// created together), and a pass measured during one paid for it on the two
+// cores it shares with the local cloud, where on AWS that work is EKS's, on
+// other machines.
 const (
 	quietWait = 20 * time.Second
 	quietCPU  = 100 * time.Millisecond

@@ -7,6 +7,7 @@ package kubelet
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 
@@ -146,6 +147,40 @@ func capacityOf(info ec2types.InstanceTypeInfo, boot *userdata.Bootstrap) (corev
 	return rl, nil
 }
 
+// kubeReserved is the node's kube-reserved: what the user data sets, and
+// for each of cpu, memory and ephemeral-storage it leaves out, what the EKS
+// AMIs' bootstrap (nodeadm, bootstrap.sh, Bottlerocket's settings) reserves
+// by default: tiered CPU by core count, 11 MiB per pod plus 255 MiB, 1 GiB
+// of disk. A node without user data runs kubelet's own default: none.
+func kubeReserved(capacity corev1.ResourceList, boot *userdata.Bootstrap) map[string]string {
+	if boot.Format == userdata.FormatNone {
+		return boot.KubeReserved
+	}
+	out := map[string]string{
+		string(corev1.ResourceCPU):              fmt.Sprintf("%dm", reservedCPUMilli(capacity.Cpu().Value())),
+		string(corev1.ResourceMemory):           fmt.Sprintf("%dMi", 11*capacity.Pods().Value()+255),
+		string(corev1.ResourceEphemeralStorage): "1Gi",
+	}
+	maps.Copy(out, boot.KubeReserved)
+	return out
+}
+
+// reservedCPUMilli is the AMIs' CPU reservation for cores vCPUs: 6% of the
+// first core, 1% of the second, 0.5% of the third and fourth and 0.25% of
+// each one after, each range's share rounded down.
+func reservedCPUMilli(cores int64) int64 {
+	total := cores * 1000
+	bounds := []int64{0, 1000, 2000, 4000, max(total, 4000)}
+	perTenThousand := []int64{600, 100, 50, 25}
+	var out int64
+	for i, pct := range perTenThousand {
+		if total > bounds[i] {
+			out += (min(total, bounds[i+1]) - bounds[i]) * pct / 10000
+		}
+	}
+	return out
+}
+
 // allocatableOf is capacity minus kube-reserved, system-reserved and the
 // hard eviction thresholds, as kubelet computes it.
 func allocatableOf(capacity corev1.ResourceList, boot *userdata.Bootstrap) (corev1.ResourceList, error) {
@@ -177,7 +212,7 @@ func allocatableOf(capacity corev1.ResourceList, boot *userdata.Bootstrap) (core
 	for _, m := range []struct {
 		what string
 		rl   map[string]string
-	}{{"kube-reserved", boot.KubeReserved}, {"system-reserved", boot.SystemReserved}} {
+	}{{"kube-reserved", kubeReserved(capacity, boot)}, {"system-reserved", boot.SystemReserved}} {
 		for k, v := range m.rl {
 			if err := sub(corev1.ResourceName(k), v, m.what); err != nil {
 				return nil, err
