@@ -79,6 +79,20 @@ func launchedClaim(name, instanceType, zone, instanceID string) *apis.NodeClaim 
 	return cl
 }
 
+// registeredNode is an initialized m5.large Node of the default pool on
+// instance id in zone.
+func registeredNode(name, zone, id string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{apis.NodePoolLabelKey: "default", catalog.LabelHostname: name,
+			apis.NodeRegisteredLabel: "true", apis.NodeInitializedLabel: "true"}},
+		Spec: corev1.NodeSpec{ProviderID: "aws:///" + zone + "/" + id},
+		Status: corev1.NodeStatus{
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")},
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
+		},
+	}
+}
+
 func snapshot(pending []*corev1.Pod, nodes []*corev1.Node, bound ...*corev1.Pod) *kube.Snapshot {
 	s := &kube.Snapshot{PendingPods: pending, Nodes: nodes, PodsByNode: map[string][]*corev1.Pod{}, TakenAt: time.Now()}
 	for _, p := range bound {
@@ -201,15 +215,7 @@ func TestRegisteredClaimMatchedByProviderID(t *testing.T) {
 	cl := launchedClaim("default-ccccc", "m5.large", "us-west-2b", "i-2")
 	cl.SetCondition(apis.ConditionRegistered, metav1.ConditionTrue, "Registered", "", metav1.Now())
 	cl.SetCondition(apis.ConditionInitialized, metav1.ConditionTrue, "Initialized", "", metav1.Now())
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-1", Labels: map[string]string{apis.NodePoolLabelKey: "default", catalog.LabelHostname: "ip-10-0-0-1",
-			apis.NodeRegisteredLabel: "true", apis.NodeInitializedLabel: "true"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2b/i-2"},
-		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")},
-			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
-		},
-	}
+	node := registeredNode("ip-10-0-0-1", "us-west-2b", "i-2")
 	other := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "unmanaged"}, Status: corev1.NodeStatus{
 		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
 		Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
@@ -244,15 +250,7 @@ func TestRegisteredClaimMatchedByProviderID(t *testing.T) {
 func TestPodBoundSinceListedPendingIsNotPlacedAgain(t *testing.T) {
 	cfg, cat := loadConfig(t, nil), builtin(t)
 	cl := launchedClaim("default-fffff", "m5.large", "us-west-2a", "i-4")
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-4", Labels: map[string]string{apis.NodePoolLabelKey: "default", catalog.LabelHostname: "ip-10-0-0-4",
-			apis.NodeRegisteredLabel: "true", apis.NodeInitializedLabel: "true"}},
-		Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-4"},
-		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m"), corev1.ResourceMemory: resource.MustParse("7Gi"), corev1.ResourcePods: resource.MustParse("29")},
-			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
-		},
-	}
+	node := registeredNode("ip-10-0-0-4", "us-west-2a", "i-4")
 	// a is bound since it was listed; b is still pending. Together they fill
 	// the node's 1930m; a counted twice would not leave b room.
 	listed := []*corev1.Pod{pendingPod("a", "1"), pendingPod("b", "900m")}
