@@ -353,17 +353,9 @@ func (pa *pass) boundPodsIfNeeded(ctx context.Context, claims []*apis.NodeClaim)
 	return nil
 }
 
-// anyRemoval reports a Node deleting or tainted for disruption, or a claim
-// deleting or disrupting: what state counts as marked for deletion.
+// anyRemoval reports a Node or claim that state marks for deletion.
 func anyRemoval(nodes []*corev1.Node, claims []*apis.NodeClaim) bool {
-	for _, n := range nodes {
-		if n.DeletionTimestamp != nil || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == apis.DisruptedTaintKey }) {
-			return true
-		}
-	}
-	return slices.ContainsFunc(claims, func(cl *apis.NodeClaim) bool {
-		return cl.DeletionTimestamp != nil || cl.IsTrue(apis.ConditionDisrupting)
-	})
+	return slices.ContainsFunc(nodes, state.NodeMarkedForDeletion) || slices.ContainsFunc(claims, state.ClaimMarkedForDeletion)
 }
 
 func (pa *pass) observePending(c *state.Cluster) {

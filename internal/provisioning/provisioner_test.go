@@ -461,6 +461,40 @@ func TestDeletingNodePodsGetCapacity(t *testing.T) {
 	}
 }
 
+// A node whose claim is being disrupted (the disruption function marks the
+// claim before it taints the Node) has its pods' capacity found as well:
+// with nothing pending, the pass reads the bound pods because of the claim
+// alone.
+func TestDisruptingClaimsPodsGetCapacity(t *testing.T) {
+	e := newEnv(t, poolOpts{}, nil)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "old", Labels: map[string]string{apis.NodePoolLabelKey: "default", "team": "web"}},
+		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-old"},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
+	}
+	e.cluster.snap.Nodes = []*corev1.Node{node}
+	for _, p := range pods("web", 2, "500m", "512Mi") {
+		p.Spec.NodeName, p.Status = "old", corev1.PodStatus{Phase: corev1.PodRunning}
+		e.cluster.snap.PodsByNode["old"] = append(e.cluster.snap.PodsByNode["old"], p)
+	}
+	cl := &apis.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-old", Labels: map[string]string{apis.NodePoolLabelKey: "default"}}}
+	cl.Status.ProviderID, cl.Status.NodeName = node.Spec.ProviderID, node.Name
+	cl.SetCondition(apis.ConditionLaunched, metav1.ConditionTrue, "Launched", "", metav1.Now())
+	cl.SetCondition(apis.ConditionDisrupting, metav1.ConditionTrue, "Underutilized", "", metav1.Now())
+	if err := e.store.CreateNodeClaim(context.Background(), cl); err != nil {
+		t.Fatal(err)
+	}
+
+	res := e.run(Trigger{Source: TriggerSchedule})
+	if len(res.Launched) != 1 || res.Nominated != 2 {
+		t.Fatalf("want one claim for the disrupting node's two pods, got %+v", res)
+	}
+	if e.cluster.boundReads != 1 {
+		t.Errorf("%d bound-pod reads; a disrupting claim needs its pods read", e.cluster.boundReads)
+	}
+}
+
 // A pod the batch window listed pending and the snapshot, read after, finds
 // bound takes its room once, on its node. Counted also as pending, it left
 // the other pending pod no room there and launched a node for nothing (a

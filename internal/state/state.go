@@ -257,7 +257,7 @@ func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 		en.Taints = kn.Spec.Taints
 		en.Allocatable = kn.Status.Allocatable
 		en.Capacity = kn.Status.Capacity
-		en.MarkedForDeletion = kn.DeletionTimestamp != nil || hasDisruptedTaint(kn.Spec.Taints)
+		en.MarkedForDeletion = NodeMarkedForDeletion(kn)
 		if cl == nil {
 			en.Initialized = nodeReady(kn)
 		} else {
@@ -283,7 +283,7 @@ func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 		en.StartupTaints = cl.Spec.StartupTaints
 	}
 	if cl != nil {
-		en.MarkedForDeletion = en.MarkedForDeletion || cl.DeletionTimestamp != nil || cl.IsTrue(apis.ConditionDisrupting)
+		en.MarkedForDeletion = en.MarkedForDeletion || ClaimMarkedForDeletion(cl)
 		if len(en.Allocatable) == 0 || en.InFlight {
 			alloc, capacity, err := c.claimResources(cl)
 			if err != nil {
@@ -426,6 +426,18 @@ func maxList(acc, l corev1.ResourceList) corev1.ResourceList {
 		}
 	}
 	return acc
+}
+
+// NodeMarkedForDeletion reports a Node that takes no new pods: deleting, or
+// tainted for disruption.
+func NodeMarkedForDeletion(kn *corev1.Node) bool {
+	return kn.DeletionTimestamp != nil || hasDisruptedTaint(kn.Spec.Taints)
+}
+
+// ClaimMarkedForDeletion reports a claim being deleted or disrupted: its
+// node, registered or not, takes no new pods.
+func ClaimMarkedForDeletion(cl *apis.NodeClaim) bool {
+	return cl.DeletionTimestamp != nil || cl.IsTrue(apis.ConditionDisrupting)
 }
 
 func hasDisruptedTaint(ts []corev1.Taint) bool {
