@@ -430,13 +430,12 @@ func TestHandlerEvents(t *testing.T) {
 	}
 }
 
-// Pods of a node being drained get their capacity before they are evicted
-// (Karpenter's provisioner does the same), and only once.
-func TestDeletingNodePodsGetCapacity(t *testing.T) {
-	e := newEnv(t, poolOpts{}, nil)
+// oldNode puts a ready 2-CPU node "old" of the default pool, with spec and
+// two 500m pods of app web bound to it, in the env's snapshot.
+func (e *env) oldNode(spec corev1.NodeSpec) *corev1.Node {
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "old", Labels: map[string]string{apis.NodePoolLabelKey: "default", "team": "web"}},
-		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: apis.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}},
+		Spec:       spec,
 		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
 	}
@@ -445,6 +444,14 @@ func TestDeletingNodePodsGetCapacity(t *testing.T) {
 		p.Spec.NodeName, p.Status = "old", corev1.PodStatus{Phase: corev1.PodRunning}
 		e.cluster.snap.PodsByNode["old"] = append(e.cluster.snap.PodsByNode["old"], p)
 	}
+	return node
+}
+
+// Pods of a node being drained get their capacity before they are evicted
+// (Karpenter's provisioner does the same), and only once.
+func TestDeletingNodePodsGetCapacity(t *testing.T) {
+	e := newEnv(t, poolOpts{}, nil)
+	e.oldNode(corev1.NodeSpec{Taints: []corev1.Taint{{Key: apis.DisruptedTaintKey, Effect: corev1.TaintEffectNoSchedule}}})
 	daemon := pod("agent", "100m", "64Mi")
 	daemon.Spec.NodeName, daemon.OwnerReferences = "old", []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent"}}
 	e.cluster.snap.PodsByNode["old"] = append(e.cluster.snap.PodsByNode["old"], daemon)
@@ -467,17 +474,7 @@ func TestDeletingNodePodsGetCapacity(t *testing.T) {
 // alone.
 func TestDisruptingClaimsPodsGetCapacity(t *testing.T) {
 	e := newEnv(t, poolOpts{}, nil)
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "old", Labels: map[string]string{apis.NodePoolLabelKey: "default", "team": "web"}},
-		Spec:       corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-old"},
-		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")},
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
-	}
-	e.cluster.snap.Nodes = []*corev1.Node{node}
-	for _, p := range pods("web", 2, "500m", "512Mi") {
-		p.Spec.NodeName, p.Status = "old", corev1.PodStatus{Phase: corev1.PodRunning}
-		e.cluster.snap.PodsByNode["old"] = append(e.cluster.snap.PodsByNode["old"], p)
-	}
+	node := e.oldNode(corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-old"})
 	cl := &apis.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-old", Labels: map[string]string{apis.NodePoolLabelKey: "default"}}}
 	cl.Status.ProviderID, cl.Status.NodeName = node.Spec.ProviderID, node.Name
 	cl.SetCondition(apis.ConditionLaunched, metav1.ConditionTrue, "Launched", "", metav1.Now())
