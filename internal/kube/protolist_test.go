@@ -38,6 +38,15 @@ func encodedPodList(tb testing.TB, n int, cont string) []byte {
 			p.Status.EphemeralContainerStatuses = p.Status.ContainerStatuses
 			p.Annotations = map[string]string{"keep": "me", corev1.LastAppliedConfigAnnotation: "{}"}
 			p.Spec.Overhead = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Mi")}
+			p.Spec.Volumes = []corev1.Volume{
+				{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}},
+				{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "c"}}}},
+				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-0"}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{
+					Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: new("gp3")}}}}},
+				{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+			}
 		}
 		list.Items = append(list.Items, *p)
 	}
@@ -99,6 +108,12 @@ func TestDecodeListStreamMatchesClientGo(t *testing.T) {
 	if c := pods[3].Spec.InitContainers[0]; c.Args != nil || c.Lifecycle != nil || c.Resources.Requests.Cpu().MilliValue() != 103 ||
 		pods[3].Annotations["keep"] != "me" || pods[3].Spec.Overhead.Memory().Value() != 1<<20 {
 		t.Errorf("pod 3 not pruned as strip says: %+v", pods[3])
+	}
+	vols := pods[3].Spec.Volumes
+	if len(vols) != 5 || vols[0].Projected != nil || vols[1].ConfigMap != nil || vols[4].EmptyDir != nil ||
+		vols[2].PersistentVolumeClaim == nil || vols[2].PersistentVolumeClaim.ClaimName != "data-0" ||
+		vols[3].Ephemeral == nil || *vols[3].Ephemeral.VolumeClaimTemplate.Spec.StorageClassName != "gp3" {
+		t.Errorf("pod 3's volumes: want each named, with only its claim: %+v", vols)
 	}
 	if pods, ok, err := decodeBoth(t, encodedPodList(t, 0, "")); !ok || err != nil || len(pods) != 0 {
 		t.Errorf("empty list: %d pods, %v %v", len(pods), ok, err)

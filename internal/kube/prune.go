@@ -17,7 +17,9 @@ import (
 
 // pruneRule is what to prune of one message.
 type pruneRule struct {
-	drop   map[protowire.Number]bool
+	drop map[protowire.Number]bool
+	// keep, when set, drops every field not in it.
+	keep   map[protowire.Number]bool
 	nested map[protowire.Number]*pruneRule
 	// dropKey drops the entries of a map field whose key (entry field 1)
 	// is the given one.
@@ -41,12 +43,16 @@ var objectMetaPrune = &pruneRule{drop: numbers(17), dropKey: map[protowire.Numbe
 // terminationMessagePath 13, envFrom 19, startupProbe 22.
 var containerPrune = &pruneRule{drop: numbers(3, 4, 5, 7, 10, 11, 12, 13, 19, 22)}
 
-// podPrune is stripPod's: metadata 1; spec 2 (containers 2, initContainers
-// 20, ephemeralContainers 34); status 3 (containerStatuses 8,
-// initContainerStatuses 10, ephemeralContainerStatuses 13).
+// volumePrune is stripVolumes': of a volume (name 1, volumeSource 2), the
+// source's persistentVolumeClaim 10 and ephemeral 29 only.
+var volumePrune = &pruneRule{nested: map[protowire.Number]*pruneRule{2: {keep: numbers(10, 29)}}}
+
+// podPrune is stripPod's: metadata 1; spec 2 (volumes 1, containers 2,
+// initContainers 20, ephemeralContainers 34); status 3 (containerStatuses
+// 8, initContainerStatuses 10, ephemeralContainerStatuses 13).
 var podPrune = &pruneRule{nested: map[protowire.Number]*pruneRule{
 	1: objectMetaPrune,
-	2: {drop: numbers(34), nested: map[protowire.Number]*pruneRule{2: containerPrune, 20: containerPrune}},
+	2: {drop: numbers(34), nested: map[protowire.Number]*pruneRule{1: volumePrune, 2: containerPrune, 20: containerPrune}},
 	3: {drop: numbers(8, 10, 13)},
 }}
 
@@ -75,7 +81,7 @@ func (p *pruner) prune(msg []byte, r *pruneRule, depth int) ([]byte, error) {
 		}
 		field := msg[:n+m]
 		msg = msg[n+m:]
-		if r.drop[num] {
+		if r.drop[num] || (r.keep != nil && !r.keep[num]) {
 			continue
 		}
 		if typ == protowire.BytesType {
