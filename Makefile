@@ -3,7 +3,10 @@
 # outside the repository (see internal/localcloud) and reuse them.
 
 GO        ?= go
-FUNCTIONS := $(notdir $(wildcard functions/*))
+# The functions are the main packages under functions/ (not every name there:
+# functions/ also holds tests of the layout). Recursive (=), so only the
+# targets that use it pay for the go list.
+FUNCTIONS = $(notdir $(shell $(GO) list -find -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' ./functions/...))
 DIST      := dist
 TEST_TIMEOUT ?= 80m
 
@@ -12,7 +15,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test
+.PHONY: print-functions all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test
 
 all: build
 
@@ -22,7 +25,7 @@ help:
 	@echo "make test-short  unit tests only (go test -short)"
 	@echo "make build       every Lambda function as linux/arm64 bootstrap under $(DIST)/<function>/"
 	@echo "make lint        gofmt check, go vet and golangci-lint (.golangci.yaml); part of make test"
-	@echo "make synth       cdk synth into cdk.out with no AWS credentials and no network"
+	@echo "make synth       make build, then cdk synth with that code into cdk.out (no AWS credentials, no network)"
 	@echo "make iam-mutation drop each IAM statement in turn; the e2e tests must fail without it (slow)"
 	@echo "make fuzz        run every Go fuzz target (every parser of untrusted input) for FUZZTIME each (default 60s)"
 	@echo "make karpenter-compare  Karpenter's scheduler vs nodewright's on the plan-quality scenarios (slow; flags in KARPENTER_COMPARE_FLAGS)"
@@ -90,6 +93,11 @@ lint: fmt-check vet $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
 
 build: $(FUNCTIONS:%=$(DIST)/%/bootstrap)
+	@test -n "$(strip $(FUNCTIONS))" || { echo "make build: no main package under functions/" >&2; exit 1; }
+
+# The function list, one per line, for tests and scripts.
+print-functions:
+	@printf '%s\n' $(FUNCTIONS)
 
 $(DIST)/%/bootstrap: FORCE
 	@mkdir -p $(@D)
@@ -117,7 +125,7 @@ demo:
 # cdk synth with the pinned CLI, no credentials, no network; CLUSTER_NAME and
 # CONFIG_DIR pick what to synthesize (see infra/README.md).
 synth: build
-	infra/synth.sh
+	PLACEHOLDER_ASSETS=false infra/synth.sh
 
 clean:
 	rm -rf $(DIST) cdk.out

@@ -62,7 +62,8 @@ var needAWS = []string{"aws ", "go install ", "make build", "infra/synth.sh ", "
 
 // TestGettingStarted runs the README's "Getting started on AWS" as written,
 // from a directory laid out like the repository, except the commands that
-// need AWS (deploying is tested by infra's synth tests; `get nodeclaims -w`
+// need AWS (the build and deploy steps are run, up to their synth, by
+// infra's TestDeployPath; `get nodeclaims -w`
 // against a local DynamoDB by TestGetAndDescribeOnDynalite): it sets the
 // exported variables, runs the shell steps that write files, runs each
 // nodewright command through the CLI, and checks that every output block of
