@@ -40,10 +40,14 @@ import (
 // put on someone else's instance to make it terminable.
 
 // Tag keys come from internal/aws, which puts them on what it creates:
-// instances, volumes and interfaces carry the cluster's owned tag,
-// nodewright.io/managed-by, eks:eks-cluster-name and karpenter.sh/nodepool;
-// launch templates (shared per EC2NodeClass) carry the owned tag,
-// nodewright.io/managed-by, karpenter.k8s.aws/cluster and
+// fleets, instances, volumes, network interfaces and spot requests carry
+// the cluster's owned tag, nodewright.io/managed-by, nodewright.io/owner,
+// eks:eks-cluster-name and karpenter.sh/nodepool (the first three types in
+// CreateFleet's request, the last two in the launch template's data: an
+// instant fleet cannot tag them, and IAM authorizes their creation against
+// the template's tags); launch templates (per EC2NodeClass, NodePool and
+// spot or not) carry the owned tag, nodewright.io/managed-by,
+// nodewright.io/owner, karpenter.k8s.aws/cluster and
 // karpenter.k8s.aws/ec2nodeclass.
 
 // storeActions are the DynamoDB actions internal/store calls on the table

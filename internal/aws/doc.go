@@ -77,12 +77,18 @@
 //
 // # Tags
 //
-// Instances, volumes, network interfaces and fleets carry
-// kubernetes.io/cluster/<cluster>=owned, eks:eks-cluster-name=<cluster>,
-// nodewright.io/managed-by=nodewright (TagManagedBy), karpenter.sh/nodepool,
+// Instances, volumes and fleets carry kubernetes.io/cluster/<cluster>=owned,
+// eks:eks-cluster-name=<cluster>, nodewright.io/managed-by=nodewright
+// (TagManagedBy), nodewright.io/owner, karpenter.sh/nodepool,
 // karpenter.sh/nodeclaim, nodewright.io/ec2nodeclass (TagInstanceNodeClass),
 // Name=<nodeclaim> and the EC2NodeClass's spec.tags (which cannot override
-// these). Launch templates carry the cluster tag, TagManagedBy,
+// these): CreateFleet tags them (an instant fleet can tag only these three
+// types). Network interfaces and, for spot launches, spot instance requests
+// get the same tags but the claim's own (PoolTags) from the launch
+// template's data, as Karpenter's do; so templates are per NodePool, and
+// spot launches have templates of their own (EC2 fails an on-demand launch
+// from a template that tags spot requests). Launch templates carry the
+// cluster tag, TagManagedBy, nodewright.io/owner,
 // karpenter.k8s.aws/cluster=<cluster> and karpenter.k8s.aws/ec2nodeclass.
 //
 // Karpenter tags its instances and templates with the same cluster and

@@ -48,21 +48,20 @@ func (p *Provider) fleetInput(ctx context.Context, l *launch, zonal map[string]S
 			TotalTargetCapacity:       sdkaws.Int32(1),
 			DefaultTargetCapacityType: targetCapacityType(capacityType, opts),
 		},
-		// The fleet is tagged too: IAM policies scope CreateFleet by request tags
-		// on every resource it creates (the CDK app's do).
+		// The resource types an instant fleet can tag (the CreateFleet API
+		// reference: fleet and instance; the EC2 user guide's "Tag an EC2
+		// Fleet": volume too). IAM scopes CreateFleet by request tags on each.
+		// The network interfaces and spot requests a launch also creates take
+		// their tags from the launch template (PoolTags): putting them here is
+		// rejected as "not a valid taggable resource type for this operation".
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeFleet, Tags: tags},
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},
-			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags},
 		},
 		Context: l.nc.Spec.Context,
 	}
 	if capacityType == catalog.CapacityTypeSpot {
-		// A spot launch also creates a spot-instances-request, which IAM
-		// authorizes CreateFleet against with its own request tags; untagged,
-		// the stack's policy (like Karpenter's) denies every spot launch.
-		in.TagSpecifications = append(in.TagSpecifications, ec2types.TagSpecification{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: tags})
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	} else {
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
@@ -115,7 +114,7 @@ func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[str
 			key := fmt.Sprintf("%s/%d/%s", o.ami.ID, maxPods, off.ReservationID)
 			g, ok := groups[key]
 			if !ok {
-				lt, err := p.groupTemplate(ctx, l, udOpts, bdm, templateGroup{image: o.ami.ID, maxPods: maxPods, reserved: off})
+				lt, err := p.groupTemplate(ctx, l, udOpts, bdm, templateGroup{image: o.ami.ID, maxPods: maxPods, reserved: off, capacityType: capacityType})
 				if err != nil {
 					return nil, nil, err
 				}
@@ -149,11 +148,13 @@ func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[str
 }
 
 // templateGroup is what distinguishes the templates of one launch: the
-// image, the kubelet's max pods and the reservation (zero for none).
+// image, the kubelet's max pods and the reservation (zero for none), and
+// whether the launch is spot (only a spot template tags spot requests).
 type templateGroup struct {
-	image    string
-	maxPods  int32
-	reserved catalog.Offering
+	image        string
+	maxPods      int32
+	reserved     catalog.Offering
+	capacityType string
 }
 
 // groupTemplate ensures the launch template of one (AMI, max pods) group
@@ -180,6 +181,13 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 		InstanceProfile: l.profile, BlockDeviceMappings: bdm, MetadataOptions: metadataOptions(nc),
 		DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
 		IPPrefixCount: nc.Spec.IPPrefixCount, NetworkInterfaces: nc.Spec.NetworkInterfaces, ConnectionTracking: nc.Spec.ConnectionTracking,
+		ResourceTags: p.PoolTags(l.claim.NodePoolName(), nc),
+		// EC2 fails an on-demand launch from a template that tags spot
+		// requests ("You cannot specify tags for Spot instances requests if
+		// there are no Spot instances requests being created by the
+		// request": aws/karpenter-provider-aws #5850), so spot and other
+		// launches have templates of their own.
+		SpotRequestTags: tg.capacityType == catalog.CapacityTypeSpot,
 	}
 	if c := nc.Spec.CPUOptions; c != nil {
 		spec.NestedVirtualization = sdkaws.ToString(c.NestedVirtualization)

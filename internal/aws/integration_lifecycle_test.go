@@ -24,7 +24,8 @@ func TestTerminateOnlyOwnedInstances(t *testing.T) {
 	// Someone else's instance: launched from the same template, without our tags.
 	subnets, _ := e.p.Subnets(e.ctx, nc)
 	foreign := cloudtest.RawInstance{LaunchTemplate: inst.LaunchTemplate, InstanceType: "c5.large", SubnetID: subnets[0].ID,
-		Tags: []ec2types.Tag{{Key: sdkaws.String("Name"), Value: sdkaws.String("not-ours")}}}.Launch(e.ctx, t, e.clients.EC2)
+		CapacityType: ec2types.DefaultTargetCapacityType(inst.CapacityType),
+		Tags:         []ec2types.Tag{{Key: sdkaws.String("Name"), Value: sdkaws.String("not-ours")}}}.Launch(e.ctx, t, e.clients.EC2)
 
 	err := e.p.Terminate(e.ctx, foreign, inst.ID, "i-0000000000doesnotexist")
 	if !errors.Is(err, nwaws.ErrNotOwned) || !strings.Contains(err.Error(), foreign) {

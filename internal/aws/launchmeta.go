@@ -82,8 +82,26 @@ func RegisterTaints(claim *apis.NodeClaim) []corev1.Taint {
 	return out
 }
 
-// Tags are the tags of the claim's instance, volumes and network interfaces.
+// Tags are the tags of the claim's fleet, instance and volumes: the tags
+// CreateFleet puts on what an instant fleet can tag.
 func (p *Provider) Tags(claim *apis.NodeClaim, nc *apis.EC2NodeClass) map[string]string {
+	tags := p.PoolTags(claim.NodePoolName(), nc)
+	tags[TagNodeClaim] = claim.Name
+	if _, ok := nc.Spec.Tags[TagName]; !ok {
+		tags[TagName] = claim.Name
+	}
+	return tags
+}
+
+// PoolTags are the launch tags every claim of one NodePool and EC2NodeClass
+// shares: the class's spec.tags under the cluster, ownership, NodePool and
+// class tags. The launch templates give them to the network interfaces and
+// spot instance requests their launches create: an instant fleet cannot tag
+// those (CreateFleet's TagSpecifications take only fleet, instance and
+// volume), and IAM authorizes the fleet's RunInstances against the request
+// tags the template gives them (aws/karpenter-provider-aws #4550, PR #4911).
+// They leave out the claim's own tags, so one template serves a NodePool.
+func (p *Provider) PoolTags(nodePool string, nc *apis.EC2NodeClass) map[string]string {
 	tags := map[string]string{}
 	for k, v := range nc.Spec.Tags {
 		tags[k] = v
@@ -92,12 +110,8 @@ func (p *Provider) Tags(claim *apis.NodeClaim, nc *apis.EC2NodeClass) map[string
 	tags[TagManagedBy] = ManagedBy
 	tags[TagOwner] = p.opts.Owner
 	tags[TagEKSClusterName] = p.opts.ClusterName
-	tags[TagNodePool] = claim.NodePoolName()
-	tags[TagNodeClaim] = claim.Name
+	tags[TagNodePool] = nodePool
 	tags[TagInstanceNodeClass] = nc.Name
-	if _, ok := nc.Spec.Tags[TagName]; !ok {
-		tags[TagName] = claim.Name
-	}
 	return tags
 }
 

@@ -54,6 +54,11 @@ type templateSpec struct {
 	// The placement group (by id) and partition (0: none) of the launch.
 	PlacementGroupID   string `json:"placementGroupID,omitempty"`
 	PlacementPartition int32  `json:"placementPartition,omitempty"`
+	// ResourceTags are the tags the template's launches give their network
+	// interfaces and, with SpotRequestTags, their spot instance requests
+	// (Provider.PoolTags: one NodePool's).
+	ResourceTags    map[string]string `json:"resourceTags,omitempty"`
+	SpotRequestTags bool              `json:"spotRequestTags,omitempty"`
 }
 
 // Name is the deterministic launch template name: nodewright/<cluster>/<hash>.
@@ -279,6 +284,7 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 			HttpTokens:              ec2types.LaunchTemplateHttpTokensState(sdkaws.ToString(m.HTTPTokens)),
 		},
 	}
+	data.TagSpecifications = launchResourceTags(spec)
 	if data.NetworkInterfaces = networkInterfaceRequests(spec); data.NetworkInterfaces == nil {
 		data.SecurityGroupIds = spec.SecurityGroupIDs
 	}
@@ -313,6 +319,21 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 	}
 	p.log.InfoContext(ctx, "created launch template", "launch-template", name, "image", spec.ImageID, "nodeclass", spec.NodeClass)
 	return sdkaws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
+}
+
+// launchResourceTags tags the network interfaces of every launch from the
+// template and, in a spot template, its spot instance requests (the launch
+// template data's TagSpecifications take both: LaunchTemplateTagSpecificationRequest).
+func launchResourceTags(spec templateSpec) []ec2types.LaunchTemplateTagSpecificationRequest {
+	if len(spec.ResourceTags) == 0 {
+		return nil
+	}
+	tags := ec2Tags(spec.ResourceTags)
+	out := []ec2types.LaunchTemplateTagSpecificationRequest{{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: tags}}
+	if spec.SpotRequestTags {
+		out = append(out, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: ec2types.ResourceTypeSpotInstancesRequest, Tags: tags})
+	}
+	return out
 }
 
 // networkInterfaceRequests lays out the instance's interfaces as Karpenter

@@ -70,31 +70,86 @@ func TestAnotherStacksInstancesAreNotOurs(t *testing.T) {
 }
 
 // TestSpotLaunchTagsItsRequest: a spot CreateFleet creates a
-// spot-instances-request too, and the stack's IAM policy (like Karpenter's)
-// allows the launch only if every resource it creates carries the request
-// tags. The request must be tagged like the instance.
+// spot-instances-request and network interfaces too, and the stack's IAM
+// policy (like Karpenter's) allows the launch only if each carries the
+// request tags. An instant fleet cannot tag them (CreateFleet's
+// TagSpecifications take fleet, instance and volume), so the spot launch's
+// template tags both, and the on-demand launch of the same NodePool uses a
+// template of its own that tags no spot request (EC2 fails an on-demand
+// launch from one that does: aws/karpenter-provider-aws #5850).
 func TestSpotLaunchTagsItsRequest(t *testing.T) {
 	e := newEnv(t, false)
-	claim := newClaim("default-spot1", in(apis.CapacityTypeLabelKey, catalog.CapacityTypeSpot))
-	inst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: claim, NodeClass: nodeClass("al2023@latest"), InstanceTypes: e.types("c5.large", "m5.large")})
+	nc := nodeClass("al2023@latest")
+	spot := newClaim("default-spot1", in(apis.CapacityTypeLabelKey, catalog.CapacityTypeSpot))
+	spotInst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: spot, NodeClass: nc, InstanceTypes: e.types("c5.large", "m5.large")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inst.CapacityType != catalog.CapacityTypeSpot {
-		t.Fatalf("launched %s, want spot", inst.CapacityType)
+	if spotInst.CapacityType != catalog.CapacityTypeSpot {
+		t.Fatalf("launched %s, want spot", spotInst.CapacityType)
 	}
-	calls := e.sim.Calls("ec2", "CreateFleet")
-	if len(calls) == 0 {
-		t.Fatal("no CreateFleet call")
+	od := newClaim("default-od1", in(apis.CapacityTypeLabelKey, catalog.CapacityTypeOnDemand))
+	odInst, err := e.p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: od, NodeClass: nc, InstanceTypes: e.types("c5.large", "m5.large")})
+	if err != nil {
+		t.Fatal(err)
 	}
-	tags := tagSpec(calls[len(calls)-1].Params, "spot-instances-request")
-	want := map[string]string{nwaws.TagOwner: testOwner, nwaws.TagManagedBy: nwaws.ManagedBy, nwaws.TagNodePool: "default",
-		nwaws.TagNodeClaim: claim.Name, nwaws.ClusterTagKey(testCluster): "owned"}
-	for k, v := range want {
-		if tags[k] != v {
-			t.Errorf("spot-instances-request tag %s = %q, want %q (request tags %v)", k, tags[k], v, tags)
+	if spotInst.LaunchTemplate == odInst.LaunchTemplate {
+		t.Fatalf("spot and on-demand launches share template %s", spotInst.LaunchTemplate)
+	}
+	for _, c := range e.sim.Calls("ec2", "CreateFleet") {
+		for _, rt := range []string{"spot-instances-request", "network-interface"} {
+			if tags := tagSpec(c.Params, rt); tags != nil {
+				t.Errorf("CreateFleet tags %s (%v): an instant fleet cannot", rt, tags)
+			}
 		}
 	}
+	for _, c := range e.sim.Calls("ec2", "CreateLaunchTemplate") {
+		switch c.Params["LaunchTemplateName"] {
+		case spotInst.LaunchTemplate:
+			checkTemplateResourceTags(t, c.Params, true)
+		case odInst.LaunchTemplate:
+			checkTemplateResourceTags(t, c.Params, false)
+		}
+	}
+}
+
+// checkTemplateResourceTags checks a CreateLaunchTemplate request's data
+// tags: the network interfaces always, spot requests only in a spot
+// template, with the NodePool's tags the stack's IAM policy asks for and
+// none of one claim's own.
+func checkTemplateResourceTags(t *testing.T, params map[string]string, spot bool) {
+	t.Helper()
+	want := map[string]string{nwaws.TagOwner: testOwner, nwaws.TagManagedBy: nwaws.ManagedBy, nwaws.TagNodePool: "default",
+		nwaws.TagEKSClusterName: testCluster, nwaws.ClusterTagKey(testCluster): "owned"}
+	kinds := []string{"network-interface"}
+	if spot {
+		kinds = append(kinds, "spot-instances-request")
+	} else if tags := templateTagSpec(params, "spot-instances-request"); tags != nil {
+		t.Errorf("template %s of a launch that is not spot tags spot requests: EC2 fails its launches", params["LaunchTemplateName"])
+	}
+	for _, rt := range kinds {
+		tags := templateTagSpec(params, rt)
+		for k, v := range want {
+			if tags[k] != v {
+				t.Errorf("template %s: %s tag %s = %q, want %q (tags %v)", params["LaunchTemplateName"], rt, k, tags[k], v, tags)
+			}
+		}
+		if _, ok := tags[nwaws.TagNodeClaim]; ok {
+			t.Errorf("template %s: %s tags name a claim: one template would serve one claim", params["LaunchTemplateName"], rt)
+		}
+	}
+}
+
+// templateTagSpec is tagSpec for the tags a CreateLaunchTemplate request's
+// data gives its launches.
+func templateTagSpec(params map[string]string, resourceType string) map[string]string {
+	data := map[string]string{}
+	for k, v := range params {
+		if rest, ok := strings.CutPrefix(k, "LaunchTemplateData."); ok {
+			data[rest] = v
+		}
+	}
+	return tagSpec(data, resourceType)
 }
 
 // tagSpec returns the tags of the TagSpecification of resourceType in an

@@ -14,7 +14,7 @@ type FleetAPI interface {
 	CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, o ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
 }
 
-// RawInstance is one on-demand instance launched straight through
+// RawInstance is one instance launched straight through
 // CreateFleet, outside nodewright's launch path: another stack's or another
 // tool's instance, or one that carries nodewright's tags without any claim
 // having launched it, for the tests that check nodewright tells them apart.
@@ -24,6 +24,9 @@ type RawInstance struct {
 	// Zone or SubnetID places it (one of them).
 	Zone, SubnetID string
 	Tags           []ec2types.Tag
+	// CapacityType is the launch's (on-demand when empty). A launch from a
+	// template that tags spot requests must be spot: EC2 fails any other.
+	CapacityType ec2types.DefaultTargetCapacityType
 }
 
 // Launch launches r and returns its instance id, failing t when EC2 does
@@ -37,13 +40,17 @@ func (r RawInstance) Launch(ctx context.Context, t testing.TB, api FleetAPI) str
 	if r.SubnetID != "" {
 		override.SubnetId = sdkaws.String(r.SubnetID)
 	}
+	capacityType := r.CapacityType
+	if capacityType == "" {
+		capacityType = ec2types.DefaultTargetCapacityTypeOnDemand
+	}
 	out, err := api.CreateFleet(ctx, &ec2.CreateFleetInput{
 		Type: ec2types.FleetTypeInstant,
 		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: sdkaws.String(r.LaunchTemplate), Version: sdkaws.String("$Latest")},
 			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{override},
 		}},
-		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand},
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: capacityType},
 		TagSpecifications:           []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: r.Tags}},
 	})
 	if err != nil || len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {

@@ -74,20 +74,22 @@ func (c *Cloud) tagTargets(in *ec2.CreateTagsInput) []iam.Target {
 	return out
 }
 
-// fleetTargets: the fleet, instance, volume, network interface and (spot)
-// spot-instances-request it creates, each with the request's tags of that
-// type; the launch templates, images, subnets and security groups it
-// uses; ec2:CreateTags for every created type the request tags; and
-// iam:PassRole for the templates' instance profiles.
+// fleetTargets: the fleet, instances and volumes it creates, each with the
+// request's tags of that type; per launch template config, the network
+// interface and (spot) spot-instances-request its launches create, with
+// the request tags the template gives them (an instant fleet cannot tag
+// them itself: checkFleetTagTypes); the launch templates, images, subnets
+// and security groups it uses; ec2:CreateTags for every created type
+// tagged; and iam:PassRole for the templates' instance profiles.
 func (c *Cloud) fleetTargets(in *ec2.CreateFleetInput) []iam.Target {
 	const action = "ec2:CreateFleet"
-	created := []types.ResourceType{types.ResourceTypeFleet, types.ResourceTypeInstance, types.ResourceTypeVolume, types.ResourceTypeNetworkInterface}
-	if spec := in.TargetCapacitySpecification; spec != nil && spec.DefaultTargetCapacityType == types.DefaultTargetCapacityTypeSpot {
-		created = append(created, types.ResourceTypeSpotInstancesRequest)
-	}
 	var out []iam.Target
-	for _, rt := range created {
+	for _, rt := range []types.ResourceType{types.ResourceTypeFleet, types.ResourceTypeInstance, types.ResourceTypeVolume} {
 		out = append(out, c.creating(action, "CreateFleet", string(rt), in.TagSpecifications)...)
+	}
+	launchCreates := []types.ResourceType{types.ResourceTypeNetworkInterface}
+	if isSpotFleet(in) {
+		launchCreates = append(launchCreates, types.ResourceTypeSpotInstancesRequest)
 	}
 	for _, cfg := range in.LaunchTemplateConfigs {
 		spec := cfg.LaunchTemplateSpecification
@@ -97,6 +99,9 @@ func (c *Cloud) fleetTargets(in *ec2.CreateFleetInput) []iam.Target {
 		lt, err := c.resolveTemplate(spec.LaunchTemplateId, spec.LaunchTemplateName)
 		if err != nil {
 			continue // the fleet reports the error for this config
+		}
+		for _, rt := range launchCreates {
+			out = append(out, c.creating(action, "CreateFleet", string(rt), templateTagSpecs(lt.data))...)
 		}
 		out = append(out, c.existing(action, "launch-template", *lt.meta.LaunchTemplateId))
 		out = append(out, c.templateUses(action, lt.data)...)
@@ -260,11 +265,13 @@ func tagMap(tags []types.Tag) map[string]string {
 	})
 }
 
+// dedupe keeps one of each target; targets created with different request
+// tags (the interfaces of two launch templates) are each kept.
 func dedupe(ts []iam.Target) []iam.Target {
 	seen := map[string]bool{}
 	var out []iam.Target
 	for _, t := range ts {
-		k := t.Action + " " + t.ARN
+		k := t.Action + " " + t.ARN + " " + fmt.Sprint(t.RequestTags)
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, t)

@@ -60,6 +60,9 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 	if in.Type != types.FleetTypeInstant {
 		return nil, protocol.Errorf("InvalidParameterValue", "The simulator supports only fleets of type 'instant', got '%s'", in.Type)
 	}
+	if err := checkFleetTagTypes(in); err != nil {
+		return nil, err
+	}
 	tcs := in.TargetCapacitySpecification
 	if tcs == nil || aws.ToInt32(tcs.TotalTargetCapacity) < 1 {
 		return nil, protocol.Errorf("InvalidTargetCapacitySpecification", "TotalTargetCapacity must be at least 1")
@@ -312,6 +315,9 @@ func (c *Cloud) fill(in *ec2.CreateFleetInput, out *ec2.CreateFleetOutput, cands
 
 // unavailable explains why a pool cannot launch one more instance right now.
 func (c *Cloud) unavailable(cd *candidate, life types.InstanceLifecycle) (string, string) {
+	if code, msg := spotTagsOnOtherLaunch(cd, life); code != "" {
+		return code, msg
+	}
 	info := c.cfg.Catalog.Types[cd.itype]
 	if !c.cfg.Catalog.Offered(cd.itype, cd.zone) {
 		return "Unsupported", fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.",

@@ -39,7 +39,8 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 }
 
 // launchTags are the tags of the instance, its volume and its network
-// interface: the launch template's, then the request's, then the system
+// interface: the launch template's, then the request's (an instant fleet
+// tags only instances and volumes: checkFleetTagTypes), then the system
 // tags EC2 adds to fleet instances.
 func launchTags(in *ec2.CreateFleetInput, cd *candidate, fleetID string) (tags, volTags, eniTags []types.Tag) {
 	tags = []types.Tag{}
@@ -56,7 +57,6 @@ func launchTags(in *ec2.CreateFleetInput, cd *candidate, fleetID string) (tags, 
 	}
 	tags = mergeTags(tags, tagsFor(in.TagSpecifications, types.ResourceTypeInstance))
 	volTags = mergeTags(volTags, tagsFor(in.TagSpecifications, types.ResourceTypeVolume))
-	eniTags = mergeTags(eniTags, tagsFor(in.TagSpecifications, types.ResourceTypeNetworkInterface))
 	// EC2 adds these system tags to fleet instances.
 	tags = append(tags,
 		types.Tag{Key: aws.String("aws:ec2launchtemplate:id"), Value: cd.lt.meta.LaunchTemplateId},

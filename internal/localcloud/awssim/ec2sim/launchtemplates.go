@@ -30,6 +30,16 @@ func (c *Cloud) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTemp
 	if in.LaunchTemplateData == nil {
 		return nil, protocol.Errorf("MissingParameter", "The request must contain the parameter LaunchTemplateData")
 	}
+	if err := checkTemplateTagTypes(in.LaunchTemplateData); err != nil {
+		return nil, err
+	}
+	for _, s := range in.TagSpecifications {
+		// CreateLaunchTemplate API reference, TagSpecifications: "To tag the
+		// launch template, the resource type must be launch-template."
+		if s.ResourceType != types.ResourceTypeLaunchTemplate {
+			return nil, notTaggable(s.ResourceType)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.templateByName(name) != nil {
