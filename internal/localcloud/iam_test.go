@@ -128,12 +128,14 @@ func TestRolesDoTheirJobOnly(t *testing.T) {
 	}
 }
 
-// The policy bug issue 12 fixed, shown by the evaluator: a spot CreateFleet
-// whose request does not tag the spot-instances-request it creates is
-// refused (UnauthorizedOperation, as ec2:RunInstances: the launch inside
-// the fleet), and the encoded message decodes through
-// STS to the resource and the missing keys; tagged, the same launch passes
-// authorization.
+// The policy bug issue 12 fixed, shown by the evaluator, with the request
+// shape AWS documents: a spot CreateFleet tags its fleet, instances and
+// volumes itself, and the spot-instances-request (and network interfaces)
+// its launch creates take their request tags from the launch template. A
+// template that leaves the spot request untagged is refused
+// (UnauthorizedOperation, as ec2:RunInstances: the launch inside the fleet),
+// and the encoded message decodes through STS to the resource and the
+// missing keys; a template tagging it passes authorization.
 func TestSpotLaunchNeedsItsRequestTagged(t *testing.T) {
 	ic := newIAMCloud(t)
 	ic.c.ExpectDenials(func(d awssim.Denial) bool { return d.Action == "ec2:CreateFleet" || d.Action == "ec2:RunInstances" })
@@ -146,21 +148,35 @@ func TestSpotLaunchNeedsItsRequestTagged(t *testing.T) {
 		{Key: sdkaws.String(nwaws.TagOwner), Value: &owner},
 		{Key: sdkaws.String(nwaws.TagNodePool), Value: sdkaws.String("default")},
 	}
-	spec := func(types ...ec2types.ResourceType) []ec2types.TagSpecification {
-		var out []ec2types.TagSpecification
-		for _, rt := range types {
-			out = append(out, ec2types.TagSpecification{ResourceType: rt, Tags: tags})
+	template := func(name string, launchTags ...ec2types.ResourceType) string {
+		ltTags := []ec2types.Tag{
+			{Key: sdkaws.String(nwaws.ClusterTagKey("iam")), Value: sdkaws.String("owned")},
+			{Key: sdkaws.String(nwaws.TagManagedBy), Value: sdkaws.String(nwaws.ManagedBy)},
+			{Key: sdkaws.String(nwaws.TagOwner), Value: &owner},
+			{Key: sdkaws.String(nwaws.TagNodeClass), Value: sdkaws.String("default")},
 		}
-		return out
+		data := &ec2types.RequestLaunchTemplateData{}
+		for _, rt := range launchTags {
+			data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: rt, Tags: tags})
+		}
+		if _, err := ec2.NewFromConfig(ic.admin).CreateLaunchTemplate(ic.ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: &name, LaunchTemplateData: data,
+			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ltTags}}}); err != nil {
+			t.Fatal(err)
+		}
+		return name
 	}
-	base := []ec2types.ResourceType{ec2types.ResourceTypeFleet, ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeNetworkInterface}
-	fleet := func(specs []ec2types.TagSpecification) error {
+	fleet := func(lt string) error {
+		var specs []ec2types.TagSpecification
+		for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeFleet, ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume} {
+			specs = append(specs, ec2types.TagSpecification{ResourceType: rt, Tags: tags})
+		}
 		_, err := ctrl.CreateFleet(ic.ctx, &ec2.CreateFleetInput{Type: ec2types.FleetTypeInstant, TagSpecifications: specs,
 			TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: sdkaws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeSpot},
-			LaunchTemplateConfigs:       []ec2types.FleetLaunchTemplateConfigRequest{}})
+			LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
+				LaunchTemplateName: &lt, Version: sdkaws.String("$Latest")}}}})
 		return err
 	}
-	err := fleet(spec(base...))
+	err := fleet(template("nodewright/iam/eni-only", ec2types.ResourceTypeNetworkInterface))
 	d := ic.denied(t, err, "UnauthorizedOperation")
 	if !strings.Contains(d.Resource, ":spot-instances-request/") {
 		t.Fatalf("denied on %s, want the spot-instances-request", d.Resource)
@@ -182,7 +198,7 @@ func TestSpotLaunchNeedsItsRequestTagged(t *testing.T) {
 	}
 	t.Logf("decoded IAM reason: %s", msg)
 
-	if err := fleet(spec(append(base, ec2types.ResourceTypeSpotInstancesRequest)...)); err != nil {
+	if err := fleet(template("nodewright/iam/spot", ec2types.ResourceTypeNetworkInterface, ec2types.ResourceTypeSpotInstancesRequest)); err != nil {
 		var ae smithy.APIError
 		if errors.As(err, &ae) && ae.ErrorCode() == "UnauthorizedOperation" {
 			t.Errorf("tagged spot launch denied: %v", err)
