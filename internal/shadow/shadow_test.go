@@ -27,7 +27,7 @@ var reads = map[string]map[string]bool{
 	"cluster.go": {"ClaimNode": true, "NodeFor": true, "PVCVolumeName": true, "Snapshot": true, "PodsOnNode": true,
 		"VolumeAttachmentsOnNode": true, "FullLists": true},
 	"cloud.go": {"AMIs": true, "Cluster": true, "Subnets": true, "SecurityGroups": true, "Resolve": true, "Drift": true,
-		"GetInstance": true, "ListClusterInstances": true, "Owns": true, "Catalog": true, "ApplyICE": true, "Tags": true,
+		"GetInstance": true, "ListClusterInstances": true, "Owns": true, "Catalog": true, "ApplyICE": true, "Tags": true, "PoolTags": true,
 		"LaunchTemplates": true, "Prices": true, "ICE": true, "InvalidateDiscovery": true, "CapacityReservations": true,
 		"WithReservations": true, "PlanLaunch": true, "PlacementGroup": true, "WithPlacementGroups": true},
 }
