@@ -517,6 +517,11 @@ func (b *builder) outputs() {
 	out("NodeRoleName", b.NodeRole.RoleName(), "The stack's node role: EC2NodeClasses naming it (or no role) launch with it")
 	out("NodeRoleArn", b.NodeRole.RoleArn(), "IAM role of the nodes nodewright launches")
 	out("NodeInstanceProfileName", b.instanceProfile.InstanceProfileName(), "Instance profile of the nodes")
+	// nodewright doctor evaluates these roles' policies with
+	// iam:SimulatePrincipalPolicy and looks for their access entries.
+	out("ControllerRoleArn", b.ControllerRole.RoleArn(), "IAM role of the provisioner, interruption, disruption and lifecycle functions")
+	out("WebhookRoleArn", b.webhookRole.RoleArn(), "IAM role of the admission webhook function")
+	out("RegistrarRoleArn", b.registrarRole.RoleArn(), "IAM role of the webhook registration custom resource")
 	for _, fn := range Functions {
 		out(exportID(fn)+"FunctionName", b.Functions[fn].FunctionName(), "Lambda function "+fn)
 	}

@@ -14,6 +14,7 @@ import (
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/nodewright/nodewright/internal/access"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/iam"
@@ -91,6 +92,7 @@ func (c *Cloud) Deploy(r StackResources) (*Stack, error) {
 	}
 	b := c.binding(r)
 	seq := stackSeq.Add(1)
+	roleARNs := map[string]string{}
 	for construct, name := range stackRoles {
 		policies, err := tpl.RolePolicies(construct, b)
 		if err != nil {
@@ -106,6 +108,7 @@ func (c *Cloud) Deploy(r StackResources) (*Stack, error) {
 		session := fmt.Sprintf("arn:aws:sts::%s:assumed-role/%s/%s", c.account(), name, strings.ToLower(construct))
 		c.AWS.AddRole(key.AccessKeyID, key.SecretAccessKey, session, awssim.Role{ARN: roleARN, Policies: policies})
 		st.keys[construct] = key
+		roleARNs[construct] = roleARN
 	}
 	// The instance profiles the stack creates: its own node role's and one
 	// per role an EC2NodeClass of the synthesized configuration names.
@@ -117,8 +120,35 @@ func (c *Cloud) Deploy(r StackResources) (*Stack, error) {
 		c.AWS.AddInstanceProfile(p, role)
 	}
 	profile := nwaws.InstanceProfileName(r.ClusterName, r.NodeRole)
-	c.AWS.AddInstanceProfile(fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", c.account(), profile), fmt.Sprintf("arn:aws:iam::%s:role/%s", c.account(), r.NodeRole))
+	nodeRoleARN := fmt.Sprintf("arn:aws:iam::%s:role/%s", c.account(), r.NodeRole)
+	c.AWS.AddInstanceProfile(fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", c.account(), profile), nodeRoleARN)
+	profiles[profile] = nodeRoleARN
+	c.putStack(r, roleARNs, profiles)
 	return st.finish(), nil
+}
+
+// putStack records what CloudFormation would hold after the deployment:
+// the stack and its outputs (infra's outputs) and the access entries it
+// creates (the controller's and the registrar's, STANDARD; each node
+// role's, EC2_LINUX), as `nodewright doctor` reads them.
+func (c *Cloud) putStack(r StackResources, roleARNs, profiles map[string]string) {
+	outputs := map[string]string{
+		"TableName": r.Table, "ProvisionQueueUrl": r.ProvisionQueue, "WorkQueueUrl": r.WorkQueue,
+		"InterruptionQueueUrl": r.InterruptionQueue, "DisruptionQueueUrl": r.DisruptionQueue,
+		"NodeRoleName": r.NodeRole, "NodeRoleArn": fmt.Sprintf("arn:aws:iam::%s:role/%s", c.account(), r.NodeRole),
+		"NodeInstanceProfileName": nwaws.InstanceProfileName(r.ClusterName, r.NodeRole),
+		"ControllerRoleArn":       roleARNs["ControllerRole"], "WebhookRoleArn": roleARNs["WebhookRole"], "RegistrarRoleArn": roleARNs["RegistrarRole"],
+	}
+	c.AWS.PutStack("nodewright-"+r.ClusterName, outputs)
+	groups := []string{access.ControllerGroup}
+	if r.Shadow {
+		groups = nil
+	}
+	c.AWS.PutAccessEntry(awssim.AccessEntry{PrincipalARN: roleARNs["ControllerRole"], Type: "STANDARD", KubernetesGroups: groups})
+	c.AWS.PutAccessEntry(awssim.AccessEntry{PrincipalARN: roleARNs["RegistrarRole"], Type: "STANDARD"})
+	for _, role := range profiles {
+		c.AWS.PutAccessEntry(awssim.AccessEntry{PrincipalARN: role, Type: "EC2_LINUX", KubernetesGroups: []string{"system:nodes"}})
+	}
 }
 
 // ShadowStatementPrefix starts the IDs of a shadow-mode stack's

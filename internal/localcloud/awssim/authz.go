@@ -47,6 +47,7 @@ type StatementUse struct {
 type authz struct {
 	mu         sync.Mutex
 	roles      map[string]*Role           // by access key ID
+	byARN      map[string]*Role           // by ARN, the last registered (SimulatePrincipalPolicy)
 	profiles   map[string]string          // instance profile ARN -> role ARN
 	statements map[string]StatementUse    // "roleARN\x00statementID" -> the statement, every one registered
 	used       map[string]int             // same key -> requests allowed
@@ -67,6 +68,10 @@ func (s *Server) AddRole(accessKeyID, secretAccessKey, sessionARN string, role R
 	}
 	r := role
 	a.roles[accessKeyID] = &r
+	if a.byARN == nil {
+		a.byARN = map[string]*Role{}
+	}
+	a.byARN[role.ARN] = &r
 	for _, p := range role.Policies {
 		for _, st := range p.Statements {
 			a.statements[role.ARN+"\x00"+st.ID] = StatementUse{Role: role.ARN, Statement: st.ID, Allow: st.Allow, Actions: append(st.Action, st.NotAction...)}

@@ -25,8 +25,13 @@ func (s *Server) SetEKSCluster(endpoint string, caPEM []byte, version string) {
 	s.eks = eksCluster{endpoint: endpoint, caPEM: caPEM, version: version}
 }
 
-// serveEKS serves the REST-JSON EKS API: GET /clusters/<name> (DescribeCluster).
+// serveEKS serves the REST-JSON EKS API: GET /clusters/<name> (DescribeCluster)
+// and the access entry reads (serveAccessEntries).
 func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request, reqID string) {
+	if rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/clusters/"); ok && strings.Contains(rest, "/access-entries") {
+		s.serveAccessEntries(w, r, reqID, rest)
+		return
+	}
 	name, isDescribe := strings.CutPrefix(r.URL.Path, "/clusters/")
 	op := "DescribeCluster"
 	if !isDescribe || r.Method != http.MethodGet || strings.Contains(name, "/") {
@@ -74,7 +79,7 @@ func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request, reqID string) 
 			"publicAccessCidrs": []string{"0.0.0.0/0"},
 		},
 		"kubernetesNetworkConfig": map[string]any{"serviceIpv4Cidr": s.opts.ServiceCIDR, "ipFamily": "ipv4"},
-		"accessConfig":            map[string]any{"authenticationMode": "API_AND_CONFIG_MAP"},
+		"accessConfig":            map[string]any{"authenticationMode": s.eksAuthenticationMode()},
 		"tags":                    map[string]string{},
 	}
 	if c.endpoint != "" {

@@ -35,6 +35,8 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, reqID, servic
 		out, err = s.handlePricing(op, body)
 	case "secretsmanager":
 		out, err = s.handleSecretsManager(op, body)
+	case "servicequotas":
+		out, err = s.handleServiceQuotas(op, body)
 	default:
 		err = protocol.Errorf("UnknownOperationException", "service %s is not simulated", service)
 	}

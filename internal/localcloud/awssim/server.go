@@ -101,8 +101,10 @@ type Server struct {
 	dynamoClient *http.Client
 	// secrets is Secrets Manager (the webhook's shared secret).
 	secrets secretStore
-	log     callLog
-	logger  *slog.Logger
+	// acct is what doctor reads: IAM roles, quotas, stacks, access entries.
+	acct   account
+	log    callLog
+	logger *slog.Logger
 
 	mu         sync.Mutex
 	principals map[string]principal
@@ -312,6 +314,8 @@ var jsonServices = map[string]struct{ name, typePrefix string }{
 	"AmazonSQS":           {"sqs", "com.amazonaws.sqs#"},
 	"AWSEvents":           {"events", ""},
 	"secretsmanager":      {"secretsmanager", ""},
+	// Service Quotas (awsJson1_1, target prefix ServiceQuotasV20190624).
+	"ServiceQuotasV20190624": {"servicequotas", ""},
 }
 
 // ServeHTTP routes by token-review path, X-Amz-Target, EKS path or Action.
@@ -348,6 +352,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveJSON(w, r, reqID, js.name, js.typePrefix, op, body)
 		return
 	}
+	if signing == "lambda" || strings.HasPrefix(r.URL.Path, lambdaAPIPrefix) {
+		s.serveLambda(w, r, reqID)
+		return
+	}
 	if signing == "eks" || strings.HasPrefix(r.URL.Path, "/clusters") {
 		s.serveEKS(w, r, reqID)
 		return
@@ -366,6 +374,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case signing == "sts" || action == "GetCallerIdentity":
 		s.serveSTS(w, r, reqID, action, form)
+	case signing == "iam":
+		s.serveIAM(w, r, reqID, action, form)
+	case signing == "cloudformation":
+		s.serveCloudFormation(w, r, reqID, action, form)
 	case action != "":
 		s.serveEC2(w, r, reqID, action, form)
 	default:
@@ -413,6 +425,10 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request, reqID, action 
 		if ae := s.authorizeEC2(r, action, form); ae != nil {
 			done(ae, 0)
 			protocol.WriteError(w, protocol.EC2Query, reqID, ae, "")
+			return
+		}
+		if dryRun(form) {
+			s.serveDryRun(w, reqID, action, form, done)
 			return
 		}
 	}
