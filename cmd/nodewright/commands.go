@@ -14,5 +14,6 @@ func subcommands() []*cobra.Command {
 		newDeleteCmd(),
 		newImportCmd(),
 		newReportCmd(),
+		newDoctorCmd(),
 	}
 }

@@ -1,0 +1,119 @@
+package doctor_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/nodewright/nodewright/internal/doctor"
+	"github.com/nodewright/nodewright/internal/doctor/doctortest"
+	"github.com/nodewright/nodewright/internal/localcloud"
+)
+
+// mustStatus fails the test unless the check named name has status want
+// and, when it does not pass, a fix containing fix.
+func mustStatus(t *testing.T, r *doctor.Report, name string, want doctor.Status, fix string) doctor.Check {
+	t.Helper()
+	c, ok := r.Find(name)
+	if !ok {
+		t.Fatalf("no check %s in:\n%s", name, text(r))
+	}
+	if c.Status != want || !strings.Contains(c.Fix, fix) {
+		t.Fatalf("check %s: %s %q (fix %q), want %s with a fix containing %q\n%s", name, c.Status, c.Message, c.Fix, want, fix, text(r))
+	}
+	return c
+}
+
+func text(r *doctor.Report) string {
+	var b bytes.Buffer
+	_ = r.WriteText(&b)
+	return b.String()
+}
+
+func noFailure(t *testing.T, r *doctor.Report) {
+	t.Helper()
+	if r.Failed() {
+		t.Fatalf("doctor failed on a healthy account:\n%s", text(r))
+	}
+}
+
+// Doctor on the local cloud: before the deploy the stack's checks warn and
+// nothing fails; after it everything the stack needs passes, the deployed
+// roles' policies allow every request the launch path makes
+// (SimulatePrincipalPolicy); then each broken account fails its check with
+// its fix, and passes again once repaired.
+func TestDoctorOnTheLocalCloud(t *testing.T) {
+	e := doctortest.New(t)
+	before := e.Run(t)
+	noFailure(t, before)
+	mustStatus(t, before, "stack", doctor.Warn, "cdk deploy")
+	mustStatus(t, before, "iam/controller", doctor.Warn, "cdk deploy")
+	mustStatus(t, before, "dryrun/CreateLaunchTemplate", doctor.Pass, "")
+
+	e.Deploy(t)
+	r := e.Run(t)
+	noFailure(t, r)
+	for _, name := range []string{"cluster", "authentication-mode", "stack", "access-entries", "subnets/default", "security-groups/default",
+		"amis/default", "spot-service-linked-role", "lambda-concurrency", "iam/controller", "iam/webhook", "iam/registrar", "dryrun/CreateLaunchTemplate"} {
+		mustStatus(t, r, name, doctor.Pass, "")
+	}
+	mustStatus(t, r, "ec2-vcpu-quota/on-demand/L-1216C47A", doctor.Pass, "")
+	mustStatus(t, r, "ec2-vcpu-quota/spot/L-34B43A08", doctor.Pass, "")
+	t.Logf("doctor on a deployed stack:\n%s", text(r))
+
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back doctor.Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Checks) != len(r.Checks) || !back.Deployed {
+		t.Fatalf("JSON report does not read back (%v): %s", err, js.String())
+	}
+
+	t.Run("wrong authentication mode", func(t *testing.T) {
+		e.Cloud.AWS.SetEKSAuthenticationMode("CONFIG_MAP")
+		defer e.Cloud.AWS.SetEKSAuthenticationMode("API_AND_CONFIG_MAP")
+		mustStatus(t, e.Run(t), "authentication-mode", doctor.Fail, "authenticationMode=API_AND_CONFIG_MAP")
+	})
+	t.Run("no spot service-linked role", func(t *testing.T) {
+		e.Cloud.AWS.SetServiceLinkedRole(doctor.SpotServiceLinkedRole, false)
+		defer e.Cloud.AWS.SetServiceLinkedRole(doctor.SpotServiceLinkedRole, true)
+		mustStatus(t, e.Run(t), "spot-service-linked-role", doctor.Fail, "aws iam create-service-linked-role --aws-service-name spot.amazonaws.com")
+	})
+	t.Run("EC2 vCPU quota too low", func(t *testing.T) {
+		e.Cloud.AWS.SetServiceQuota("ec2", "L-34B43A08", 1)
+		defer e.Cloud.AWS.SetServiceQuota("ec2", "L-34B43A08", 640)
+		mustStatus(t, e.Run(t), "ec2-vcpu-quota/spot/L-34B43A08", doctor.Fail, "--quota-code L-34B43A08")
+	})
+	t.Run("Lambda concurrency too low", func(t *testing.T) {
+		e.Cloud.AWS.SetLambdaConcurrency(50, 0)
+		defer e.Cloud.AWS.SetLambdaConcurrency(1000, 0)
+		mustStatus(t, e.Run(t), "lambda-concurrency", doctor.Fail, "--quota-code L-B99A9384")
+	})
+	t.Run("a policy statement dropped", func(t *testing.T) {
+		t.Setenv(localcloud.EnvIAMDrop, e.StatementID(t, "LaunchTaggedForThisCluster"))
+		e.Deploy(t)
+		defer func() {
+			t.Setenv(localcloud.EnvIAMDrop, "")
+			e.Deploy(t)
+		}()
+		c := mustStatus(t, e.Run(t), "iam/controller", doctor.Fail, "deploy the stack again")
+		if !strings.Contains(c.Message, "ec2:CreateFleet on arn:aws:ec2:") || !strings.Contains(c.Message, "implicitDeny") {
+			t.Errorf("the denial should name the fleet's request and IAM's implicitDeny: %s", c.Message)
+		}
+	})
+	t.Run("an access entry missing", func(t *testing.T) {
+		e.Cloud.AWS.DeleteAccessEntry("arn:aws:iam::111122223333:role/KarpenterNodeRole-" + e.Cluster)
+		defer e.Deploy(t)
+		mustStatus(t, e.Run(t), "access-entries", doctor.Fail, "aws eks create-access-entry")
+	})
+	noFailure(t, e.Run(t))
+	t.Run("subnets without the discovery tag", func(t *testing.T) {
+		if n := e.Cloud.AWS.EC2().RemoveSubnetTag("karpenter.sh/discovery"); n == 0 {
+			t.Fatal("no subnet carried the discovery tag")
+		}
+		r := e.Run(t)
+		mustStatus(t, r, "subnets/default", doctor.Fail, "aws ec2 create-tags --resources subnet-... --tags Key=karpenter.sh/discovery,Value="+e.Cluster)
+	})
+}
