@@ -15,7 +15,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: print-functions all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test
+.PHONY: print-functions all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test aws-contract
 
 all: build
 
@@ -31,6 +31,7 @@ help:
 	@echo "make karpenter-compare  Karpenter's scheduler vs nodewright's on the plan-quality scenarios (slow; flags in KARPENTER_COMPARE_FLAGS)"
 	@echo "make karpenter-compare-test  vet and test the karpentercompare module"
 	@echo "make karpenter-coexist-test  the real Karpenter (KWOK provider) beside nodewright on the local cloud (slow; first run builds Karpenter)"
+	@echo "make aws-contract  the real-account contract suite: doctor, dry-run launches, one real launch (needs NODEWRIGHT_CONTRACT_CLUSTER and AWS credentials)"
 
 # Builds the local control plane (cold: ~8 min on 2 cores) and installs
 # dynalite once, before the test packages that share them start.
@@ -152,5 +153,16 @@ karpenter-compare-test:
 KARPENTER_COEXIST_DIR := internal/localcloud/karpenter
 karpenter-coexist-test:
 	cd $(KARPENTER_COEXIST_DIR) && $(GO) vet ./... && $(GO) test -v -count=1 -timeout 100m ./...
+
+# The real-account contract suite (internal/doctor/contract) for whoever has
+# a sandbox account with an EKS cluster and the stack deployed: doctor,
+# dry-run launches of a spot and an on-demand claim under the deployed
+# controller role's policy (iam:SimulatePrincipalPolicy), and one real
+# launch of the smallest on-demand type a NodePool allows, terminated with
+# cleanup on any exit (Ctrl-C included). Skipped without
+# NODEWRIGHT_CONTRACT_CLUSTER and AWS credentials; NODEWRIGHT_CONTRACT_CONFIG
+# is the configDir (default karpenter/). Its local-cloud half runs in make test.
+aws-contract:
+	$(GO) test -count=1 -v -timeout 30m -run '^TestAWSContract$$' ./internal/doctor/contract
 
 FORCE:

@@ -42,8 +42,8 @@ var deployDocs = []deployDoc{
 // needsAWS are the documented commands that only call AWS or the user's
 // cluster; the test shows them skipped. Every other line runs, so a new
 // step in a deploy section is tested the day it is written (or listed here).
-var needsAWS = []string{"aws ", "kubectl ", "TABLE=$(aws ", "nodewright get ", "nodewright report ",
-	"go run ./cmd/nodewright report ", "go run ./cmd/nodewright get "}
+var needsAWS = []string{"aws ", "kubectl ", "TABLE=$(aws ", "nodewright get ", "nodewright report ", "nodewright doctor ",
+	"go run ./cmd/nodewright report ", "go run ./cmd/nodewright get ", "go run ./cmd/nodewright doctor "}
 
 // cdkAWSCommand matches `cdk deploy` and `cdk destroy` (by the pinned CLI's
 // path or the alias infra/README.md defines). Both synthesize the app before

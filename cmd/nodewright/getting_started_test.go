@@ -58,7 +58,7 @@ func readmeSection(t *testing.T, heading string) (commands []string, outputs []s
 // needAWS are the getting-started commands that only run against AWS or a
 // cluster; the test runs every other line.
 var needAWS = []string{"aws ", "go install ", "make build", "infra/synth.sh ", "infra/node_modules/.bin/cdk ",
-	"kubectl ", "nodewright get ", "TABLE="}
+	"kubectl ", "nodewright get ", "nodewright doctor ", "TABLE="}
 
 // TestGettingStarted runs the README's "Getting started on AWS" as written,
 // from a directory laid out like the repository, except the commands that
