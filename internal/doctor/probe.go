@@ -72,8 +72,9 @@ type DryRun struct {
 	Action string
 	// Code is DryRunOperation when the call would have succeeded.
 	Code, Message string
-	// Unmade: the request names a resource an earlier dry run only
-	// pretended to make (the launch template), so EC2 could not judge it.
+	// Unmade: the request names a launch template an earlier dry run only
+	// pretended to make, and EC2 answered that it does not exist: the
+	// fleet could not be judged.
 	Unmade bool
 }
 
@@ -169,7 +170,9 @@ func (d *dryRunEC2) answer(action string, err error, unmade bool) {
 	} else if err != nil {
 		dr.Code, dr.Message = "Error", err.Error()
 	}
-	dr.Unmade = unmade && !dr.OK()
+	// Only EC2's own "no such template" says the fleet could not be judged;
+	// any other refusal is about the request itself.
+	dr.Unmade = unmade && strings.HasPrefix(dr.Code, "InvalidLaunchTemplate")
 	d.mu.Lock()
 	d.probe.DryRuns = append(d.probe.DryRuns, dr)
 	d.mu.Unlock()

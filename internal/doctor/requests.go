@@ -43,6 +43,9 @@ func (a ARNs) request(action, resource, why string, ctx map[string][]string) Req
 // requestTags are the aws:RequestTag/* keys and aws:TagKeys of tags a
 // request puts on what it creates.
 func requestTags(tags map[string]string) map[string][]string {
+	if len(tags) == 0 {
+		return map[string][]string{}
+	}
 	out := map[string][]string{"aws:TagKeys": slices.Sorted(maps.Keys(tags))}
 	for k, v := range tags {
 		out["aws:RequestTag/"+k] = []string{v}

@@ -49,6 +49,9 @@ func Simulate(ctx context.Context, api IAMAPI, principal string, reqs []Request)
 			in.ResourceArns = []string{r.Resource}
 		}
 		for _, k := range sortedKeys(r.Context) {
+			if len(r.Context[k]) == 0 {
+				continue // the API takes no key without a value
+			}
 			kind := iamtypes.ContextKeyTypeEnumString
 			if k == "aws:TagKeys" {
 				kind = iamtypes.ContextKeyTypeEnumStringList

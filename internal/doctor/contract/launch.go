@@ -79,7 +79,10 @@ func (s *suite) awaitState(ctx context.Context, id, state string, wait time.Dura
 			return fmt.Errorf("instance %s is %s, not %s", id, inst.State, state)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("instance %s not %s after %s (last: %+v, %v)", id, state, wait, inst.State, err)
+			if err == nil {
+				err = fmt.Errorf("its last state is %q", inst.State)
+			}
+			return fmt.Errorf("instance %s not %s after %s: %w", id, state, wait, err)
 		}
 		select {
 		case <-ctx.Done():
