@@ -2,10 +2,12 @@ package doctor_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
+	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/doctor"
 	"github.com/nodewright/nodewright/internal/doctor/doctortest"
 	"github.com/nodewright/nodewright/internal/localcloud"
@@ -109,6 +111,14 @@ func TestDoctorOnTheLocalCloud(t *testing.T) {
 		mustStatus(t, e.Run(t), "access-entries", doctor.Fail, "aws eks create-access-entry")
 	})
 	noFailure(t, e.Run(t))
+	t.Run("once the stack has launched", func(t *testing.T) {
+		id := launch(t, e)
+		r := e.Run(t)
+		mustStatus(t, r, "dryrun/CreateFleet", doctor.Pass, "")
+		if c := mustStatus(t, r, "dryrun/TerminateInstances", doctor.Pass, ""); !strings.Contains(c.Message, id) {
+			t.Errorf("the terminate dry run should name the stack's instance %s: %s", id, c.Message)
+		}
+	})
 	t.Run("subnets without the discovery tag", func(t *testing.T) {
 		if n := e.Cloud.AWS.EC2().RemoveSubnetTag("karpenter.sh/discovery"); n == 0 {
 			t.Fatal("no subnet carried the discovery tag")
@@ -116,4 +126,33 @@ func TestDoctorOnTheLocalCloud(t *testing.T) {
 		r := e.Run(t)
 		mustStatus(t, r, "subnets/default", doctor.Fail, "aws ec2 create-tags --resources subnet-... --tags Key=karpenter.sh/discovery,Value="+e.Cluster)
 	})
+}
+
+// launch launches an on-demand instance for the NodePool as the stack's
+// functions would (its owner tags, its launch templates), with the
+// administrator's credentials, and returns its ID.
+func launch(t *testing.T, e *doctortest.Env) string {
+	t.Helper()
+	ctx := context.Background()
+	clients := e.Clients(t)
+	p, err := nwaws.New(nwaws.Options{ClusterName: e.Cluster, Region: e.Region, Owner: e.Cloud.TableARN(e.Table)},
+		nwaws.Clients{EC2: clients.EC2, SSM: clients.SSM, EKS: clients.EKS}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := p.Catalog(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	np, nc := e.Config.NodePools[0], e.Config.NodeClasses[0]
+	types := doctor.PoolTypes(cat, np, nc, "on-demand")[:4]
+	names := make([]string, 0, len(types))
+	for _, it := range types {
+		names = append(names, it.Name)
+	}
+	inst, err := p.Launch(ctx, nwaws.LaunchRequest{NodeClaim: doctor.Claim("launched-1", np, "on-demand", names), NodeClass: nc, InstanceTypes: types, New: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inst.ID
 }
