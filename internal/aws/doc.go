@@ -53,15 +53,20 @@
 // hands them to the catalog, which offers each as a reserved offering of
 // its type and zone (catalog.ForNodeClass). A claim that allows reserved
 // capacity launches into a reservation first, as Karpenter's does: one
-// launch template per reservation targets it, the fleet names only those
-// templates (on-demand, or capacity-block for capacity blocks) and, of
-// several reservations of one type and zone, the one with the most room.
-// A full reservation (ReservationCapacityExceeded) marks (type, zone,
-// reserved) in the ICE set; the claim then falls back to spot or on-demand
-// when its requirements allow. The class's other launches set the
-// reservation preference "none", so EC2 never puts them into an open
-// reservation the plan did not choose. DescribeInstances reports an
-// instance in a reservation as capacity type reserved (Instance.Reservation).
+// launch template per reservation targets it (preference
+// capacity-reservations-only: into the reservation or not at all; the
+// market type of a capacity block or an interruptible reservation), the
+// fleet names only those templates (on-demand; capacity-block for one
+// capacity block, the cheapest, since a fleet takes one; reserved-capacity
+// for interruptible reservations) and, of several reservations of one type
+// and zone, the one with the most room. A full reservation
+// (ReservationCapacityExceeded) marks (type, zone, reserved) in the ICE
+// set; the claim then falls back to spot or on-demand when its
+// requirements allow. Every other launch sets the reservation preference
+// "none", so EC2 never puts it into an open reservation the plan did not
+// choose (Karpenter's shape with its ReservedCapacity feature, on by
+// default). DescribeInstances reports an instance in a reservation as
+// capacity type reserved (Instance.Reservation).
 //
 // # Placement groups
 //
@@ -88,8 +93,14 @@
 // template's data, as Karpenter's do; so templates are per NodePool, and
 // spot launches have templates of their own (EC2 fails an on-demand launch
 // from a template that tags spot requests). Launch templates carry the
-// cluster tag, TagManagedBy, nodewright.io/owner,
-// karpenter.k8s.aws/cluster=<cluster> and karpenter.k8s.aws/ec2nodeclass.
+// EC2NodeClass's spec.tags, karpenter.sh/nodepool, the cluster tag,
+// TagManagedBy, nodewright.io/owner, karpenter.k8s.aws/cluster=<cluster>
+// and karpenter.k8s.aws/ec2nodeclass, but not eks:eks-cluster-name, by
+// which Karpenter's launch template cache finds the templates it deletes.
+//
+// The request shapes are Karpenter-AWS v1.14's, checked field by field on
+// every example EC2NodeClass by internal/aws/karpenterawsdiff, whose
+// DIFFERENCES.md lists what nodewright sends differently and why.
 //
 // Karpenter tags its instances and templates with the same cluster and
 // karpenter.* tags, so TagManagedBy is what ownership means here:

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/nodewright/nodewright/internal/apis"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/catalog"
 )
@@ -29,12 +30,12 @@ type fleetTemplates struct {
 
 // fleetInput is the CreateFleet request of one attempt: a launch template
 // config per (AMI, max pods, reservation) with the options' offerings as
-// prioritized overrides, tagged, with the capacity type's allocation
-// strategy. A reserved launch names only reservations, each through a
+// overrides, tagged, with the capacity type's allocation strategy. A reserved launch names only reservations, each through a
 // template that targets it, and falls back nowhere: the next attempt (or
 // claim) does, as in Karpenter.
 func (p *Provider) fleetInput(ctx context.Context, l *launch, zonal map[string]Subnet, capacityType string, opts []option, attempt int,
 ) (*ec2.CreateFleetInput, *fleetTemplates, error) {
+	opts = oneReservationPartition(capacityType, opts)
 	configs, fts, err := p.templateConfigs(ctx, l, zonal, capacityType, opts)
 	if err != nil {
 		return nil, nil, err
@@ -61,37 +62,79 @@ func (p *Provider) fleetInput(ctx context.Context, l *launch, zonal map[string]S
 		},
 		Context: l.nc.Spec.Context,
 	}
-	if capacityType == catalog.CapacityTypeSpot {
+	switch in.TargetCapacitySpecification.DefaultTargetCapacityType {
+	case ec2types.DefaultTargetCapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case ec2types.DefaultTargetCapacityTypeReservedCapacity:
+		// Interruptible reservations are reserved capacity of their own
+		// kind; on-demand options would not apply to them.
+		in.ReservedCapacityOptions = &ec2types.ReservedCapacityOptionsRequest{
+			ReservationTypes: []ec2types.FleetReservationType{ec2types.FleetReservationTypeInterruptibleCapacityReservation},
+		}
+	case ec2types.DefaultTargetCapacityTypeCapacityBlock:
+		// A capacity block has no allocation to choose: one block, one type.
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in, fts, nil
 }
 
 // targetCapacityType is the fleet's target capacity type: reserved
-// capacity launches as on-demand into its reservations, or as
-// capacity-block into capacity blocks.
+// capacity launches as on-demand into its reservations, as capacity-block
+// into a capacity block, or as reserved-capacity into interruptible
+// reservations (Karpenter's shapes, pkg/providers/instance/types.go).
 func targetCapacityType(capacityType string, opts []option) ec2types.DefaultTargetCapacityType {
 	if capacityType != catalog.CapacityTypeReserved {
 		return ec2types.DefaultTargetCapacityType(capacityType)
 	}
-	if len(opts) > 0 && reservationKind(opts[0].offerings[0]) == catalog.ReservationTypeCapacityBlock {
-		return ec2types.DefaultTargetCapacityTypeCapacityBlock
+	if len(opts) > 0 {
+		switch o := opts[0].offerings[0]; {
+		case reservationKind(o) == catalog.ReservationTypeCapacityBlock:
+			return ec2types.DefaultTargetCapacityTypeCapacityBlock
+		case o.Interruptible:
+			return ec2types.DefaultTargetCapacityTypeReservedCapacity
+		}
 	}
 	return ec2types.DefaultTargetCapacityTypeOnDemand
+}
+
+// oneReservationPartition keeps, of a reserved launch's options, the
+// reservations of the cheapest option's kind: a fleet launches into
+// default reservations, into interruptible ones or into capacity blocks,
+// never a mix. Of capacity blocks it keeps the cheapest alone, since
+// CreateFleet takes one capacity block per request (EC2 user guide,
+// "Launch instances into Capacity Blocks using EC2 Fleet"; Karpenter's
+// CapacityBlockFilter).
+func oneReservationPartition(capacityType string, opts []option) []option {
+	if capacityType != catalog.CapacityTypeReserved || len(opts) == 0 {
+		return opts
+	}
+	first := opts[0].offerings[0]
+	if reservationKind(first) == catalog.ReservationTypeCapacityBlock {
+		o := opts[0]
+		o.offerings = o.offerings[:1]
+		return []option{o}
+	}
+	var out []option
+	for _, o := range opts {
+		o.offerings = slices.DeleteFunc(slices.Clone(o.offerings), func(off catalog.Offering) bool {
+			return reservationKind(off) != reservationKind(first) || off.Interruptible != first.Interruptible
+		})
+		if len(o.offerings) > 0 {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // templateConfigs ensures one launch template per (AMI, max pods,
 // reservation) and returns the fleet's launch template configs, in the
 // order the options first need them, and what each template holds. The kubelet's max pods
 // must be what the scheduler assumed for the type, and it differs between
-// types (ENI-limited density), as in Karpenter. Overrides keep the price
-// rank as priority across templates.
+// types (ENI-limited density), as in Karpenter.
 func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[string]Subnet, capacityType string, opts []option,
 ) ([]ec2types.FleetLaunchTemplateConfigRequest, *fleetTemplates, error) {
-	labels := NodeLabels(l.claim, capacityType)
-	maps.Copy(labels, l.pl.labels())
+	labels := userDataLabels(l.claim, l.nc.AMIFamily(), capacityType, l.pl.labels())
 	udOpts, err := userDataOptions(l.nc, l.cluster, labels, RegisterTaints(l.claim))
 	if err != nil {
 		return nil, nil, err
@@ -108,7 +151,7 @@ func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[str
 	groups := map[string]*group{}
 	var order []string
 	fts := &fleetTemplates{images: map[string]string{}, reserved: map[string]catalog.Offering{}, placement: l.pl}
-	for rank, o := range opts {
+	for _, o := range opts {
 		maxPods := int32(min(o.it.MaxPods(allocOpts), math.MaxInt32))
 		for _, off := range o.offerings {
 			key := fmt.Sprintf("%s/%d/%s", o.ami.ID, maxPods, off.ReservationID)
@@ -130,7 +173,12 @@ func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[str
 				InstanceType:     ec2types.InstanceType(o.it.Name),
 				SubnetId:         sdkaws.String(zonal[off.Zone].ID),
 				AvailabilityZone: sdkaws.String(off.Zone),
-				Priority:         sdkaws.Float64(float64(rank)),
+				// The image again, as Karpenter names it: the fleet's answer
+				// then says which image each instance runs.
+				ImageId: sdkaws.String(o.ami.ID),
+				// The offering's price, as Karpenter's: EC2 reads priorities
+				// only under the prioritized strategies, which neither uses.
+				Priority: sdkaws.Float64(off.Price),
 			})
 		}
 	}
@@ -165,23 +213,19 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 	if ud.Family != userdata.Custom {
 		ud.Kubelet.MaxPods = &maxPods
 	}
-	if id := tg.reserved.ReservationID; id != "" {
-		// The node registers with its reservation's labels (Karpenter's).
-		ud.Labels = maps.Clone(ud.Labels)
-		maps.Copy(ud.Labels, catalog.ReservationLabels(tg.reserved))
-	}
 	text, err := p.userData.generate(ud)
 	if err != nil {
 		return "", fmt.Errorf("EC2NodeClass %s: %w", l.nc.Name, err)
 	}
 	nc := l.nc
 	spec := templateSpec{
+		Shape:   templateShape,
 		Cluster: p.opts.ClusterName, Owner: p.opts.Owner, NodeClass: nc.Name, NodeClassHash: nc.Hash(),
 		ImageID: tg.image, UserData: base64UserData(text), SecurityGroupIDs: securityGroupIDs(l.groups),
 		InstanceProfile: l.profile, BlockDeviceMappings: bdm, MetadataOptions: metadataOptions(nc),
 		DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
 		IPPrefixCount: nc.Spec.IPPrefixCount, NetworkInterfaces: nc.Spec.NetworkInterfaces, ConnectionTracking: nc.Spec.ConnectionTracking,
-		ResourceTags: p.PoolTags(l.claim.NodePoolName(), nc),
+		ResourceTags: p.PoolTags(l.claim.NodePoolName(), nc), ClassTags: nc.Spec.Tags, NodePool: l.claim.NodePoolName(),
 		// EC2 fails an on-demand launch from a template that tags spot
 		// requests ("You cannot specify tags for Spot instances requests if
 		// there are no Spot instances requests being created by the
@@ -195,14 +239,60 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 	if g := l.pl.group; g != nil {
 		spec.PlacementGroupID, spec.PlacementPartition = g.ID, l.pl.partition
 	}
-	spec.CapacityReservation = tg.reserved.ReservationID
-	if spec.CapacityReservation == "" && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
-		// A class that selects reservations launches into them only when it
-		// means to: its other launches must not join an open reservation
-		// EC2 would pick, or the node would drift from what was planned.
-		spec.CapacityReservationPreference = string(ec2types.CapacityReservationPreferenceNone)
+	// A reserved launch goes into its reservation or fails (never into
+	// on-demand capacity it did not plan); every other launch stays out of
+	// open reservations EC2 would otherwise fill (others' capacity, and a
+	// node that would not be what was planned). Karpenter's shape since
+	// its ReservedCapacity feature (on by default).
+	spec.CapacityReservationPreference = string(ec2types.CapacityReservationPreferenceNone)
+	if id := tg.reserved.ReservationID; id != "" {
+		spec.CapacityReservation = id
+		spec.CapacityReservationPreference = string(ec2types.CapacityReservationPreferenceCapacityReservationsOnly)
+		switch {
+		case reservationKind(tg.reserved) == catalog.ReservationTypeCapacityBlock:
+			spec.MarketType = string(ec2types.MarketTypeCapacityBlock)
+		case tg.reserved.Interruptible:
+			spec.MarketType = string(ec2types.MarketTypeInterruptibleCapacityReservation)
+		}
 	}
 	return p.ensureLaunchTemplate(ctx, spec)
+}
+
+// LabelDoNotSyncTaints on a Node says its kubelet registered the claim's
+// taints itself, so registration leaves the taints alone: a startup taint
+// an agent has already removed must not come back (Karpenter's label,
+// kubernetes-sigs/karpenter #1772). Every family but Custom, whose user
+// data is the user's own, registers them.
+const LabelDoNotSyncTaints = "karpenter.sh/do-not-sync-taints"
+
+// userDataLabels are the labels the kubelet registers the node with, as
+// Karpenter's: the claim's labels (with the single-valued requirements
+// NodeLabels adds) and its capacity type, but not the labels the launched
+// instance decides (type, zone, reservation, ...), which the kubelet,
+// the cloud controller and registration (from the claim's record) set.
+// Keeping those out lets every claim of a pool share its templates.
+func userDataLabels(claim *apis.NodeClaim, family, capacityType string, placement map[string]string) map[string]string {
+	labels := NodeLabels(claim, capacityType)
+	for k := range labels {
+		if _, own := claim.Labels[k]; !own && k != labelCapacityType && launchDecided(k) {
+			delete(labels, k)
+		}
+	}
+	maps.Copy(labels, placement)
+	if family != apis.AMIFamilyCustom {
+		labels[LabelDoNotSyncTaints] = "true"
+	}
+	return labels
+}
+
+// launchDecided reports labels whose value comes with the launched
+// instance rather than with the claim.
+func launchDecided(key string) bool {
+	switch key {
+	case LabelZoneID, catalog.LabelCapacityReservationID, catalog.LabelCapacityReservationType, catalog.LabelCapacityReservationInterruptible:
+		return true
+	}
+	return catalog.WellKnownLabels[key]
 }
 
 // launched extracts the instance of a successful fleet.

@@ -264,7 +264,8 @@ func TestLaunchOverTheWire(t *testing.T) {
 		t.Errorf("overrides types %v zones %v", types, zones)
 	}
 
-	// The launch template carries the user data, instance profile and security groups.
+	// The launch template carries the user data, instance profile and
+	// security groups (on the primary interface, as Karpenter's do).
 	// m5.large and c5.large (29 pods) share one; m5.xlarge (58 pods) has its own.
 	lts := e.sim.Calls("ec2", "CreateLaunchTemplate")
 	if len(lts) != 2 {
@@ -279,7 +280,8 @@ func TestLaunchOverTheWire(t *testing.T) {
 	if lt["LaunchTemplateName"] != inst.LaunchTemplate || lt["LaunchTemplateData.ImageId"] != inst.ImageID ||
 		lt["LaunchTemplateData.IamInstanceProfile.Name"] != "nodewright-demo-KarpenterNodeRole-demo" ||
 		lt["LaunchTemplateData.MetadataOptions.HttpTokens"] != "required" || lt["LaunchTemplateData.MetadataOptions.HttpPutResponseHopLimit"] != "2" ||
-		lt["LaunchTemplateData.SecurityGroupId.1"] == "" || lt["LaunchTemplateData.SecurityGroupId.2"] == "" ||
+		lt["LaunchTemplateData.NetworkInterface.1.SecurityGroupId.1"] == "" || lt["LaunchTemplateData.NetworkInterface.1.SecurityGroupId.2"] == "" ||
+		lt["LaunchTemplateData.NetworkInterface.1.DeviceIndex"] != "0" || lt["LaunchTemplateData.SecurityGroupId.1"] != "" ||
 		lt["LaunchTemplateData.BlockDeviceMapping.1.DeviceName"] != "/dev/xvda" || lt["LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeSize"] != "20" ||
 		lt["LaunchTemplateData.BlockDeviceMapping.1.Ebs.VolumeType"] != "gp3" || lt["LaunchTemplateData.BlockDeviceMapping.1.Ebs.Encrypted"] != "true" ||
 		lt["LaunchTemplateData.Monitoring.Enabled"] != "false" || lt["TagSpecification.1.ResourceType"] != "launch-template" {

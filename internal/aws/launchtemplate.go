@@ -59,7 +59,23 @@ type templateSpec struct {
 	// (Provider.PoolTags: one NodePool's).
 	ResourceTags    map[string]string `json:"resourceTags,omitempty"`
 	SpotRequestTags bool              `json:"spotRequestTags,omitempty"`
+	// ClassTags (the EC2NodeClass's spec.tags) and NodePool tag the
+	// template itself, as Karpenter tags its templates.
+	ClassTags map[string]string `json:"classTags,omitempty"`
+	NodePool  string            `json:"nodePool,omitempty"`
+	// MarketType is the market of a reserved launch's reservation
+	// (capacity-block, interruptible-capacity-reservation), "" for others.
+	MarketType string `json:"marketType,omitempty"`
+	// Shape is the version of what createLaunchTemplate makes of a spec:
+	// raised whenever that changes, so that no template made the old way
+	// is found by name and reused.
+	Shape int `json:"shape"`
 }
+
+// templateShape is the current Shape: 2 is Karpenter-AWS v1.14's request
+// shape (interfaces, placement, enclave and IMDS tag options always
+// explicit, reservation preference on every template).
+const templateShape = 2
 
 // Name is the deterministic launch template name: nodewright/<cluster>/<hash>.
 // The hash covers the template's tags too: a template made before a tag was
@@ -74,15 +90,28 @@ func (s templateSpec) Name() string {
 	return "nodewright/" + s.Cluster + "/" + hex.EncodeToString(sum[:10])
 }
 
-// tags are the tags the launch template carries.
+// tags are the tags the launch template carries: the class's tags and the
+// NodePool, as on Karpenter's templates (tag policies and cost
+// allocation see every resource a node brings), under nodewright's own.
+// Not eks:eks-cluster-name: Karpenter's launch template cache lists the
+// cluster's templates by it and deletes each one that expires from the
+// cache, which during a migration would be all of nodewright's.
 func (s templateSpec) tags() map[string]string {
-	return map[string]string{
+	tags := maps.Clone(s.ClassTags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	if s.NodePool != "" {
+		tags[TagNodePool] = s.NodePool
+	}
+	maps.Copy(tags, map[string]string{
 		ClusterTagKey(s.Cluster): "owned",
 		TagClusterName:           s.Cluster,
 		TagNodeClass:             s.NodeClass,
 		TagManagedBy:             ManagedBy,
 		TagOwner:                 s.Owner,
-	}
+	})
+	return tags
 }
 
 // defaultBlockDevices are the root volumes Karpenter gives each AMI family
@@ -270,6 +299,25 @@ func (p *Provider) findLaunchTemplate(ctx context.Context, name string) (string,
 }
 
 func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec templateSpec) (string, error) {
+	out, err := p.clients.EC2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: sdkaws.String(name),
+		LaunchTemplateData: launchTemplateData(spec),
+		TagSpecifications: []ec2types.TagSpecification{{
+			ResourceType: ec2types.ResourceTypeLaunchTemplate,
+			Tags:         ec2Tags(spec.tags()),
+		}},
+	})
+	if err != nil {
+		return "", err
+	}
+	p.log.InfoContext(ctx, "created launch template", "launch-template", name, "image", spec.ImageID, "nodeclass", spec.NodeClass)
+	return sdkaws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
+}
+
+// launchTemplateData is what a template holds, in Karpenter-AWS's shape
+// (pkg/providers/launchtemplate/types.go): everything EC2 or an account's
+// defaults could otherwise decide is explicit.
+func launchTemplateData(spec templateSpec) *ec2types.RequestLaunchTemplateData {
 	m := spec.MetadataOptions
 	data := &ec2types.RequestLaunchTemplateData{
 		ImageId:             sdkaws.String(spec.ImageID),
@@ -282,43 +330,40 @@ func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec t
 			HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(sdkaws.ToString(m.HTTPProtocolIPv6)),
 			HttpPutResponseHopLimit: sdkaws.Int32(int32(sdkaws.ToInt64(m.HTTPPutResponseHopLimit))),
 			HttpTokens:              ec2types.LaunchTemplateHttpTokensState(sdkaws.ToString(m.HTTPTokens)),
+			// An account's IMDS defaults can switch instance tags on, and
+			// tag keys such as kubernetes.io/cluster/<name> are not valid
+			// metadata keys: the instance would fail to launch.
+			InstanceMetadataTags: ec2types.LaunchTemplateInstanceMetadataTagsStateDisabled,
 		},
-	}
-	data.TagSpecifications = launchResourceTags(spec)
-	if data.NetworkInterfaces = networkInterfaceRequests(spec); data.NetworkInterfaces == nil {
-		data.SecurityGroupIds = spec.SecurityGroupIDs
+		// The security groups always sit on the interfaces.
+		NetworkInterfaces: networkInterfaceRequests(spec),
+		TagSpecifications: launchResourceTags(spec),
+		Placement:         &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.TenancyDefault},
+		// No nodewright claim asks for an enclave; say so rather than
+		// leave it to the account.
+		EnclaveOptions: &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: sdkaws.Bool(false)},
 	}
 	if spec.NestedVirtualization != "" {
 		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(spec.NestedVirtualization)}
 	}
 	if spec.PlacementGroupID != "" {
-		data.Placement = &ec2types.LaunchTemplatePlacementRequest{GroupId: sdkaws.String(spec.PlacementGroupID)}
+		data.Placement.GroupId = sdkaws.String(spec.PlacementGroupID)
 		if spec.PlacementPartition > 0 {
 			data.Placement.PartitionNumber = sdkaws.Int32(spec.PlacementPartition)
 		}
 	}
-	if spec.CapacityReservation != "" {
-		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
-			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: sdkaws.String(spec.CapacityReservation)},
-		}
-	} else if spec.CapacityReservationPreference != "" {
+	if spec.CapacityReservationPreference != "" || spec.CapacityReservation != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationPreference: ec2types.CapacityReservationPreference(spec.CapacityReservationPreference),
 		}
+		if spec.CapacityReservation != "" {
+			data.CapacityReservationSpecification.CapacityReservationTarget = &ec2types.CapacityReservationTarget{CapacityReservationId: sdkaws.String(spec.CapacityReservation)}
+		}
 	}
-	out, err := p.clients.EC2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
-		LaunchTemplateName: sdkaws.String(name),
-		LaunchTemplateData: data,
-		TagSpecifications: []ec2types.TagSpecification{{
-			ResourceType: ec2types.ResourceTypeLaunchTemplate,
-			Tags:         ec2Tags(spec.tags()),
-		}},
-	})
-	if err != nil {
-		return "", err
+	if spec.MarketType != "" {
+		data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketType(spec.MarketType)}
 	}
-	p.log.InfoContext(ctx, "created launch template", "launch-template", name, "image", spec.ImageID, "nodeclass", spec.NodeClass)
-	return sdkaws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
+	return data
 }
 
 // launchResourceTags tags the network interfaces of every launch from the
@@ -337,8 +382,8 @@ func launchResourceTags(spec templateSpec) []ec2types.LaunchTemplateTagSpecifica
 }
 
 // networkInterfaceRequests lays out the instance's interfaces as Karpenter
-// does. It returns nil when nothing needs an explicit interface: then the
-// security groups sit on the instance. Otherwise they sit on each interface.
+// does: the class's interfaces, or else the primary one, each with the
+// security groups (the fleet's override names the subnet).
 func networkInterfaceRequests(spec templateSpec) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
 	var tracking *ec2types.ConnectionTrackingSpecificationRequest
 	if ct := spec.ConnectionTracking; ct != nil {
@@ -349,9 +394,6 @@ func networkInterfaceRequests(spec templateSpec) []ec2types.LaunchTemplateInstan
 		}
 	}
 	if len(spec.NetworkInterfaces) == 0 {
-		if spec.AssociatePublicIP == nil && spec.IPPrefixCount == nil && tracking == nil {
-			return nil
-		}
 		return []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
 			DeviceIndex:                     sdkaws.Int32(0),
 			AssociatePublicIpAddress:        spec.AssociatePublicIP,

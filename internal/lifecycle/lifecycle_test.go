@@ -45,6 +45,32 @@ func TestMergeRegistrationTaints(t *testing.T) {
 	}
 }
 
+// A node whose kubelet registered the claim's taints itself (the launch
+// labels it karpenter.sh/do-not-sync-taints) keeps the taints it has: an
+// agent that removed its startup taint before registration ran must not
+// find it back (kubernetes-sigs/karpenter #1772). Other nodes (Custom
+// AMIs, whose user data is the user's) get the claim's taints.
+func TestRegistrationTaintsHonourDoNotSync(t *testing.T) {
+	pool := corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}
+	startup := corev1.Taint{Key: "agent", Effect: corev1.TaintEffectNoSchedule}
+	cl := &apis.NodeClaim{Spec: apis.NodeClaimSpec{Taints: []corev1.Taint{pool}, StartupTaints: []corev1.Taint{startup}}}
+	unreg := corev1.Taint{Key: apis.UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+
+	node := readyNode(pool, unreg) // the agent already removed its taint
+	node.Labels = map[string]string{"karpenter.sh/do-not-sync-taints": "true"}
+	taints, startupTaints := RegistrationTaints(node, cl)
+	got, _ := MergeRegistrationTaints(node.Spec.Taints, taints, startupTaints, false)
+	if len(got) != 1 || got[0].Key != pool.Key {
+		t.Errorf("do-not-sync node: taints %v, want only %s (unregistered removed, startup taint not re-added)", got, pool.Key)
+	}
+
+	node.Labels = nil
+	taints, startupTaints = RegistrationTaints(node, cl)
+	if got, _ := MergeRegistrationTaints(node.Spec.Taints, taints, startupTaints, false); len(got) != 2 {
+		t.Errorf("synced node: taints %v, want the pool's and the startup taint", got)
+	}
+}
+
 func TestInitialized(t *testing.T) {
 	cl := &apis.NodeClaim{Spec: apis.NodeClaimSpec{
 		StartupTaints: []corev1.Taint{{Key: "agent", Effect: corev1.TaintEffectNoSchedule}},

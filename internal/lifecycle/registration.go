@@ -117,8 +117,9 @@ func (c *Controller) register(ctx context.Context, log *slog.Logger, cl *apis.No
 	if _, err := c.d.Cluster.PatchNodeLabels(ctx, node.Name, RegistrationLabels(cl), nil); err != nil {
 		return nil, fmt.Errorf("lifecycle: register node %s: labels: %w", node.Name, err)
 	}
+	taints, startup := RegistrationTaints(node, cl)
 	_, err := c.d.Cluster.UpdateNodeTaints(ctx, node.Name, func(cur []corev1.Taint) ([]corev1.Taint, bool) {
-		return MergeRegistrationTaints(cur, cl.Spec.Taints, cl.Spec.StartupTaints, finished)
+		return MergeRegistrationTaints(cur, taints, startup, finished)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lifecycle: register node %s: taints: %w", node.Name, err)
@@ -138,6 +139,18 @@ func (c *Controller) register(ctx context.Context, log *slog.Logger, cl *apis.No
 	log.InfoContext(ctx, "node registered", "node", node.Name, "after-launch",
 		now.Sub(cl.Condition(apis.ConditionLaunched).LastTransitionTime.Time).Round(time.Millisecond).String())
 	return updated, nil
+}
+
+// RegistrationTaints are the claim's taints and startup taints that
+// registration puts on the node: none on a node labelled
+// karpenter.sh/do-not-sync-taints, whose kubelet registered them itself
+// (every AMI family but Custom): a startup taint its agent removed before
+// registration ran must not come back (kubernetes-sigs/karpenter #1772).
+func RegistrationTaints(node *corev1.Node, cl *apis.NodeClaim) (taints, startup []corev1.Taint) {
+	if node.Labels[nwaws.LabelDoNotSyncTaints] == "true" {
+		return nil, nil
+	}
+	return cl.Spec.Taints, cl.Spec.StartupTaints
 }
 
 // MergeRegistrationTaints is the node's taint list after registration:

@@ -76,8 +76,9 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 		switch tcs.DefaultTargetCapacityType {
 		case types.DefaultTargetCapacityTypeSpot:
 			spot += rest
-		case types.DefaultTargetCapacityTypeOnDemand, types.DefaultTargetCapacityTypeCapacityBlock:
-			// Capacity blocks launch as on-demand instances into their reservation.
+		case types.DefaultTargetCapacityTypeOnDemand, types.DefaultTargetCapacityTypeCapacityBlock, types.DefaultTargetCapacityTypeReservedCapacity:
+			// Capacity blocks and interruptible reservations (reserved-capacity)
+			// launch as on-demand instances into their reservation.
 			od += rest
 		default:
 			return nil, protocol.Errorf("InvalidTargetCapacitySpecification", "DefaultTargetCapacityType (spot or on-demand) is required when TotalTargetCapacity exceeds OnDemandTargetCapacity + SpotTargetCapacity")
