@@ -15,7 +15,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: print-functions all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test aws-contract
+.PHONY: print-functions all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test aws-contract karpenter-aws-diff
 
 all: build
 
@@ -32,6 +32,7 @@ help:
 	@echo "make karpenter-compare-test  vet and test the karpentercompare module"
 	@echo "make karpenter-coexist-test  the real Karpenter (KWOK provider) beside nodewright on the local cloud (slow; first run builds Karpenter)"
 	@echo "make aws-contract  the real-account contract suite: doctor, dry-run launches, one real launch (needs NODEWRIGHT_CONTRACT_CLUSTER and AWS credentials)"
+	@echo "make karpenter-aws-diff  nodewright's CreateLaunchTemplate/CreateFleet requests against Karpenter-AWS's own builders (part of make test)"
 
 # Builds the local control plane (cold: ~8 min on 2 cores) and installs
 # dynalite once, before the test packages that share them start.
@@ -49,6 +50,7 @@ test: test-announce lint prepare
 	rm -rf $(IAM_COVERAGE_DIR)
 	NODEWRIGHT_IAM_COVERAGE_DIR=$(IAM_COVERAGE_DIR) $(GO) test -timeout $(TEST_TIMEOUT) ./...
 	$(GO) run ./internal/localcloud/cmd/iamcoverage $(IAM_COVERAGE_DIR)
+	cd $(KARPENTER_AWS_DIFF_DIR) && $(GO) test ./...
 
 test-announce:
 	@echo "make test: lint, then every package's tests, integration tests on real servers: tens of minutes on 2 cores;"
@@ -144,6 +146,15 @@ karpenter-compare:
 
 karpenter-compare-test:
 	cd $(KARPENTER_COMPARE_DIR) && $(GO) vet ./... && $(GO) test ./...
+
+# nodewright's launch requests against Karpenter-AWS's own launch template
+# and instance providers (pinned in their own module, which the root go.mod
+# ignores) on every example EC2NodeClass: every difference is fixed or
+# listed, with its reason, in DIFFERENCES.md (internal/aws/karpenterawsdiff).
+# About a minute warm: part of `make test`.
+KARPENTER_AWS_DIFF_DIR := internal/aws/karpenterawsdiff
+karpenter-aws-diff:
+	cd $(KARPENTER_AWS_DIFF_DIR) && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The real Karpenter controller (its KWOK provider, built once from its own
 # module into ~/.cache/nodewright/karpenter) beside nodewright's functions on

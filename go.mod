@@ -6,6 +6,7 @@ ignore (
 	./cdk.out
 	./dist
 	./infra/node_modules
+	./internal/aws/karpenterawsdiff
 	./internal/localcloud/dynalite/node_modules
 	./internal/localcloud/karpenter
 	./internal/scheduling/karpentercompare
