@@ -30,7 +30,8 @@ type fleetTemplates struct {
 
 // fleetInput is the CreateFleet request of one attempt: a launch template
 // config per (AMI, max pods, reservation) with the options' offerings as
-// overrides, tagged, with the capacity type's allocation strategy. A reserved launch names only reservations, each through a
+// overrides, tagged, with the capacity type's allocation strategy. A
+// reserved launch names only reservations of one kind, each through a
 // template that targets it, and falls back nowhere: the next attempt (or
 // claim) does, as in Karpenter.
 func (p *Provider) fleetInput(ctx context.Context, l *launch, zonal map[string]Subnet, capacityType string, opts []option, attempt int,
