@@ -226,6 +226,7 @@ func (p *Provider) groupTemplate(ctx context.Context, l *launch, ud userdata.Opt
 		InstanceProfile: l.profile, BlockDeviceMappings: bdm, MetadataOptions: metadataOptions(nc),
 		DetailedMonitoring: sdkaws.ToBool(nc.Spec.DetailedMonitoring), AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
 		IPPrefixCount: nc.Spec.IPPrefixCount, NetworkInterfaces: nc.Spec.NetworkInterfaces, ConnectionTracking: nc.Spec.ConnectionTracking,
+		IPv6:         l.cluster.IPFamily == "ipv6",
 		ResourceTags: p.PoolTags(l.claim.NodePoolName(), nc), ClassTags: nc.Spec.Tags, NodePool: l.claim.NodePoolName(),
 		// EC2 fails an on-demand launch from a template that tags spot
 		// requests ("You cannot specify tags for Spot instances requests if

@@ -66,6 +66,8 @@ type templateSpec struct {
 	// MarketType is the market of a reserved launch's reservation
 	// (capacity-block, interruptible-capacity-reservation), "" for others.
 	MarketType string `json:"marketType,omitempty"`
+	// IPv6 says the cluster's IP family is IPv6 (the interfaces' addresses).
+	IPv6 bool `json:"ipv6,omitempty"`
 	// Shape is the version of what createLaunchTemplate makes of a spec:
 	// raised whenever that changes, so that no template made the old way
 	// is found by name and reused.
@@ -394,13 +396,14 @@ func networkInterfaceRequests(spec templateSpec) []ec2types.LaunchTemplateInstan
 		}
 	}
 	if len(spec.NetworkInterfaces) == 0 {
-		return []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{
+		primary := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
 			DeviceIndex:                     sdkaws.Int32(0),
 			AssociatePublicIpAddress:        spec.AssociatePublicIP,
 			Groups:                          spec.SecurityGroupIDs,
-			Ipv4PrefixCount:                 spec.IPPrefixCount,
 			ConnectionTrackingSpecification: tracking,
-		}}
+		}
+		addresses(&primary, spec)
+		return []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{primary}
 	}
 	out := make([]ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, 0, len(spec.NetworkInterfaces))
 	for _, ni := range spec.NetworkInterfaces {
@@ -411,14 +414,30 @@ func networkInterfaceRequests(spec templateSpec) []ec2types.LaunchTemplateInstan
 			Groups:           spec.SecurityGroupIDs,
 		}
 		if ni.InterfaceType != apis.InterfaceTypeEFAOnly {
-			// EC2 rejects prefixes, public IPs and tracking on EFA-only interfaces.
-			r.Ipv4PrefixCount = spec.IPPrefixCount
+			// EC2 rejects prefixes, addresses, public IPs and tracking on
+			// EFA-only interfaces.
+			addresses(&r, spec)
 			r.AssociatePublicIpAddress = spec.AssociatePublicIP
 			r.ConnectionTrackingSpecification = tracking
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// addresses gives an interface the class's prefixes (IPv4 or, in an IPv6
+// cluster, IPv6 ones) and, in an IPv6 cluster, an IPv6 address that is the
+// interface's primary: the VPC CNI gives pods addresses of the cluster's
+// family, and the interface a template names does not take one from the
+// subnet's settings (Karpenter's generateNetworkInterfaces).
+func addresses(r *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, spec templateSpec) {
+	if !spec.IPv6 {
+		r.Ipv4PrefixCount = spec.IPPrefixCount
+		return
+	}
+	r.Ipv6PrefixCount = spec.IPPrefixCount
+	r.PrimaryIpv6 = sdkaws.Bool(true)
+	r.Ipv6AddressCount = sdkaws.Int32(1)
 }
 
 func ec2Tags(m map[string]string) []ec2types.Tag {

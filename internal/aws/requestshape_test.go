@@ -233,3 +233,18 @@ func TestUserDataLabelsAreKarpenters(t *testing.T) {
 		}
 	}
 }
+
+// In an IPv6 cluster the interfaces get an IPv6 address (primary) and the
+// class's prefixes as IPv6 prefixes, as Karpenter's do: pods take their
+// addresses from them.
+func TestIPv6ClusterInterfaces(t *testing.T) {
+	s := newShapeLaunch(t, claim(), apis.AMIFamilyAL2023)
+	s.l.cluster.IPFamily, s.l.cluster.ServiceCIDR = "ipv6", "fd00:10:100::/108"
+	s.l.nc.Spec.IPPrefixCount = sdkaws.Int32(2)
+	s.fleet(t, catalog.CapacityTypeOnDemand, []option{opt(m5Large, "ami-1", catalog.Offering{Zone: "us-west-2a", CapacityType: "on-demand", Price: 0.096})})
+	nis := s.rec.created[0].LaunchTemplateData.NetworkInterfaces
+	if len(nis) != 1 || !sdkaws.ToBool(nis[0].PrimaryIpv6) || sdkaws.ToInt32(nis[0].Ipv6AddressCount) != 1 ||
+		sdkaws.ToInt32(nis[0].Ipv6PrefixCount) != 2 || nis[0].Ipv4PrefixCount != nil {
+		t.Errorf("interfaces %+v: want a primary IPv6 address and 2 IPv6 prefixes", nis)
+	}
+}
