@@ -16,8 +16,9 @@
 // loader, since Karpenter v1.14 reads v1 only) and of Karpenter's own
 // examples/v1, read from the pinned module in the module cache. Each class
 // launches a spot, an on-demand and three reserved claims (into an ODCR, a
-// capacity block and an interruptible ODCR), each in four shapes: one and
-// four instance types by one and four subnets (two of them in one zone).
+// capacity block and an interruptible ODCR), each in five shapes: one and
+// four instance types by one and four subnets (two of them in one zone) in
+// an IPv4 cluster, and four by four in an IPv6 cluster.
 // A claim carries its NodePool's labels and taints.
 //
 // Karpenter's side is its launch path wired as its operator wires it: the

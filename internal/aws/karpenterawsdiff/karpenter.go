@@ -139,9 +139,10 @@ func newKarpenter(ctx context.Context, w *world) *karpenter {
 	zonal := arczonalshift.NewProvider(fake.NewARCZonalShiftAPI(), clk, "")
 	types := instancetype.NewDefaultProvider(newCache(), newCache(), cache.New(awscache.DiscoveredCapacityCacheTTL, 0), api, subnets,
 		prices{w.cat}, reservations, pgs, unavailable, instancetype.NewDefaultResolver(region), zonal, nil)
+	cidr, dns := w.shape.serviceNetwork()
 	lts := launchtemplate.NewDefaultProvider(ctx, newCache(), api, eksAPI{w}, amifamily.NewDefaultResolver(region), groups, subnets, pgs,
-		lo.ToPtr(caBundle), make(chan struct{}), net.ParseIP(kubeDNSIP), clusterEndpoint)
-	lts.ClusterCIDR.Store(lo.ToPtr(serviceCIDR))
+		lo.ToPtr(caBundle), make(chan struct{}), net.ParseIP(dns), clusterEndpoint)
+	lts.ClusterCIDR.Store(lo.ToPtr(cidr))
 	instances := instance.NewDefaultProvider(ctx, region, events.NewRecorder(&record.FakeRecorder{}), api, unavailable, subnets, lts,
 		reservations, pgs, zonal, cache.New(cache.NoExpiration, 0))
 	return &karpenter{api: api, amis: amis, reservations: reservations, types: types, instances: instances}

@@ -31,10 +31,14 @@ const (
 	region          = "us-west-2"
 	clusterEndpoint = "https://0123456789ABCDEF.gr7.us-west-2.eks.amazonaws.com"
 	caBundle        = "Y2EtYnVuZGxlCg==" // base64 of "ca-bundle\n", as EKS returns it
-	serviceCIDR     = "10.100.0.0/16"
-	kubeDNSIP       = "10.100.0.10"
-	accountID       = "111122223333"
-	owner           = "arn:aws:dynamodb:us-west-2:111122223333:table/nodewright-demo"
+	// The service CIDR and the cluster DNS address of an IPv4 and of an
+	// IPv6 cluster (the tenth address, as EKS assigns kube-dns).
+	serviceCIDR  = "10.100.0.0/16"
+	kubeDNSIP    = "10.100.0.10"
+	serviceCIDR6 = "fd00:10:100::/108"
+	kubeDNSIP6   = "fd00:10:100::a"
+	accountID    = "111122223333"
+	owner        = "arn:aws:dynamodb:us-west-2:111122223333:table/nodewright-demo"
 )
 
 // worldNow is both providers' clock; images are made in the year before.
@@ -51,11 +55,21 @@ type subnetSpec struct {
 }
 
 // shape is the launch's environment besides the class and the claim: the
-// instance types the claim may use and the subnets its class selects.
+// instance types the claim may use, the subnets its class selects and the
+// cluster's IP family.
 type shape struct {
 	Name    string
 	Types   []string
 	Subnets []subnetSpec
+	IPv6    bool
+}
+
+// serviceNetwork is the cluster's service CIDR and DNS address.
+func (s shape) serviceNetwork() (cidr, dns string) {
+	if s.IPv6 {
+		return serviceCIDR6, kubeDNSIP6
+	}
+	return serviceCIDR, kubeDNSIP
 }
 
 var (
@@ -74,12 +88,14 @@ var (
 	severalTypes = []string{"c5.large", "m5.large", "m5.xlarge", "m6g.large"}
 )
 
-// shapes are one and several instance types by one and several subnets.
+// shapes are one and several instance types by one and several subnets
+// in an IPv4 cluster, and the largest in an IPv6 cluster.
 var shapes = []shape{
 	{Name: "1type-1subnet", Types: oneType, Subnets: oneSubnet},
 	{Name: "1type-4subnets", Types: oneType, Subnets: severalSubnets},
 	{Name: "4types-1subnet", Types: severalTypes, Subnets: oneSubnet},
 	{Name: "4types-4subnets", Types: severalTypes, Subnets: severalSubnets},
+	{Name: "4types-4subnets-ipv6", Types: severalTypes, Subnets: severalSubnets, IPv6: true},
 }
 
 // securityGroups are what every class's security group selector finds.
@@ -367,12 +383,14 @@ func (s ssmAPI) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...
 type eksAPI struct{ w *world }
 
 func (e eksAPI) DescribeCluster(_ context.Context, _ *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
+	network := &ekstypes.KubernetesNetworkConfigResponse{IpFamily: ekstypes.IpFamilyIpv4, ServiceIpv4Cidr: sdkaws.String(serviceCIDR)}
+	if e.w.shape.IPv6 {
+		network = &ekstypes.KubernetesNetworkConfigResponse{IpFamily: ekstypes.IpFamilyIpv6, ServiceIpv6Cidr: sdkaws.String(serviceCIDR6)}
+	}
 	return &eks.DescribeClusterOutput{Cluster: &ekstypes.Cluster{
 		Name: sdkaws.String(clusterName), Endpoint: sdkaws.String(clusterEndpoint), Version: sdkaws.String(e.w.version),
-		Status:               ekstypes.ClusterStatusActive,
-		CertificateAuthority: &ekstypes.Certificate{Data: sdkaws.String(caBundle)},
-		KubernetesNetworkConfig: &ekstypes.KubernetesNetworkConfigResponse{
-			IpFamily: ekstypes.IpFamilyIpv4, ServiceIpv4Cidr: sdkaws.String(serviceCIDR),
-		},
+		Status:                  ekstypes.ClusterStatusActive,
+		CertificateAuthority:    &ekstypes.Certificate{Data: sdkaws.String(caBundle)},
+		KubernetesNetworkConfig: network,
 	}}, nil
 }
