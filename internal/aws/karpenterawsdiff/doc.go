@@ -47,8 +47,10 @@
 // their image and the instance types of their overrides, priorities become
 // ranks, and generated names, ids and tokens are dropped, as are
 // nodewright's bookkeeping tags (nodewright.io/...) and the claim's own
-// tags (karpenter.sh/nodeclaim, Name), which Karpenter puts on the
-// instance after the launch with CreateTags.
+// tags (karpenter.sh/nodeclaim, and Name when it is the claim's name),
+// which Karpenter puts on the instance only after the launch, with
+// CreateTags (its Name then the Node's name; nodewright tags at launch
+// only, since its claims are records no controller tags instances from).
 //
 // Every field the two send differently must be listed, with the reason,
 // in DIFFERENCES.md, and every row there must still occur: the test fails

@@ -33,7 +33,8 @@ type Flat map[string]string
 // karpenter.sh/nodeclaim and a Name equal to the claim's name are dropped:
 // nodewright tags the claim at launch (its claims are records, not
 // objects a controller tags the instance from later), Karpenter tags
-// karpenter.sh/nodeclaim and Name after the launch with CreateTags.
+// karpenter.sh/nodeclaim and Name (the Node's name) after the launch with
+// CreateTags.
 func Flatten(r Requests, claimName string) (Flat, error) {
 	out := Flat{}
 	if r.Fleet == nil {
