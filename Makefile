@@ -15,7 +15,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: print-functions all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test aws-contract karpenter-aws-diff
+.PHONY: print-functions all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test aws-contract karpenter-aws-diff sim-mutation
 
 all: build
 
@@ -32,6 +32,7 @@ help:
 	@echo "make karpenter-compare-test  vet and test the karpentercompare module"
 	@echo "make karpenter-coexist-test  the real Karpenter (KWOK provider) beside nodewright on the local cloud (slow; first run builds Karpenter)"
 	@echo "make aws-contract  the real-account contract suite: doctor, dry-run launches, one real launch (needs NODEWRIGHT_CONTRACT_CLUSTER and AWS credentials)"
+	@echo "make sim-mutation turn each simulator rule off in turn (FIDELITY.md); its named test must fail"
 	@echo "make karpenter-aws-diff  nodewright's CreateLaunchTemplate/CreateFleet requests against Karpenter-AWS's own builders (part of make test)"
 
 # Builds the local control plane (cold: ~8 min on 2 cores) and installs
@@ -68,6 +69,19 @@ iam-mutation: prepare
 			echo "SURVIVED $$s: no test needs it"; survived=$$((survived+1)); \
 		else echo "killed   $$s"; fi; \
 	done; echo "$$survived statements survived"; test $$survived -eq 0
+
+# The simulator's mutation test: each rule of
+# internal/localcloud/awssim/FIDELITY.md is turned off in turn
+# (NODEWRIGHT_SIM_RULES_OFF) and the test that rule names must then fail; a
+# rule whose test still passes is a rule no test needs. Its test must pass
+# with every rule on (make test runs it).
+sim-mutation: prepare
+	@survived=0; $(GO) run ./internal/localcloud/awssim/fidelity/cmd/simrules > $(or $(TMPDIR),/tmp)/nodewright-sim-rules.txt; \
+	while read -r rule pkg test; do \
+		if NODEWRIGHT_SIM_RULES_OFF=$$rule $(GO) test -count=1 -run "^$$test\$$" $$pkg >/dev/null 2>&1; then \
+			echo "SURVIVED $$rule: $$pkg $$test passes without it"; survived=$$((survived+1)); \
+		else echo "killed   $$rule ($$test)"; fi; \
+	done < $(or $(TMPDIR),/tmp)/nodewright-sim-rules.txt; echo "$$survived rules survived"; test $$survived -eq 0
 
 test-short:
 	$(GO) test -short ./...

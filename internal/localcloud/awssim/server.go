@@ -21,6 +21,7 @@ import (
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim/wire"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/eventsim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/fidelity"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/kubelet"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/sqssim"
@@ -76,6 +77,10 @@ type Options struct {
 	// controller manager does.
 	KeepTerminatedNodes bool
 
+	// RulesOff are simulator rules to leave off (package fidelity's names);
+	// NODEWRIGHT_SIM_RULES_OFF adds to them.
+	RulesOff []string
+
 	// MinLatency delays every response (default 1ms; see ServeHTTP).
 	MinLatency time.Duration
 
@@ -101,6 +106,8 @@ type Server struct {
 	dynamoClient *http.Client
 	// secrets is Secrets Manager (the webhook's shared secret).
 	secrets secretStore
+	// rules are the AWS rules the simulator enforces (package fidelity).
+	rules fidelity.Set
 	// acct is what doctor reads: IAM roles, quotas, stacks, access entries.
 	acct   account
 	log    callLog
@@ -131,13 +138,20 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	rules, err := fidelity.Off(opts.RulesOff...)
+	if err != nil {
+		return nil, fmt.Errorf("awssim: %w", err)
+	}
+	if rules, err = rules.WithEnv(); err != nil {
+		return nil, fmt.Errorf("awssim: %w", err)
+	}
 	d := &opts.Delays
-	s := &Server{opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(), dynamoClient: &http.Client{Transport: upstreamTransport()},
+	s := &Server{rules: rules, opts: opts, logger: opts.Logger, stop: make(chan struct{}), created: opts.Now(), dynamoClient: &http.Client{Transport: upstreamTransport()},
 		principals: map[string]principal{opts.AccessKeyID: {secret: opts.SecretAccessKey, arn: opts.CallerARN}}}
 	s.ec2, err = ec2sim.New(ec2sim.Config{
 		Region: opts.Region, Account: opts.AccountID, ClusterName: opts.ClusterName, KubernetesVersion: opts.KubernetesVersion,
 		Catalog: cat, Seed: opts.Seed, Now: opts.Now, After: s.after,
-		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown,
+		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown, Rules: rules,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("awssim: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim/wire"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/fidelity"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/iam"
 )
 
@@ -100,8 +101,15 @@ func (c *Cloud) fleetTargets(in *ec2.CreateFleetInput) []iam.Target {
 		if err != nil {
 			continue // the fleet reports the error for this config
 		}
+		// AWS authorizes the launch's network interface and spot request
+		// with the tags the template gives them (rule template-request-tags);
+		// with the rule off, with the fleet's own (which cannot name them).
+		requestTags := templateTagSpecs(lt.data)
+		if !c.cfg.Rules.On(fidelity.TemplateRequestTags) {
+			requestTags = in.TagSpecifications
+		}
 		for _, rt := range launchCreates {
-			out = append(out, c.creating(action, "CreateFleet", string(rt), templateTagSpecs(lt.data))...)
+			out = append(out, c.creating(action, "CreateFleet", string(rt), requestTags)...)
 		}
 		out = append(out, c.existing(action, "launch-template", *lt.meta.LaunchTemplateId))
 		out = append(out, c.templateUses(action, lt.data)...)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/fidelity"
 )
 
 // Config configures a simulated region.
@@ -30,6 +32,9 @@ type Config struct {
 	PendingDelay time.Duration
 	// ShuttingDownDelay is how long an instance stays shutting-down (default 10s).
 	ShuttingDownDelay time.Duration
+	// Rules are the AWS rules the region enforces (zero: all of them);
+	// NODEWRIGHT_SIM_RULES_OFF turns more off (package fidelity).
+	Rules fidelity.Set
 }
 
 // Transition is one instance state change, reported to observers after the
@@ -101,6 +106,11 @@ func New(cfg Config) (*Cloud, error) {
 	if cfg.ShuttingDownDelay == 0 {
 		cfg.ShuttingDownDelay = 10 * time.Second
 	}
+	rules, err := cfg.Rules.WithEnv()
+	if err != nil {
+		return nil, fmt.Errorf("ec2sim: %w", err)
+	}
+	cfg.Rules = rules
 	c := &Cloud{
 		cfg:             cfg,
 		rng:             rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),

@@ -57,7 +57,7 @@ func decodeThen[I any](form url.Values, check func(*I) error) error {
 // dryRunFleet: an instant fleet's tag types, its capacity and its launch
 // templates, which must exist (CreateFleet's own checks).
 func (c *Cloud) dryRunFleet(in *ec2.CreateFleetInput) error {
-	if err := checkFleetTagTypes(in); err != nil {
+	if err := c.checkFleetTagTypes(in); err != nil {
 		return err
 	}
 	if tcs := in.TargetCapacitySpecification; tcs == nil || aws.ToInt32(tcs.TotalTargetCapacity) < 1 {
@@ -88,7 +88,7 @@ func (c *Cloud) dryRunTemplate(in *ec2.CreateLaunchTemplateInput) error {
 	if in.LaunchTemplateData == nil {
 		return protocol.Errorf("MissingParameter", "The request must contain the parameter LaunchTemplateData")
 	}
-	if err := checkTemplateTagTypes(in.LaunchTemplateData); err != nil {
+	if err := c.checkTemplateTagTypes(in.LaunchTemplateData); err != nil {
 		return err
 	}
 	for _, s := range in.TagSpecifications {

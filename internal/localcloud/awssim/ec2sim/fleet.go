@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/fidelity"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
 )
 
@@ -60,7 +61,7 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 	if in.Type != types.FleetTypeInstant {
 		return nil, protocol.Errorf("InvalidParameterValue", "The simulator supports only fleets of type 'instant', got '%s'", in.Type)
 	}
-	if err := checkFleetTagTypes(in); err != nil {
+	if err := c.checkFleetTagTypes(in); err != nil {
 		return nil, err
 	}
 	tcs := in.TargetCapacitySpecification
@@ -92,7 +93,7 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 	fp := fingerprint(in)
 	if r, ok := c.fleets[token]; ok && token != "" {
 		c.mu.Unlock()
-		if r.fingerprint != fp {
+		if r.fingerprint != fp && c.cfg.Rules.On(fidelity.IdempotentMismatch) {
 			return nil, protocol.Errorf("IdempotentParameterMismatch", "The client token %s was used with different request parameters.", token)
 		}
 		return r.out, nil
@@ -316,7 +317,7 @@ func (c *Cloud) fill(in *ec2.CreateFleetInput, out *ec2.CreateFleetOutput, cands
 
 // unavailable explains why a pool cannot launch one more instance right now.
 func (c *Cloud) unavailable(cd *candidate, life types.InstanceLifecycle) (string, string) {
-	if code, msg := spotTagsOnOtherLaunch(cd, life); code != "" {
+	if code, msg := c.spotTagsOnOtherLaunch(cd, life); code != "" {
 		return code, msg
 	}
 	info := c.cfg.Catalog.Types[cd.itype]
@@ -332,13 +333,13 @@ func (c *Cloud) unavailable(cd *candidate, life types.InstanceLifecycle) (string
 		if code, msg := c.reservationUnavailable(cd, id); code != "" {
 			return code, msg
 		}
-	} else if n, limited := c.remaining(Pool{cd.itype, cd.zone, string(life)}); limited && n <= 0 {
+	} else if n, limited := c.remaining(Pool{cd.itype, cd.zone, string(life)}); limited && n <= 0 && c.cfg.Rules.On(fidelity.InsufficientCapacity) {
 		return "InsufficientInstanceCapacity", fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing another Availability Zone.", cd.itype, cd.zone, cd.itype)
 	}
 	if code, msg := c.placementUnavailable(cd); code != "" {
 		return code, msg
 	}
-	if life == types.InstanceLifecycleSpot && cd.ov.MaxPrice != nil {
+	if life == types.InstanceLifecycleSpot && cd.ov.MaxPrice != nil && c.cfg.Rules.On(fidelity.SpotMaxPrice) {
 		maxP, err := strconv.ParseFloat(*cd.ov.MaxPrice, 64)
 		if p, _ := c.spotPrice(cd.itype, cd.zone); err == nil && p > maxP {
 			return "SpotMaxPriceTooLow", fmt.Sprintf("Your Spot request price of %s is lower than the minimum required Spot request fulfillment price of %.4f.", *cd.ov.MaxPrice, p)

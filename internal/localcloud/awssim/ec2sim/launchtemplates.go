@@ -30,7 +30,7 @@ func (c *Cloud) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTemp
 	if in.LaunchTemplateData == nil {
 		return nil, protocol.Errorf("MissingParameter", "The request must contain the parameter LaunchTemplateData")
 	}
-	if err := checkTemplateTagTypes(in.LaunchTemplateData); err != nil {
+	if err := c.checkTemplateTagTypes(in.LaunchTemplateData); err != nil {
 		return nil, err
 	}
 	for _, s := range in.TagSpecifications {

@@ -5,6 +5,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/fidelity"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
 )
 
@@ -40,7 +41,10 @@ func notTaggable(rt types.ResourceType) error {
 
 // checkFleetTagTypes refuses an instant fleet's tag specifications of
 // types it cannot tag.
-func checkFleetTagTypes(in *ec2.CreateFleetInput) error {
+func (c *Cloud) checkFleetTagTypes(in *ec2.CreateFleetInput) error {
+	if !c.cfg.Rules.On(fidelity.FleetTagTypes) {
+		return nil
+	}
 	for _, s := range in.TagSpecifications {
 		if !instantFleetTaggable[s.ResourceType] {
 			return notTaggable(s.ResourceType)
@@ -51,7 +55,10 @@ func checkFleetTagTypes(in *ec2.CreateFleetInput) error {
 
 // checkTemplateTagTypes refuses launch template data that tags a type no
 // launch can tag.
-func checkTemplateTagTypes(data *types.RequestLaunchTemplateData) error {
+func (c *Cloud) checkTemplateTagTypes(data *types.RequestLaunchTemplateData) error {
+	if !c.cfg.Rules.On(fidelity.TemplateTagTypes) {
+		return nil
+	}
 	for _, s := range data.TagSpecifications {
 		if !templateTaggable[s.ResourceType] {
 			return notTaggable(s.ResourceType)
@@ -64,8 +71,8 @@ func checkTemplateTagTypes(data *types.RequestLaunchTemplateData) error {
 // spot from a template tagging spot requests: EC2 fails it. Source:
 // aws/karpenter-provider-aws #5850 (CreateFleet's errors for 70 minutes,
 // lifecycle on-demand, InvalidParameterValue with this message).
-func spotTagsOnOtherLaunch(cd *candidate, life types.InstanceLifecycle) (string, string) {
-	if life == types.InstanceLifecycleSpot {
+func (c *Cloud) spotTagsOnOtherLaunch(cd *candidate, life types.InstanceLifecycle) (string, string) {
+	if life == types.InstanceLifecycleSpot || !c.cfg.Rules.On(fidelity.SpotTagsOnDemand) {
 		return "", ""
 	}
 	for _, s := range cd.lt.data.TagSpecifications {
