@@ -27,7 +27,7 @@ func (p *Provider) PlanLaunch(ctx context.Context, req LaunchRequest) (Instance,
 		return Instance{}, 0, fmt.Errorf("plan launch of nodeclaim %s: %w", req.NodeClaim.Name, err)
 	}
 	zonal := ZonalSubnets(subnets)
-	capacityType, opts := p.plan(l.claim, l.types, zonal, l.amis)
+	capacityType, opts := p.plan(l.claim, l.types, zonal, l.amis, p.spotAllowed(l))
 	var best *option
 	var offering catalog.Offering
 	for i := range opts {

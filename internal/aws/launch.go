@@ -105,6 +105,8 @@ type launch struct {
 	// lastErrs are the latest attempt's fleet errors, reported when the
 	// launch gives up.
 	lastErrs []string
+	// noSpot leaves spot out of the next attempts (spotfallback.go).
+	noSpot bool
 }
 
 // prepareLaunch discovers what does not change between attempts: the
@@ -153,7 +155,7 @@ func (p *Provider) launchAttempt(ctx context.Context, l *launch, attempt int) (i
 	if zonal, err = p.placementZones(ctx, l.pl, zonal); err != nil {
 		return Instance{}, true, fmt.Errorf("launch nodeclaim %s: %w", name, err)
 	}
-	capacityType, opts := p.plan(l.claim, l.types, zonal, l.amis)
+	capacityType, opts := p.plan(l.claim, l.types, zonal, l.amis, p.spotAllowed(l))
 	if len(opts) == 0 {
 		err := fmt.Errorf("%w: no available offering of %d instance types in zones %v", ErrInsufficientCapacity, len(l.types), zoneNames(zonal))
 		return Instance{}, true, &LaunchError{NodeClaim: name, Errors: l.lastErrs, Err: err}
@@ -212,6 +214,12 @@ func (p *Provider) fleetAnswered(ctx context.Context, l *launch, out *ec2.Create
 	}
 	if staleTemplate(out.Errors) {
 		p.templates.invalidateAll()
+		return Instance{}, false, nil
+	}
+	if p.spotDead(ctx, l, out.Errors, capacityType) {
+		// Spot cannot succeed for this claim: the next attempt plans without it.
+		_, _ = p.recordFleetErrors(ctx, name, capacityOnly(out.Errors), zonal, capacityType, fts)
+		l.lastErrs = fleetErrorStrings(out.Errors)
 		return Instance{}, false, nil
 	}
 	if exhaustedSubnet(out.Errors) {

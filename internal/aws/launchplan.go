@@ -14,9 +14,12 @@ import (
 // plan picks the capacity type (reserved when the claim allows it and a
 // reservation has room, else spot when allowed and available, else
 // on-demand, as Karpenter does) and the options for it, cheapest first, at
-// most MaxInstanceTypes.
-func (p *Provider) plan(claim *apis.NodeClaim, types []*catalog.InstanceType, zonal map[string]Subnet, amis []AMI) (string, []option) {
+// most MaxInstanceTypes. spotOK false leaves spot out (spotfallback.go).
+func (p *Provider) plan(claim *apis.NodeClaim, types []*catalog.InstanceType, zonal map[string]Subnet, amis []AMI, spotOK bool) (string, []option) {
 	byCT := p.optionsByCapacityType(claim, types, zonal, amis)
+	if !spotOK {
+		delete(byCT, catalog.CapacityTypeSpot)
+	}
 	ct := catalog.CapacityTypeOnDemand
 	switch {
 	case len(byCT[catalog.CapacityTypeReserved]) > 0:

@@ -89,6 +89,10 @@ type Provider struct {
 	catalogs        catalogCache
 	userData        userDataMemo
 
+	// spot is set when spot launches cannot succeed for a while (the spot
+	// service-linked role is missing: spotfallback.go).
+	spot spotBlock
+
 	priceMu     sync.Mutex
 	priceMemo   *PriceSnapshot
 	priceMemoAt time.Time

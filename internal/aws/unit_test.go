@@ -86,7 +86,7 @@ func TestPlanChoosesSpotCheapestFirstAndSkipsICE(t *testing.T) {
 		itype("c5.large", "amd64", map[string]float64{"us-west-2a/spot": 0.05}),
 		itype("x1.large", "amd64", map[string]float64{"us-west-2a/spot": 0.07}),
 	}
-	ct, opts := p.plan(claim(), types, zonalAB, amisBoth)
+	ct, opts := p.plan(claim(), types, zonalAB, amisBoth, true)
 	if ct != "spot" {
 		t.Fatalf("capacity type %q, want spot", ct)
 	}
@@ -103,7 +103,7 @@ func TestPlanChoosesSpotCheapestFirstAndSkipsICE(t *testing.T) {
 	if err := p.ice.MarkUnavailable(context.Background(), OfferingKey{InstanceType: "m5.large", Zone: "us-west-2b", CapacityType: "spot"}, "InsufficientInstanceCapacity"); err != nil {
 		t.Fatal(err)
 	}
-	_, opts = p.plan(claim(), types, zonalAB, amisBoth)
+	_, opts = p.plan(claim(), types, zonalAB, amisBoth, true)
 	if got := strings.Join(optionNames(opts), ","); got != "m6g.large,m5.large,c5.large" {
 		t.Fatalf("after ICE: options %s", got)
 	}
@@ -111,13 +111,13 @@ func TestPlanChoosesSpotCheapestFirstAndSkipsICE(t *testing.T) {
 		t.Errorf("ICE'd offering still planned: %+v", opts[1].offerings)
 	}
 	// Spot not allowed: on-demand only.
-	ct, opts = p.plan(claim(req(labelCapacityType, corev1.NodeSelectorOpIn, "on-demand")), types, zonalAB, amisBoth)
+	ct, opts = p.plan(claim(req(labelCapacityType, corev1.NodeSelectorOpIn, "on-demand")), types, zonalAB, amisBoth, true)
 	if ct != "on-demand" || strings.Join(optionNames(opts), ",") != "m5.large,m5.xlarge" {
 		t.Errorf("on-demand plan: %s %v", ct, optionNames(opts))
 	}
 	// After the ICE TTL the offering is back.
 	clock.Advance(3*time.Minute + time.Second)
-	_, opts = p.plan(claim(), types, zonalAB, amisBoth)
+	_, opts = p.plan(claim(), types, zonalAB, amisBoth, true)
 	if opts[0].offerings[0].Zone != "us-west-2b" {
 		t.Errorf("ICE entry did not expire")
 	}
@@ -132,12 +132,12 @@ func TestPlanHonoursRequirementsAndFallsBackToOnDemand(t *testing.T) {
 	for _, k := range []OfferingKey{{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}} {
 		_ = p.ice.MarkUnavailable(context.Background(), k, "test")
 	}
-	ct, opts := p.plan(c, types, zonalAB, amisBoth)
+	ct, opts := p.plan(c, types, zonalAB, amisBoth, true)
 	if ct != "on-demand" || len(opts) != 1 || len(opts[0].offerings) != 1 || opts[0].offerings[0].Zone != "us-west-2a" {
 		t.Fatalf("want on-demand m5.large in us-west-2a only, got %s %+v", ct, opts)
 	}
 	// No AMI for the architecture: nothing to launch.
-	if _, opts := p.plan(claim(), []*catalog.InstanceType{itype("m6g.large", "arm64", map[string]float64{"us-west-2a/spot": 1})}, zonalAB, amisBoth[:1]); len(opts) != 0 {
+	if _, opts := p.plan(claim(), []*catalog.InstanceType{itype("m6g.large", "arm64", map[string]float64{"us-west-2a/spot": 1})}, zonalAB, amisBoth[:1], true); len(opts) != 0 {
 		t.Errorf("arm64 type planned without an arm64 AMI")
 	}
 }
@@ -394,12 +394,12 @@ func TestPlanDropsSpotDearerThanOnDemand(t *testing.T) {
 		itype("m5.large", "amd64", map[string]float64{"us-west-2a/spot": 0.04, "us-west-2a/on-demand": 0.096}),
 		itype("c5.large", "amd64", map[string]float64{"us-west-2a/spot": 0.09}),
 	}
-	ct, opts := p.plan(claim(), types, zonalAB, amisBoth)
+	ct, opts := p.plan(claim(), types, zonalAB, amisBoth, true)
 	if ct != "spot" || strings.Join(optionNames(opts), ",") != "m5.large,c5.large" {
 		t.Errorf("plan %s %v", ct, optionNames(opts))
 	}
 	// Spot only: nothing to compare with, every spot type stays.
-	_, opts = p.plan(claim(req(labelCapacityType, corev1.NodeSelectorOpIn, "spot")), types, zonalAB, amisBoth)
+	_, opts = p.plan(claim(req(labelCapacityType, corev1.NodeSelectorOpIn, "spot")), types, zonalAB, amisBoth, true)
 	if len(opts) != 3 {
 		t.Errorf("spot-only plan %v", optionNames(opts))
 	}

@@ -222,11 +222,19 @@ func (c *Cloud) startAWS(opts Options) error {
 		return fmt.Errorf("local cloud: %w", err)
 	}
 	sim.AddCredentials(ControllerAccessKeyID, ControllerSecretAccessKey, controllerCallerARN(account))
+	// A local cloud stands for an account sized for its clusters: the vCPU
+	// quotas a scale run needs are granted (a test of the quota rules lowers
+	// them again; the simulator's own defaults are a typical account's).
+	sim.RaiseEC2VCPUQuotas(localVCPUQuota)
 	c.AWS = sim
 	c.AWSEndpoint = sim.URL()
 	c.StartupTimes["awssim"] = time.Since(t)
 	return nil
 }
+
+// localVCPUQuota is every EC2 vCPU quota of a local cloud: room for the
+// 2,000-node scale runs on the largest types.
+const localVCPUQuota = 1_000_000
 
 // backendStart is what startBackends' concurrent starts report.
 type backendStart struct {

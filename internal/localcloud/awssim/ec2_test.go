@@ -86,7 +86,8 @@ func TestCreateFleetChoosesCheapestAvailablePool(t *testing.T) {
 		{name: "spot all exhausted", capType: types.DefaultTargetCapacityTypeSpot,
 			exhaust:   []ec2sim.Pool{{InstanceType: "m5.large", Zone: "us-west-2a", CapacityType: "spot"}},
 			overrides: []types.FleetLaunchTemplateOverridesRequest{override("m5.large", "us-west-2a")},
-			wantErrs:  []string{"InsufficientInstanceCapacity"}},
+			// the pool's error and the whole request's (rule unfulfillable-capacity)
+			wantErrs: []string{"InsufficientInstanceCapacity", "UnfulfillableCapacity"}},
 		{name: "not offered in zone", capType: types.DefaultTargetCapacityTypeOnDemand,
 			overrides: []types.FleetLaunchTemplateOverridesRequest{override("g4dn.xlarge", "us-west-2c")},
 			wantErrs:  []string{"Unsupported"}},

@@ -152,6 +152,10 @@ func New(opts Options) (*Server, error) {
 		Region: opts.Region, Account: opts.AccountID, ClusterName: opts.ClusterName, KubernetesVersion: opts.KubernetesVersion,
 		Catalog: cat, Seed: opts.Seed, Now: opts.Now, After: s.after,
 		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown, Rules: rules,
+		AccountState: ec2sim.AccountState{
+			ServiceLinkedRole: s.ServiceLinkedRoleExists,
+			EC2Quota:          func(code string) (float64, bool) { return s.quota("ec2/" + code) },
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("awssim: %w", err)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
 )
@@ -58,17 +59,34 @@ func (s *Server) handleServiceQuotas(op string, body []byte) (any, error) {
 		return nil, &protocol.APIError{Code: "NoSuchResourceException", Status: http.StatusBadRequest,
 			Message: fmt.Sprintf("The request failed because the specified service or quota does not exist: %s", key)}
 	}
-	a := &s.acct
-	a.mu.Lock()
-	a.init()
-	value, set := a.quotas[key]
-	a.mu.Unlock()
-	if !set {
-		value = def.value
-	}
+	value, _ := s.quota(key)
 	return map[string]any{"Quota": map[string]any{
 		"ServiceCode": in.ServiceCode, "QuotaCode": in.QuotaCode, "QuotaName": def.name, "Value": value,
 		"Unit": "None", "Adjustable": true, "GlobalQuota": false,
 		"QuotaArn": fmt.Sprintf("arn:aws:servicequotas:%s:%s:%s/%s", s.opts.Region, s.opts.AccountID, in.ServiceCode, in.QuotaCode),
 	}}, nil
+}
+
+// quota is the applied value of a quota ("service/code"): the one a test
+// set, else its default; false for a quota the simulator does not have.
+func (s *Server) quota(key string) (float64, bool) {
+	def, ok := defaultQuotas[key]
+	a := &s.acct
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.init()
+	if v, set := a.quotas[key]; set {
+		return v, true
+	}
+	return def.value, ok
+}
+
+// RaiseEC2VCPUQuotas sets every EC2 vCPU quota (On-Demand and Spot, each
+// family group) to v.
+func (s *Server) RaiseEC2VCPUQuotas(v float64) {
+	for key := range defaultQuotas {
+		if service, code, _ := strings.Cut(key, "/"); service == "ec2" {
+			s.SetServiceQuota(service, code, v)
+		}
+	}
 }

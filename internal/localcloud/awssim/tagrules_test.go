@@ -16,9 +16,9 @@ import (
 
 func tag(k, v string) types.Tag { return types.Tag{Key: aws.String(k), Value: aws.String(v)} }
 
-// TestInstantFleetTagsOnlyFleetInstanceVolume: CreateFleet API reference,
+// TestRuleFleetTagTypes (rule fleet-tag-types): CreateFleet API reference,
 // TagSpecifications, and the EC2 user guide's "Tag a new EC2 Fleet".
-func TestInstantFleetTagsOnlyFleetInstanceVolume(t *testing.T) {
+func TestRuleFleetTagTypes(t *testing.T) {
 	s, cfg := newTestServer(t, nil)
 	c := ec2.NewFromConfig(cfg)
 	lt := launchTemplate(t, s, c, "lt-tags", "")
@@ -37,10 +37,10 @@ func TestInstantFleetTagsOnlyFleetInstanceVolume(t *testing.T) {
 	}
 }
 
-// TestLaunchTemplateTagTypes: LaunchTemplateTagSpecificationRequest takes
+// TestRuleTemplateTagTypes (rule template-tag-types): LaunchTemplateTagSpecificationRequest takes
 // instance, volume, network-interface and spot-instances-request; the
 // template itself is tagged as launch-template only.
-func TestLaunchTemplateTagTypes(t *testing.T) {
+func TestRuleTemplateTagTypes(t *testing.T) {
 	s, cfg := newTestServer(t, nil)
 	c := ec2.NewFromConfig(cfg)
 	ami, _ := s.EC2().SSMParameter("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id")
@@ -68,10 +68,10 @@ func TestLaunchTemplateTagTypes(t *testing.T) {
 	}
 }
 
-// TestOnDemandLaunchFromSpotTaggedTemplateFails: aws/karpenter-provider-aws
+// TestRuleSpotTagsOnDemand (rule spot-tags-on-demand): aws/karpenter-provider-aws
 // #5850, the per-override error of an on-demand launch whose template tags
 // spot requests; the same template launches spot.
-func TestOnDemandLaunchFromSpotTaggedTemplateFails(t *testing.T) {
+func TestRuleSpotTagsOnDemand(t *testing.T) {
 	s, cfg := newTestServer(t, nil)
 	c := ec2.NewFromConfig(cfg)
 	ami, _ := s.EC2().SSMParameter("/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/standard/recommended/image_id")
@@ -97,12 +97,12 @@ func TestOnDemandLaunchFromSpotTaggedTemplateFails(t *testing.T) {
 	}
 }
 
-// TestFleetInterfaceTagsComeFromTheTemplate: IAM authorizes the network
+// TestRuleTemplateRequestTags (rule template-request-tags): IAM authorizes the network
 // interface (and spot request) a fleet's launch creates against the
 // request tags its launch template gives them; the fleet's own tags do not
 // reach them (aws/karpenter-provider-aws #4550, PR #4911: Karpenter's
 // templates tag both, its policy requires the tags on both).
-func TestFleetInterfaceTagsComeFromTheTemplate(t *testing.T) {
+func TestRuleTemplateRequestTags(t *testing.T) {
 	s, cfg := newTestServer(t, nil)
 	admin := ec2.NewFromConfig(cfg)
 	policy, err := iam.ParsePolicyJSON("launch", []byte(`{"Version":"2012-10-17","Statement":[

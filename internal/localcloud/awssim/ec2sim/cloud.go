@@ -35,6 +35,8 @@ type Config struct {
 	// Rules are the AWS rules the region enforces (zero: all of them);
 	// NODEWRIGHT_SIM_RULES_OFF turns more off (package fidelity).
 	Rules fidelity.Set
+	// AccountState is what launches read of the account (quotas.go).
+	AccountState AccountState
 }
 
 // Transition is one instance state change, reported to observers after the

@@ -283,8 +283,7 @@ func (c *Cloud) rank(in *ec2.CreateFleetInput, cands []*candidate, life types.In
 func (c *Cloud) fill(in *ec2.CreateFleetInput, out *ec2.CreateFleetOutput, cands []*candidate, life types.InstanceLifecycle, n int32) []*instance {
 	ordered := c.rank(in, cands, life)
 	if len(ordered) == 0 {
-		out.Errors = append(out.Errors, types.CreateFleetError{Lifecycle: life, ErrorCode: aws.String("UnfulfillableCapacity"),
-			ErrorMessage: aws.String("Unable to fulfill capacity due to your request configuration. Please adjust your request and try again.")})
+		c.unfulfillable(out, life)
 		return nil
 	}
 	failed := map[int]bool{}
@@ -312,12 +311,30 @@ func (c *Cloud) fill(in *ec2.CreateFleetInput, out *ec2.CreateFleetOutput, cands
 			break
 		}
 	}
+	if n > 0 && len(launched) == 0 && life == types.InstanceLifecycleSpot {
+		c.unfulfillable(out, life)
+	}
 	return launched
+}
+
+// unfulfillable adds the fleet-wide error of a lifecycle no pool could
+// serve: UnfulfillableCapacity with no override, beside the pools' own
+// errors when there are any (aws/karpenter-provider-aws #1233 has it alone
+// with this message, #5789 beside InsufficientInstanceCapacity).
+func (c *Cloud) unfulfillable(out *ec2.CreateFleetOutput, life types.InstanceLifecycle) {
+	if !c.cfg.Rules.On(fidelity.UnfulfillableCapacity) {
+		return
+	}
+	out.Errors = append(out.Errors, types.CreateFleetError{Lifecycle: life, ErrorCode: aws.String("UnfulfillableCapacity"),
+		ErrorMessage: aws.String("Unable to fulfill capacity due to your request configuration. Please adjust your request and try again.")})
 }
 
 // unavailable explains why a pool cannot launch one more instance right now.
 func (c *Cloud) unavailable(cd *candidate, life types.InstanceLifecycle) (string, string) {
 	if code, msg := c.spotTagsOnOtherLaunch(cd, life); code != "" {
+		return code, msg
+	}
+	if code, msg := c.spotRoleMissing(life); code != "" {
 		return code, msg
 	}
 	info := c.cfg.Catalog.Types[cd.itype]
@@ -337,6 +354,9 @@ func (c *Cloud) unavailable(cd *candidate, life types.InstanceLifecycle) (string
 		return "InsufficientInstanceCapacity", fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing another Availability Zone.", cd.itype, cd.zone, cd.itype)
 	}
 	if code, msg := c.placementUnavailable(cd); code != "" {
+		return code, msg
+	}
+	if code, msg := c.quotaExceeded(cd, life); code != "" {
 		return code, msg
 	}
 	if life == types.InstanceLifecycleSpot && cd.ov.MaxPrice != nil && c.cfg.Rules.On(fidelity.SpotMaxPrice) {

@@ -38,9 +38,6 @@ const (
 	VcpuLimit             = "vcpu-limit"
 	SpotMaxPrice          = "spot-max-price"
 	SpotServiceLinkedRole = "spot-service-linked-role"
-	RequestThrottling     = "request-throttling"
-	DescribeConsistency   = "describe-consistency"
-	TerminateConsistency  = "terminate-consistency"
 	KMSGrant              = "kms-grant"
 )
 
@@ -57,26 +54,23 @@ type Rule struct {
 
 // Rules is the table. Sources are quoted in full in FIDELITY.md.
 func Rules() []Rule {
-	const ec2sim, awssim, aws = "./internal/localcloud/awssim/ec2sim", "./internal/localcloud/awssim", "./internal/aws"
+	const ec2sim, awssim = "./internal/localcloud/awssim/ec2sim", "./internal/localcloud/awssim"
 	return []Rule{
-		{FleetTagTypes, "EC2 API reference, CreateFleet TagSpecifications", ec2sim, "TestRuleFleetTagTypes"},
-		{TemplateTagTypes, "EC2 API reference, LaunchTemplateTagSpecificationRequest", ec2sim, "TestRuleTemplateTagTypes"},
-		{SpotTagsOnDemand, "aws/karpenter-provider-aws #5850", ec2sim, "TestRuleSpotTagsOnDemand"},
+		{FleetTagTypes, "EC2 API reference, CreateFleet TagSpecifications", awssim, "TestRuleFleetTagTypes"},
+		{TemplateTagTypes, "EC2 API reference, LaunchTemplateTagSpecificationRequest", awssim, "TestRuleTemplateTagTypes"},
+		{SpotTagsOnDemand, "aws/karpenter-provider-aws #5850", awssim, "TestRuleSpotTagsOnDemand"},
 		{TemplateRequestTags, "aws/karpenter-provider-aws #4550; EC2 user guide, Grant permission to tag on create", awssim, "TestRuleTemplateRequestTags"},
 		{TagLimits, "EC2 user guide, Tag restrictions", ec2sim, "TestRuleTagLimits"},
 		{ReservedTagPrefix, "EC2 user guide, Tag restrictions (aws: prefix)", ec2sim, "TestRuleReservedTagPrefix"},
 		{UserDataSize, "EC2 user guide, Run commands at launch (16 KB before base64)", ec2sim, "TestRuleUserDataSize"},
 		{ClientTokenLength, "EC2 API reference, Ensure idempotency (64 ASCII characters)", ec2sim, "TestRuleClientTokenLength"},
-		{IdempotentMismatch, "EC2 API reference, Ensure idempotency (IdempotentParameterMismatch)", ec2sim, "TestRuleIdempotentMismatch"},
-		{InsufficientCapacity, "EC2 API reference, error codes (InsufficientInstanceCapacity)", ec2sim, "TestRuleInsufficientCapacity"},
-		{UnfulfillableCapacity, "EC2 API reference, error codes; aws/karpenter-provider-aws PR #7998", ec2sim, "TestRuleUnfulfillableCapacity"},
-		{MaxSpotInstanceCount, "EC2 API reference, error codes (MaxSpotInstanceCountExceeded)", ec2sim, "TestRuleMaxSpotInstanceCount"},
-		{VcpuLimit, "EC2 API reference, error codes (VcpuLimitExceeded); EC2 user guide, On-Demand Instance quotas", ec2sim, "TestRuleVcpuLimit"},
-		{SpotMaxPrice, "EC2 API reference, error codes (SpotMaxPriceTooLow)", ec2sim, "TestRuleSpotMaxPrice"},
-		{SpotServiceLinkedRole, "EC2 user guide, Service-linked role for Spot Instance requests; aws/karpenter-provider-aws PR #7998", ec2sim, "TestRuleSpotServiceLinkedRole"},
-		{RequestThrottling, "EC2 API reference, Request throttling (token bucket sizes and refill rates)", awssim, "TestRuleRequestThrottling"},
-		{DescribeConsistency, "EC2 API reference, Eventual consistency", ec2sim, "TestRuleDescribeConsistency"},
-		{TerminateConsistency, "EC2 API reference, Eventual consistency (InvalidInstanceID.NotFound)", aws, "TestRuleTerminateConsistency"},
+		{IdempotentMismatch, "EC2 API reference, Ensure idempotency (IdempotentParameterMismatch)", awssim, "TestRuleIdempotentMismatch"},
+		{InsufficientCapacity, "EC2 API reference, error codes (InsufficientInstanceCapacity)", awssim, "TestRuleInsufficientCapacity"},
+		{UnfulfillableCapacity, "EC2 API reference, error codes; aws/karpenter-provider-aws PR #7998", awssim, "TestRuleUnfulfillableCapacity"},
+		{MaxSpotInstanceCount, "EC2 API reference, error codes (MaxSpotInstanceCountExceeded)", awssim, "TestRuleMaxSpotInstanceCount"},
+		{VcpuLimit, "EC2 API reference, error codes (VcpuLimitExceeded); EC2 user guide, On-Demand Instance quotas", awssim, "TestRuleVcpuLimit"},
+		{SpotMaxPrice, "EC2 API reference, error codes (SpotMaxPriceTooLow)", awssim, "TestRuleSpotMaxPrice"},
+		{SpotServiceLinkedRole, "EC2 user guide, Service-linked role for Spot Instance requests; aws/karpenter-provider-aws PR #7998", awssim, "TestRuleSpotServiceLinkedRole"},
 		{KMSGrant, "EBS user guide, Amazon EBS encryption, KMS key policy; EC2 user guide, instance terminates immediately (Client.InvalidKMSKey.InvalidState)", awssim, "TestRuleKMSGrant"},
 	}
 }
