@@ -64,6 +64,9 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 	if err := c.checkFleetTagTypes(in); err != nil {
 		return nil, err
 	}
+	if err := c.checkFleetLimits(in); err != nil {
+		return nil, err
+	}
 	tcs := in.TargetCapacitySpecification
 	if tcs == nil || aws.ToInt32(tcs.TotalTargetCapacity) < 1 {
 		return nil, protocol.Errorf("InvalidTargetCapacitySpecification", "TotalTargetCapacity must be at least 1")

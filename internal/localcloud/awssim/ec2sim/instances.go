@@ -249,10 +249,8 @@ func (c *Cloud) CreateTags(_ context.Context, in *ec2.CreateTagsInput) (*ec2.Cre
 	if len(in.Resources) == 0 || len(in.Tags) == 0 {
 		return nil, protocol.Errorf("MissingParameter", "The request must contain the parameters ResourceId and Tag")
 	}
-	for _, t := range in.Tags {
-		if strings.HasPrefix(aws.ToString(t.Key), "aws:") {
-			return nil, protocol.Errorf("InvalidParameterValue", "Tag keys starting with 'aws:' are reserved for internal use")
-		}
+	if err := c.checkTags(in.Tags); err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -267,6 +265,9 @@ func (c *Cloud) CreateTags(_ context.Context, in *ec2.CreateTagsInput) (*ec2.Cre
 			return nil, protocol.Errorf(code, "The ID '%s' does not exist", id)
 		}
 		targets = append(targets, p)
+	}
+	if err := c.checkTagTotals(targets, in.Tags); err != nil {
+		return nil, err
 	}
 	for _, p := range targets {
 		*p = mergeTags(*p, in.Tags)

@@ -33,6 +33,9 @@ func (c *Cloud) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTemp
 	if err := c.checkTemplateTagTypes(in.LaunchTemplateData); err != nil {
 		return nil, err
 	}
+	if err := c.checkTemplateLimits(in); err != nil {
+		return nil, err
+	}
 	for _, s := range in.TagSpecifications {
 		// CreateLaunchTemplate API reference, TagSpecifications: "To tag the
 		// launch template, the resource type must be launch-template."
