@@ -66,6 +66,8 @@ func validateEC2NodeClass(nc *EC2NodeClass) []fieldErr {
 		}
 	}
 
+	validateEC2Limits(v, s)
+
 	if s.Kubelet != nil {
 		validateKubelet(v, "spec.kubelet", s.Kubelet)
 	}
@@ -378,5 +380,25 @@ func validateBlockDevices(v *validator, bdms []*BlockDeviceMapping) {
 	}
 	if roots > 1 {
 		v.add(path, "must have only one blockDeviceMappings with rootVolume")
+	}
+}
+
+// validateEC2Limits refuses a class whose launches EC2 would refuse for
+// size (ec2limits.go): tags each instance cannot carry once nodewright adds
+// its own, a tag EC2 does not take, or user data over 16 KB on its own
+// (nodewright's bootstrap wraps it; internal/aws checks the whole before
+// it creates a launch template).
+func validateEC2Limits(v *validator, s *EC2NodeClassSpec) {
+	if n := LaunchTagCount(s.Tags); n > MaxTagsPerResource {
+		v.add("spec.tags", "%d tags, and nodewright adds %d of its own to each instance and volume: EC2 allows at most %d per resource, so at most %d here",
+			len(s.Tags), n-len(s.Tags), MaxTagsPerResource, MaxTagsPerResource-(n-len(s.Tags)))
+	}
+	for _, k := range sortedKeys(s.Tags) {
+		if msg := TagProblem(k, s.Tags[k]); msg != "" {
+			v.add(joinKey("spec.tags", k), "%s", msg)
+		}
+	}
+	if u := s.UserData; u != nil && len(*u) > MaxUserDataBytes {
+		v.add("spec.userData", "%d bytes: EC2 limits user data to %d bytes (before base64), and nodewright adds its bootstrap to it", len(*u), MaxUserDataBytes)
 	}
 }
