@@ -36,12 +36,16 @@ type fleetTemplates struct {
 // claim) does, as in Karpenter.
 func (p *Provider) fleetInput(ctx context.Context, l *launch, zonal map[string]Subnet, capacityType string, opts []option, attempt int,
 ) (*ec2.CreateFleetInput, *fleetTemplates, error) {
+	launchTags := p.Tags(l.claim, l.nc)
+	if err := checkTags(l.nc.Name, "each instance and volume", launchTags); err != nil {
+		return nil, nil, err
+	}
 	opts = oneReservationPartition(capacityType, opts)
 	configs, fts, err := p.templateConfigs(ctx, l, zonal, capacityType, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	tags := ec2Tags(p.Tags(l.claim, l.nc))
+	tags := ec2Tags(launchTags)
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
 		ClientToken:           sdkaws.String(ClientToken(p.opts.ClusterName, l.claim.Name, attempt)),

@@ -120,6 +120,13 @@ func (p *Provider) PoolTags(nodePool string, nc *apis.EC2NodeClass) map[string]s
 // after a lost response returns the instance already launched. Launch moves
 // to attempt n+1 only after attempt n's response showed no instance; see
 // the package doc for the one-instance-per-claim rule.
+//
+// It is 35 ASCII characters whatever the names (EKS allows cluster names
+// of 100 characters, Kubernetes object names of 253): EC2 takes client
+// tokens of "up to 64 ASCII characters" (EC2 API reference, "Ensuring
+// idempotency"). Its format must not change: a claim launching across an
+// upgrade would send a new token for an attempt already made and could
+// launch a second instance.
 func ClientToken(cluster, nodeClaim string, attempt int) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%s/%d", cluster, nodeClaim, attempt))
 	return "nw-" + hex.EncodeToString(sum[:16])

@@ -301,6 +301,16 @@ func (p *Provider) findLaunchTemplate(ctx context.Context, name string) (string,
 }
 
 func (p *Provider) createLaunchTemplate(ctx context.Context, name string, spec templateSpec) (string, error) {
+	// What EC2 would refuse is not sent (limits.go).
+	if err := checkUserDataSize(spec.NodeClass, spec.UserData); err != nil {
+		return "", err
+	}
+	if err := checkTags(spec.NodeClass, "the launch template", spec.tags()); err != nil {
+		return "", err
+	}
+	if err := checkTags(spec.NodeClass, "each network interface", spec.ResourceTags); err != nil {
+		return "", err
+	}
 	out, err := p.clients.EC2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: sdkaws.String(name),
 		LaunchTemplateData: launchTemplateData(spec),
