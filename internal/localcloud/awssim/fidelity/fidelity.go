@@ -38,7 +38,6 @@ const (
 	VcpuLimit             = "vcpu-limit"
 	SpotMaxPrice          = "spot-max-price"
 	SpotServiceLinkedRole = "spot-service-linked-role"
-	KMSGrant              = "kms-grant"
 )
 
 // Rule is one enforced behaviour.
@@ -71,7 +70,6 @@ func Rules() []Rule {
 		{VcpuLimit, "EC2 API reference, error codes (VcpuLimitExceeded); EC2 user guide, On-Demand Instance quotas", awssim, "TestRuleVcpuLimit"},
 		{SpotMaxPrice, "EC2 API reference, error codes (SpotMaxPriceTooLow)", awssim, "TestRuleSpotMaxPrice"},
 		{SpotServiceLinkedRole, "EC2 user guide, Service-linked role for Spot Instance requests; aws/karpenter-provider-aws PR #7998", awssim, "TestRuleSpotServiceLinkedRole"},
-		{KMSGrant, "EBS user guide, Amazon EBS encryption, KMS key policy; EC2 user guide, instance terminates immediately (Client.InvalidKMSKey.InvalidState)", awssim, "TestRuleKMSGrant"},
 	}
 }
 

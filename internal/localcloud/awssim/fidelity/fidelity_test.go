@@ -56,13 +56,13 @@ func TestRulesAreOnByDefault(t *testing.T) {
 }
 
 func TestRulesOffByName(t *testing.T) {
-	t.Setenv(EnvRulesOff, "kms-grant, vcpu-limit")
+	t.Setenv(EnvRulesOff, "spot-max-price, vcpu-limit")
 	s, err := Set{}.WithEnv()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range Names() {
-		if want := !slices.Contains([]string{KMSGrant, VcpuLimit}, n); s.On(n) != want {
+		if want := !slices.Contains([]string{SpotMaxPrice, VcpuLimit}, n); s.On(n) != want {
 			t.Errorf("rule %s on = %v, want %v", n, s.On(n), want)
 		}
 	}
