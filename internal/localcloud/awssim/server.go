@@ -123,9 +123,11 @@ type Server struct {
 	// dynamoUpstream is dynalite's URL (SetDynamoDBUpstream).
 	dynamoUpstream string
 	kubelet        *kubelet.Emulator
-	wg             sync.WaitGroup
-	stopOnce       sync.Once
-	stop           chan struct{}
+	// kmsKeys are the account's customer managed keys, by key ID (kms.go).
+	kmsKeys  map[string]KMSKey
+	wg       sync.WaitGroup
+	stopOnce sync.Once
+	stop     chan struct{}
 }
 
 // New starts a simulator on a free loopback port.
@@ -155,6 +157,7 @@ func New(opts Options) (*Server, error) {
 		AccountState: ec2sim.AccountState{
 			ServiceLinkedRole: s.ServiceLinkedRoleExists,
 			EC2Quota:          func(code string) (float64, bool) { return s.quota("ec2/" + code) },
+			VolumeKeyUsable:   s.volumeKeyUsable,
 		},
 	})
 	if err != nil {
@@ -450,7 +453,7 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request, reqID, action 
 			return
 		}
 	}
-	out, err := s.ec2.Handle(r.Context(), action, form)
+	out, err := s.ec2.Handle(withCaller(r.Context(), accessKeyOf(r)), action, form)
 	if ferr != nil {
 		// Served, but the caller never hears how it went.
 		done(ferr, 0)

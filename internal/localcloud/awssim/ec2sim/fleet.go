@@ -57,7 +57,7 @@ func (cd *candidate) response() *types.LaunchTemplateAndOverridesResponse {
 // CreateFleet launches an instant fleet: it orders the override pools by the
 // allocation strategy, launches into the best pool with capacity and reports
 // a per-pool error for every pool it tried and could not use, as EC2 does.
-func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
+func (c *Cloud) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
 	if in.Type != types.FleetTypeInstant {
 		return nil, protocol.Errorf("InvalidParameterValue", "The simulator supports only fleets of type 'instant', got '%s'", in.Type)
 	}
@@ -122,7 +122,11 @@ func (c *Cloud) CreateFleet(_ context.Context, in *ec2.CreateFleetInput) (*ec2.C
 	c.mu.Unlock()
 	c.notify(ts...)
 	for _, inst := range launched {
-		c.schedule(*inst.InstanceId, c.cfg.PendingDelay, types.InstanceStateNamePending, types.InstanceStateNameRunning, "")
+		to, reason := types.InstanceStateNameRunning, ""
+		if err := c.volumeKeysUsable(ctx, inst.volumeKeys); err != nil {
+			to, reason = types.InstanceStateNameTerminated, invalidKMSKeyReason
+		}
+		c.schedule(*inst.InstanceId, c.cfg.PendingDelay, types.InstanceStateNamePending, to, reason)
 	}
 	return out, nil
 }

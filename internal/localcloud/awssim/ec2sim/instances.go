@@ -21,6 +21,9 @@ type instance struct {
 	// hidden counts the DescribeInstances calls that still miss this
 	// instance (EC2's eventual consistency after a launch).
 	hidden int
+	// volumeKeys are the customer managed KMS keys its encrypted volumes
+	// name (rule kms-grant).
+	volumeKeys []string
 }
 
 var stateCodes = map[types.InstanceStateName]int32{
@@ -38,7 +41,10 @@ func (c *Cloud) setState(in *instance, to types.InstanceStateName, reason string
 	from := in.State.Name
 	in.State = state(to)
 	if reason != "" {
-		in.StateReason = &types.StateReason{Code: aws.String(reason), Message: aws.String(reason)}
+		// EC2's state reason codes come first in the message:
+		// "Client.UserInitiatedShutdown: User initiated shutdown".
+		code, _, _ := strings.Cut(reason, ": ")
+		in.StateReason = &types.StateReason{Code: aws.String(code), Message: aws.String(reason)}
 		in.StateTransitionReason = aws.String(fmt.Sprintf("%s (%s)", reason, c.cfg.Now().UTC().Format("2006-01-02 15:04:05 MST")))
 	}
 	if to == types.InstanceStateNameTerminated {

@@ -31,6 +31,7 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 		inst.SpotInstanceRequestId = aws.String(c.newID("sir"))
 	}
 	c.applyTemplateOptions(inst, data)
+	inst.volumeKeys = encryptedVolumeKeys(data)
 	c.placeInstance(inst, cd)
 	c.joinReservation(inst, cd, life)
 	c.instances[id] = inst

@@ -1,6 +1,7 @@
 package ec2sim
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -19,6 +20,10 @@ type AccountState struct {
 	ServiceLinkedRole func(roleName string) bool
 	// EC2Quota is the applied value of an EC2 Service Quotas code.
 	EC2Quota func(code string) (float64, bool)
+	// VolumeKeyUsable reports whether EBS may use a customer managed KMS
+	// key (ID, ARN or alias) for the caller of the request in ctx (rule
+	// kms-grant); nil when every key is usable.
+	VolumeKeyUsable func(ctx context.Context, keyRef string) error
 }
 
 // spotRole is the role EC2 needs for spot requests (EC2 user guide,

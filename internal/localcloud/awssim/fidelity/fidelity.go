@@ -38,6 +38,7 @@ const (
 	VcpuLimit             = "vcpu-limit"
 	SpotMaxPrice          = "spot-max-price"
 	SpotServiceLinkedRole = "spot-service-linked-role"
+	KMSGrant              = "kms-grant"
 )
 
 // Rule is one enforced behaviour.
@@ -70,6 +71,7 @@ func Rules() []Rule {
 		{VcpuLimit, "EC2 API reference, error codes (VcpuLimitExceeded); EC2 user guide, On-Demand Instance quotas", awssim, "TestRuleVcpuLimit"},
 		{SpotMaxPrice, "EC2 API reference, error codes (SpotMaxPriceTooLow)", awssim, "TestRuleSpotMaxPrice"},
 		{SpotServiceLinkedRole, "EC2 user guide, Service-linked role for Spot Instance requests; aws/karpenter-provider-aws PR #7998", awssim, "TestRuleSpotServiceLinkedRole"},
+		{KMSGrant, "Amazon EBS user guide, EBS encryption (permissions for IAM users); AWS KMS developer guide, kms:ViaService and kms:GrantIsForAWSResource; Karpenter troubleshooting, Node terminates before ready on failed encrypted EBS volume", awssim, "TestRuleKMSGrant"},
 	}
 }
 
