@@ -28,6 +28,11 @@ func LoadWithAPIs(files ...string) (*NodeConfig, error) {
 				info.SSMParameters = append(info.SSMParameters, t.SSMParameter)
 			}
 		}
+		for _, m := range c.Spec.BlockDeviceMappings {
+			if m != nil && m.EBS != nil && m.EBS.KMSKeyID != nil && *m.EBS.KMSKeyID != "" {
+				info.KMSKeys = append(info.KMSKeys, *m.EBS.KMSKeyID)
+			}
+		}
 		if c.Spec.InstanceProfile != nil {
 			info.InstanceProfile = *c.Spec.InstanceProfile
 		}

@@ -15,10 +15,12 @@ func TestLoadWithAPIs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("valid configuration rejected: %v", err)
 	}
-	// The example keeps a second class on an existing role (the local
-	// cloud's IAM tests launch with it).
-	if strings.Join(nc.NodePools, ",") != "default" || len(nc.NodeClasses) != 2 || nc.NodeClasses[0].Role != DefaultNodeRoleName(testCluster) ||
-		nc.NodeClasses[1].Role != "existing-karpenter-node-role" || nc.NodeClasses[1].Windows {
+	// The example keeps a second class on an existing role and a third
+	// with a customer managed key (the local cloud's IAM tests launch
+	// with them).
+	if strings.Join(nc.NodePools, ",") != "default" || len(nc.NodeClasses) != 3 || nc.NodeClasses[0].Role != DefaultNodeRoleName(testCluster) ||
+		nc.NodeClasses[1].Role != "existing-karpenter-node-role" || nc.NodeClasses[1].Windows ||
+		strings.Join(nc.NodeClasses[2].KMSKeys, ",") != "0a1b2c3d-0000-4000-8000-00000000e65e" {
 		t.Errorf("summary = %+v", nc)
 	}
 	if !strings.HasPrefix(nc.NodeClasses[0].Source, filepath.Join("testdata", "config", "default.yaml")+":") {

@@ -61,6 +61,7 @@ func (b *builder) controllerRole() {
 	// writable (leases, caches and the decisions shadow mode records).
 	if !b.cfg.Shadow() {
 		p.launchStatements()
+		p.ebsKeyStatements()
 		p.tagOnCreateStatements()
 		p.cleanupStatements()
 	}

@@ -15,6 +15,10 @@ type NodeClassInfo struct {
 	// SSMParameters are the amiSelectorTerms' ssmParameter values (names
 	// or ARNs): the controller reads them with ssm:GetParameter.
 	SSMParameters []string
+	// KMSKeys are the kmsKeyID values of its block device mappings (key
+	// ID, key ARN, alias or alias ARN): EBS uses them with the
+	// controller's rights (kmsgrants.go).
+	KMSKeys []string
 	// Source is "file:line" for error messages.
 	Source string
 }
