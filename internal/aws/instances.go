@@ -27,6 +27,9 @@ type Instance struct {
 	CapacityType     string // spot | on-demand
 	ImageID          string
 	State            string // pending, running, shutting-down, terminated, stopping, stopped
+	// StateReason is why EC2 last changed its state ("Client.InvalidKMSKey.InvalidState: ..."),
+	// "" when it gives none.
+	StateReason string
 	PrivateIP        string
 	LaunchTime       time.Time
 	NodeClaim        string // karpenter.sh/nodeclaim tag
@@ -101,6 +104,9 @@ func instanceFromEC2(in ec2types.Instance) Instance {
 	}
 	if in.State != nil {
 		out.State = string(in.State.Name)
+	}
+	if in.StateReason != nil {
+		out.StateReason = sdkaws.ToString(in.StateReason.Message)
 	}
 	for _, g := range in.SecurityGroups {
 		out.SecurityGroupIDs = append(out.SecurityGroupIDs, sdkaws.ToString(g.GroupId))

@@ -26,14 +26,16 @@ func (c *Controller) collectVanished(ctx context.Context, s *claimState) (bool, 
 	if !s.launched || id == "" || s.now.Sub(s.launchedAt) < c.s.GCGrace || s.cl.IsTrue(termination.ConditionInstanceTerminating) {
 		return false, nil
 	}
-	_, gone, err := s.v.instance(ctx, id)
+	inst, gone, err := s.v.instance(ctx, id)
 	if err != nil {
 		return true, fmt.Errorf("lifecycle: nodeclaim %s: %w", s.cl.Name, err)
 	}
 	if !gone {
 		return false, nil
 	}
-	return s.finish(c.removeVanished(ctx, s.log, s.cl, s.v, s.out))
+	// EC2's reason says why an instance died young: a key EBS may not use
+	// (Client.InvalidKMSKey.InvalidState), a spot interruption, a person.
+	return s.finish(c.removeVanished(ctx, s.log.With("statereason", inst.StateReason), s.cl, s.v, s.out))
 }
 
 // removeVanished removes a claim whose instance no longer exists, and its
