@@ -38,6 +38,7 @@ const (
 	VcpuLimit             = "vcpu-limit"
 	SpotMaxPrice          = "spot-max-price"
 	SpotServiceLinkedRole = "spot-service-linked-role"
+	RequestThrottling     = "request-throttling"
 )
 
 // Rule is one enforced behaviour.
@@ -70,6 +71,7 @@ func Rules() []Rule {
 		{VcpuLimit, "EC2 API reference, error codes (VcpuLimitExceeded); EC2 user guide, On-Demand Instance quotas", awssim, "TestRuleVcpuLimit"},
 		{SpotMaxPrice, "EC2 API reference, error codes (SpotMaxPriceTooLow)", awssim, "TestRuleSpotMaxPrice"},
 		{SpotServiceLinkedRole, "EC2 user guide, Service-linked role for Spot Instance requests; aws/karpenter-provider-aws PR #7998", awssim, "TestRuleSpotServiceLinkedRole"},
+		{RequestThrottling, "EC2 developer guide, Request throttling for the Amazon EC2 API (token bucket sizes and refill rates)", awssim, "TestRuleRequestThrottling"},
 	}
 }
 
