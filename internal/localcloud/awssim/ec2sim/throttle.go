@@ -11,11 +11,12 @@ import (
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/protocol"
 )
 
-// throttlingPage is where every bucket size and refill rate below comes
-// from: EC2 throttles each account per Region with token buckets, one per
-// API action (request tokens) and, for a few actions, one per action
+// Every bucket size and refill rate below is from the EC2 developer guide,
+// "Request throttling for the Amazon EC2 API",
+// https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html
+// (the page): EC2 throttles each account per Region with token buckets, one
+// per API action (request tokens) and, for a few actions, one per action
 // counting the resources a request touches (resource tokens).
-const throttlingPage = "https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html"
 
 // Bucket is one token bucket: it holds Capacity tokens at most and gains
 // Refill tokens a second.
@@ -40,7 +41,7 @@ type Throttle struct {
 }
 
 // DefaultThrottle is the page's table for the actions the simulator serves
-// (throttlingPage, "Request token bucket sizes and refill rates" and
+// ("Request token bucket sizes and refill rates" and
 // "Resource token bucket sizes and refill rates").
 func DefaultThrottle() Throttle {
 	return Throttle{
