@@ -23,6 +23,7 @@ func (a *App) ProvisionerDeps() (provisioning.Deps, error) {
 			Unavailable:  provisioning.ProviderICE(a.EC2),
 			Requeue:      a.requeue(""),
 			RequeueBatch: a.requeueBatch(),
+			Nudge:        a.nudge(),
 			Settings:     s,
 		}, nil
 	})

@@ -31,6 +31,33 @@ var ErrInsufficientCapacity = errors.New("insufficient capacity")
 // or known to have produced no instance.
 var ErrLaunchInDoubt = errors.New("an earlier launch of this claim may have succeeded and is not visible yet")
 
+// ErrThrottled is wrapped by Launch when an EC2 call of the launch was
+// still throttled (RequestLimitExceeded) after the SDK's own retries with
+// backoff. A throttled CreateFleet says nothing about capacity and launched
+// nothing, so the claim's attempt is not settled: the next Launch sends the
+// same ClientToken. The caller keeps the claim, launches no more this pass
+// and retries it later.
+var ErrThrottled = errors.New("EC2 request rate limit exceeded")
+
+// isThrottleCode reports the codes EC2 (and the other APIs of the launch
+// path) answer a throttled call with.
+func isThrottleCode(code string) bool {
+	switch code {
+	case "RequestLimitExceeded", "Throttling", "ThrottlingException", "RequestThrottled", "EC2ThrottledException":
+		return true
+	}
+	return false
+}
+
+// markThrottled wraps ErrThrottled into err when its AWS error is a
+// throttle, so callers need not know the codes.
+func markThrottled(err error) error {
+	if err == nil || errors.Is(err, ErrThrottled) || !isThrottleCode(apiErrorCode(err)) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrThrottled, err)
+}
+
 // ErrNotOwned is wrapped by Terminate for instances nodewright did not launch
 // for this cluster.
 var ErrNotOwned = errors.New("instance not launched by nodewright for cluster")

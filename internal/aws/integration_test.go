@@ -64,6 +64,12 @@ func awsDataDir() string {
 // built-in catalog keeps launch tests fast.
 func newEnv(t testing.TB, fullCatalog bool) *env {
 	t.Helper()
+	return newEnvWith(t, fullCatalog, nil)
+}
+
+// newEnvWith is newEnv with the simulator's options changed by mod.
+func newEnvWith(t testing.TB, fullCatalog bool, mod func(*awssim.Options)) *env {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: talks to the AWS simulator over HTTP (skipped in -short)")
 	}
@@ -73,8 +79,12 @@ func newEnv(t testing.TB, fullCatalog bool) *env {
 	if fullCatalog {
 		dataDir = awsDataDir()
 	}
-	sim, err := awssim.New(awssim.Options{ClusterName: testCluster, KubernetesVersion: k8sVersion, Region: testRegion, AWSDataDir: dataDir, Seed: 7,
-		Delays: awssim.Delays{Pending: 200 * time.Millisecond, ShuttingDown: 200 * time.Millisecond}})
+	opts := awssim.Options{ClusterName: testCluster, KubernetesVersion: k8sVersion, Region: testRegion, AWSDataDir: dataDir, Seed: 7,
+		Delays: awssim.Delays{Pending: 200 * time.Millisecond, ShuttingDown: 200 * time.Millisecond}}
+	if mod != nil {
+		mod(&opts)
+	}
+	sim, err := awssim.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,8 +56,15 @@ type option struct {
 // CreateFleet) returns that instance; req.New says there can be none.
 // Capacity errors mark the offering unavailable in the ICE set and the
 // launch goes on with what remains; when nothing remains the error wraps
-// ErrInsufficientCapacity.
+// ErrInsufficientCapacity. A call still throttled after the SDK's retries
+// (CreateFleet, or a DescribeInstances or discovery read on the way) ends
+// the launch with an error wrapping ErrThrottled and no attempt settled.
 func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, error) {
+	inst, err := p.launchClaim(ctx, req)
+	return inst, markThrottled(err)
+}
+
+func (p *Provider) launchClaim(ctx context.Context, req LaunchRequest) (Instance, error) {
 	claim, nc := req.NodeClaim, req.NodeClass
 	if claim == nil || claim.Name == "" || nc == nil {
 		return Instance{}, fmt.Errorf("launch: NodeClaim with a name and its EC2NodeClass are required")
@@ -177,6 +184,11 @@ func (p *Provider) launchAttempt(ctx context.Context, l *launch, attempt int) (i
 // fleetCallFailed handles a CreateFleet call the API refused as a whole.
 func (p *Provider) fleetCallFailed(ctx context.Context, nc *apis.EC2NodeClass, name string, err error) (inst Instance, done bool, _ error) {
 	switch code := apiErrorCode(err); {
+	case isThrottleCode(code):
+		// No answer about capacity and nothing launched: the attempt is
+		// not settled, so the launch ends here and the next Launch of the
+		// claim sends this same token (doc.go, one instance per claim).
+		return Instance{}, true, fmt.Errorf("launch nodeclaim %s: create fleet: %w: %w", name, ErrThrottled, err)
 	case code == "IdempotentParameterMismatch":
 		// An earlier run sent this token with other parameters (its
 		// response was lost, then the ICE set or the options moved on):

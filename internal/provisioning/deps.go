@@ -63,10 +63,13 @@ type Deps struct {
 	// RequeueBatch, when set, sends a round's launch requeues together
 	// (queue.Queue.SendBatch); without it they go one by one via Requeue.
 	RequeueBatch func(ctx context.Context, msgs []queue.Message, delay time.Duration) error
-	Config       *apis.Config
-	Metrics      *metrics.Recorder
-	Log          *slog.Logger
-	Now          func() time.Time
+	// Nudge, when set, sends to the provision queue: a throttled run asks
+	// for another after a backoff. Without it the schedule's tick retries.
+	Nudge   func(ctx context.Context, msg queue.Message, delay time.Duration) error
+	Config  *apis.Config
+	Metrics *metrics.Recorder
+	Log     *slog.Logger
+	Now     func() time.Time
 	// Sleep waits d or until ctx ends (tests drive batching with it).
 	Sleep    func(ctx context.Context, d time.Duration) error
 	Settings Settings
@@ -104,6 +107,12 @@ type Settings struct {
 	// RegistrationCheck is the delay of the lifecycle requeue after a launch
 	// (default 30 s).
 	RegistrationCheck time.Duration
+	// ThrottleBackoff and MaxThrottleBackoff bound the delay of the nudge a
+	// throttled run sends (default 5 s and 1 minute); within them the delay
+	// is the age of the youngest throttled claim, so a claim throttled run
+	// after run waits about twice as long each time.
+	ThrottleBackoff    time.Duration
+	MaxThrottleBackoff time.Duration
 }
 
 func (s *Settings) defaults() {
@@ -123,4 +132,9 @@ func (s *Settings) defaults() {
 		s.NominationEventRate = 5
 	}
 	basedeps.Default(&s.RegistrationCheck, 30*time.Second)
+	basedeps.Default(&s.ThrottleBackoff, 5*time.Second)
+	basedeps.Default(&s.MaxThrottleBackoff, time.Minute)
+	if s.MaxThrottleBackoff < s.ThrottleBackoff {
+		s.MaxThrottleBackoff = s.ThrottleBackoff
+	}
 }

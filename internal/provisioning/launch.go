@@ -69,6 +69,11 @@ func (pa *pass) launch(ctx context.Context, j *job) outcome {
 		pa.launchFailed(ctx, log, cl, "NodeClassNotFound", o.err)
 		return o
 	}
+	if pa.throttled.Load() {
+		// EC2 already throttled this pass: another call would only dig
+		// the bucket deeper. The claim waits, as a throttled one does.
+		return pa.throttledWait(ctx, log, o, errPassThrottled)
+	}
 	inst, err := pa.attempt(ctx, log, j, nc)
 	if err != nil {
 		return pa.failed(ctx, log, o, err)
@@ -130,8 +135,10 @@ func (pa *pass) attempt(ctx context.Context, log *slog.Logger, j *job, nc *apis.
 		inst, err = p.d.Launcher.Launch(ctx, nwaws.LaunchRequest{NodeClaim: cl, NodeClass: nc, InstanceTypes: types, New: j.created && attempt == 0})
 		// A launch in doubt already waited for its instance to show up; the
 		// lifecycle's launch timeout settles it, not another attempt here.
+		// A throttled launch already had the SDK's retries with backoff;
+		// retrying at once would only take the tokens others wait for.
 		if err == nil || errors.Is(err, nwaws.ErrInsufficientCapacity) || errors.Is(err, nwaws.ErrNodeClassNotReady) ||
-			errors.Is(err, nwaws.ErrLaunchInDoubt) || ctx.Err() != nil {
+			errors.Is(err, nwaws.ErrLaunchInDoubt) || errors.Is(err, nwaws.ErrThrottled) || ctx.Err() != nil {
 			break
 		}
 		log.WarnContext(ctx, "launch attempt failed", "attempt", attempt+1, "error", err)
@@ -147,6 +154,9 @@ func (pa *pass) failed(ctx context.Context, log *slog.Logger, o outcome, err err
 	pa.p.d.Metrics.Add(metrics.CloudProviderErrors, 1, metrics.Dimensions{"method": "Launch"})
 	o.err = err
 	switch {
+	case errors.Is(err, nwaws.ErrThrottled):
+		pa.throttled.Store(true)
+		return pa.throttledWait(ctx, log, o, err)
 	case errors.Is(err, nwaws.ErrInsufficientCapacity):
 		o.capacity = true
 		pa.capacityFailed(ctx, log, cl, len(o.job.pods), "InsufficientCapacity", err)
@@ -276,6 +286,12 @@ func (pa *pass) launchFailed(ctx context.Context, log *slog.Logger, cl *apis.Nod
 	if ctx.Err() != nil {
 		return
 	}
+	pa.launchUnknown(ctx, log, cl, reason, cause)
+}
+
+// launchUnknown records on a kept claim why it is not launched yet
+// (Launched=Unknown with the reason).
+func (pa *pass) launchUnknown(ctx context.Context, log *slog.Logger, cl *apis.NodeClaim, reason string, cause error) {
 	now := metav1.NewTime(pa.p.d.Now())
 	_, err := pa.p.d.Store.MutateNodeClaim(ctx, cl.Name, func(c *apis.NodeClaim) error {
 		c.SetCondition(apis.ConditionLaunched, metav1.ConditionUnknown, reason, oneLine(cause.Error()), now)

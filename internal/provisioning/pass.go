@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,11 @@ type pass struct {
 	// requeues are the lifecycle checks of the round's launches, sent
 	// together once its launches are done.
 	requeues []queue.Message
+	// throttled: EC2 throttled a launch of this pass; no further claim
+	// calls EC2 this pass (throttle.go). youngest is the creation time of
+	// the youngest throttled claim, for the nudge's backoff.
+	throttled atomic.Bool
+	youngest  time.Time
 }
 
 type nomination struct {
@@ -107,6 +113,7 @@ func (p *Provisioner) run(ctx context.Context, lease *store.Lease, res *Result, 
 			pa.giveUp(ctx, replan)
 		}
 	}
+	pa.nudgeThrottled(ctx)
 	p.d.Metrics.Gauge(metrics.PodsUnschedulable, float64(res.Unschedulable), nil)
 	if d, l := pa.dropped.Load(), pa.limited.Load(); d > 0 || l > 0 {
 		p.log.InfoContext(ctx, "pod events capped", "emitted", pa.events.Load()-d, "dropped", d, "nominations-rate-limited", l)

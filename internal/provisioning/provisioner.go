@@ -102,11 +102,15 @@ type Result struct {
 	Failed []string `json:"failed,omitempty"`
 	// CapacityFailed are claims deleted after capacity errors (their pods
 	// were re-planned).
-	CapacityFailed []string      `json:"capacityFailed,omitempty"`
-	Nominated      int           `json:"nominated"`
-	Unschedulable  int           `json:"unschedulable"`
-	SolveTime      time.Duration `json:"solveTime"`
-	Duration       time.Duration `json:"duration"`
+	CapacityFailed []string `json:"capacityFailed,omitempty"`
+	// Throttled are claims kept unlaunched because EC2 throttled the
+	// launch path (this claim's call, or an earlier one of the run): no
+	// capacity answer came, so they wait for a later run (ThrottleBackoff).
+	Throttled     []string      `json:"throttled,omitempty"`
+	Nominated     int           `json:"nominated"`
+	Unschedulable int           `json:"unschedulable"`
+	SolveTime     time.Duration `json:"solveTime"`
+	Duration      time.Duration `json:"duration"`
 }
 
 // Pass is one provisioning pass run on behalf of another controller: the
@@ -206,7 +210,7 @@ func (p *Provisioner) Run(ctx context.Context, tr Trigger) (*Result, error) {
 	res.Duration = p.d.Now().Sub(start)
 	attrs := []any{"run", lease.Token, "trigger", tr.Source, "pending", res.Pending, "batch", res.Batch.String(),
 		"rounds", res.Rounds, "created", len(res.Created), "launched", len(res.Launched), "resumed", len(res.Resumed),
-		"failed", len(res.Failed), "capacity-failed", len(res.CapacityFailed), "nominated", res.Nominated,
+		"failed", len(res.Failed), "capacity-failed", len(res.CapacityFailed), "throttled", len(res.Throttled), "nominated", res.Nominated,
 		"unschedulable", res.Unschedulable, "solve-time", res.SolveTime.String(), "duration", res.Duration.String()}
 	if err != nil {
 		p.log.ErrorContext(ctx, "provisioner run failed", append(attrs, "error", err.Error())...)

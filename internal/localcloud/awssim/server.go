@@ -80,6 +80,9 @@ type Options struct {
 	// RulesOff are simulator rules to leave off (package fidelity's names);
 	// NODEWRIGHT_SIM_RULES_OFF adds to them.
 	RulesOff []string
+	// Throttle sizes EC2's request and resource token buckets (rule
+	// request-throttling); zero fields keep EC2's documented sizes.
+	Throttle ec2sim.Throttle
 
 	// MinLatency delays every response (default 1ms; see ServeHTTP).
 	MinLatency time.Duration
@@ -153,7 +156,7 @@ func New(opts Options) (*Server, error) {
 	s.ec2, err = ec2sim.New(ec2sim.Config{
 		Region: opts.Region, Account: opts.AccountID, ClusterName: opts.ClusterName, KubernetesVersion: opts.KubernetesVersion,
 		Catalog: cat, Seed: opts.Seed, Now: opts.Now, After: s.after,
-		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown, Rules: rules,
+		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown, Rules: rules, Throttle: opts.Throttle,
 		AccountState: ec2sim.AccountState{
 			ServiceLinkedRole: s.ServiceLinkedRoleExists,
 			EC2Quota:          func(code string) (float64, bool) { return s.quota("ec2/" + code) },

@@ -37,6 +37,9 @@ type Config struct {
 	Rules fidelity.Set
 	// AccountState is what launches read of the account (quotas.go).
 	AccountState AccountState
+	// Throttle sizes the request and resource token buckets (throttle.go;
+	// zero fields: EC2's documented sizes). They refill from Now.
+	Throttle Throttle
 }
 
 // Transition is one instance state change, reported to observers after the
@@ -77,6 +80,8 @@ type Cloud struct {
 	// placementGroups by id, pgOrder their ids in creation order.
 	placementGroups map[string]*types.PlacementGroup
 	pgOrder         []string
+	// throttle is the account's token buckets in this region (throttle.go).
+	throttle *throttler
 }
 
 // Pool is an EC2 capacity pool.
@@ -126,6 +131,7 @@ func New(cfg Config) (*Cloud, error) {
 		resourceTags:    map[string]*[]types.Tag{},
 		reservations:    map[string]*types.CapacityReservation{},
 		placementGroups: map[string]*types.PlacementGroup{},
+		throttle:        newThrottler(cfg.Throttle, cfg.Now),
 	}
 	c.seedNetwork()
 	c.seedImages()

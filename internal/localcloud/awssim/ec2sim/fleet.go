@@ -101,6 +101,13 @@ func (c *Cloud) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput) (*ec2
 		}
 		return r.out, nil
 	}
+	// A new instant fleet launches through RunInstances, so its instances
+	// draw RunInstances' resource tokens (throttle.go); a replay launches
+	// nothing and draws none. Refused whole, before anything launches.
+	if err := c.throttleResources(launchResource, int(total)); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
 	out := &ec2.CreateFleetOutput{FleetId: aws.String(c.newID("fleet")), Errors: []types.CreateFleetError{}, Instances: []types.CreateFleetInstance{}}
 	cands := c.candidates(in, out)
 	var launched []*instance

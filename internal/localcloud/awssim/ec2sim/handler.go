@@ -48,6 +48,9 @@ func (c *Cloud) Handle(ctx context.Context, action string, form url.Values) (any
 	if !ok {
 		return nil, protocol.Errorf("InvalidAction", "The action %s is not valid for this web service.", action)
 	}
+	if err := c.throttleRequest(action, form); err != nil {
+		return nil, err
+	}
 	return h(c, ctx, form)
 }
 

@@ -146,6 +146,10 @@ func (c *Cloud) TerminateInstances(_ context.Context, in *ec2.TerminateInstances
 		c.mu.Unlock()
 		return nil, err
 	}
+	if err := c.throttleResources(terminateResource, len(in.InstanceIds)); err != nil {
+		c.mu.Unlock()
+		return nil, err
+	}
 	out := &ec2.TerminateInstancesOutput{}
 	var ts []Transition
 	var started []string

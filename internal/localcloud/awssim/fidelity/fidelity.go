@@ -39,6 +39,7 @@ const (
 	SpotMaxPrice          = "spot-max-price"
 	SpotServiceLinkedRole = "spot-service-linked-role"
 	KMSGrant              = "kms-grant"
+	RequestThrottling     = "request-throttling"
 )
 
 // Rule is one enforced behaviour.
@@ -72,6 +73,7 @@ func Rules() []Rule {
 		{SpotMaxPrice, "EC2 API reference, error codes (SpotMaxPriceTooLow)", awssim, "TestRuleSpotMaxPrice"},
 		{SpotServiceLinkedRole, "EC2 user guide, Service-linked role for Spot Instance requests; aws/karpenter-provider-aws PR #7998", awssim, "TestRuleSpotServiceLinkedRole"},
 		{KMSGrant, "Amazon EBS user guide, EBS encryption (permissions for IAM users); AWS KMS developer guide, kms:ViaService and kms:GrantIsForAWSResource; Karpenter troubleshooting, Node terminates before ready on failed encrypted EBS volume", awssim, "TestRuleKMSGrant"},
+		{RequestThrottling, "EC2 developer guide, Request throttling for the Amazon EC2 API (token bucket sizes and refill rates)", awssim, "TestRuleRequestThrottling"},
 	}
 }
 

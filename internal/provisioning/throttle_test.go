@@ -1,0 +1,64 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/apis"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
+	"github.com/nodewright/nodewright/internal/queue"
+)
+
+// TestThrottledPassKeepsItsClaims: the first launch of a pass comes back
+// throttled (EC2 still answering RequestLimitExceeded after the SDK's
+// retries). The pass calls EC2 for no further claim, keeps all three
+// claims (none deleted, no pods re-planned onto new ones), says on each
+// that it waits (Launched=Unknown, Throttled), asks for another run after
+// a backoff, and that run launches the same three claims.
+func TestThrottledPassKeepsItsClaims(t *testing.T) {
+	e := newEnv(t, poolOpts{types: []string{"m5.large"}}, pods("web", 3, "1500m", "512Mi"))
+	e.settings.LaunchConcurrency = 1
+	e.launcher.failNext = []error{&nwaws.LaunchError{NodeClaim: "any", Err: fmt.Errorf("create fleet: %w: RequestLimitExceeded", nwaws.ErrThrottled)}}
+	var delays []time.Duration
+	p := e.provisioner()
+	p.d.Nudge = func(_ context.Context, msg queue.Message, d time.Duration) error {
+		if msg.Kind == queue.KindProvision {
+			delays = append(delays, d)
+		}
+		return nil
+	}
+	res, err := p.Run(context.Background(), Trigger{Source: TriggerSchedule})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Created) != 3 || len(res.Throttled) != 3 || len(res.CapacityFailed) != 0 || e.launcher.callCount() != 1 {
+		t.Fatalf("throttled pass: %+v after %d launch calls, want 3 claims kept throttled after 1 call", res, e.launcher.callCount())
+	}
+	for _, cl := range e.store.live() {
+		if c := cl.Condition(apis.ConditionLaunched); c == nil || c.Status != metav1.ConditionUnknown || c.Reason != ReasonThrottled {
+			t.Errorf("claim %s: Launched %+v, want Unknown/%s", cl.Name, c, ReasonThrottled)
+		}
+	}
+	if len(delays) != 1 || delays[0] < 5*time.Second {
+		t.Errorf("provision nudges %v, want one after the throttle backoff", delays)
+	}
+
+	kept := slices.Sorted(slices.Values(res.Created))
+	res = e.run(Trigger{Source: TriggerSchedule})
+	if got := slices.Sorted(slices.Values(res.Resumed)); len(res.Created) != 0 || !slices.Equal(got, kept) {
+		t.Fatalf("next run: %+v, want the 3 kept claims resumed and none created", res)
+	}
+	for _, cl := range e.store.live() {
+		if !cl.IsTrue(apis.ConditionLaunched) || e.store.tombstone(cl.Name) != nil {
+			t.Errorf("claim %s not launched on the next run (or deleted)", cl.Name)
+		}
+	}
+	if n := len(e.store.live()); n != 3 || len(e.launcher.instances) != 3 {
+		t.Errorf("%d claims, %d instances, want 3 and 3", n, len(e.launcher.instances))
+	}
+}
