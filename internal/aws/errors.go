@@ -62,6 +62,11 @@ func markThrottled(err error) error {
 // for this cluster.
 var ErrNotOwned = errors.New("instance not launched by nodewright for cluster")
 
+// ErrInstanceNotVisible is wrapped by Terminate for ids DescribeInstances
+// does not know: gone long ago, or launched too recently to be seen yet
+// (see Terminate and InvisibleLongEnough).
+var ErrInstanceNotVisible = errors.New("instance not visible to DescribeInstances")
+
 // ErrNodeClassNotReady is wrapped when an EC2NodeClass resolves to no subnets,
 // security groups or AMIs: launching cannot succeed until it is fixed.
 var ErrNodeClassNotReady = errors.New("EC2NodeClass not ready")

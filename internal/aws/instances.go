@@ -30,11 +30,11 @@ type Instance struct {
 	// StateReason is why EC2 last changed its state ("Client.InvalidKMSKey.InvalidState: ..."),
 	// "" when it gives none.
 	StateReason string
-	PrivateIP        string
-	LaunchTime       time.Time
-	NodeClaim        string // karpenter.sh/nodeclaim tag
-	NodePool         string // karpenter.sh/nodepool tag
-	Owner            string // TagOwner: the stack that launched it ("" before owner tags existed)
+	PrivateIP   string
+	LaunchTime  time.Time
+	NodeClaim   string // karpenter.sh/nodeclaim tag
+	NodePool    string // karpenter.sh/nodepool tag
+	Owner       string // TagOwner: the stack that launched it ("" before owner tags existed)
 	// LaunchTemplate is the template name the instance was launched from
 	// (set by Launch; GC of templates keeps the ones live claims name).
 	LaunchTemplate string
@@ -250,10 +250,20 @@ func (p *Provider) mayTerminate(i Instance) bool {
 
 // Terminate terminates instances this stack launched for this cluster (its
 // ownership tag, TagManagedBy and TagOwner; see mayTerminate). It describes
-// them first: ids EC2 no longer knows, or already terminated, count as done;
-// any other instance (another cluster's or stack's, Karpenter's, a person's)
-// is never touched and makes Terminate return an error wrapping ErrNotOwned
-// (the owned ones in the same call are still terminated).
+// them first: already terminated ones count as done; any other instance
+// (another cluster's or stack's, Karpenter's, a person's) is never touched
+// and makes Terminate return an error wrapping ErrNotOwned (the owned ones
+// in the same call are still terminated).
+//
+// An id EC2 does not know is either long gone (EC2 forgets terminated
+// instances after about an hour) or launched so recently that EC2's
+// eventually consistent reads do not show it yet (EC2 API reference,
+// "Eventual consistency"; TerminateInstances then answers
+// InvalidInstanceID.NotFound too). Only the caller knows the instance's
+// age, so Terminate returns an error wrapping ErrInstanceNotVisible for
+// such ids and the caller decides (InvisibleLongEnough): an instance
+// launched within the consistency window is not done, or it would run on
+// with no claim until the garbage collector finds it.
 func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
@@ -262,10 +272,14 @@ func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
 	if err != nil {
 		return fmt.Errorf("terminate: %w", err)
 	}
-	var owned, refused []string
+	var owned, refused, unknown []string
 	for _, id := range ids {
 		inst, ok := found[id]
-		if !ok || inst.State == "terminated" {
+		if !ok {
+			unknown = append(unknown, id)
+			continue
+		}
+		if inst.State == "terminated" {
 			continue
 		}
 		if !p.mayTerminate(inst) {
@@ -281,9 +295,23 @@ func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
 		}
 		p.log.InfoContext(ctx, "terminated instances", "instances", owned)
 	}
+	var errs []error
 	if len(refused) > 0 {
-		return fmt.Errorf("terminate %v: %w %s (want tags %s=owned, %s=%s and %s=%s)", refused, ErrNotOwned, p.opts.ClusterName,
-			ClusterTagKey(p.opts.ClusterName), TagManagedBy, ManagedBy, TagOwner, p.opts.Owner)
+		errs = append(errs, fmt.Errorf("terminate %v: %w %s (want tags %s=owned, %s=%s and %s=%s)", refused, ErrNotOwned, p.opts.ClusterName,
+			ClusterTagKey(p.opts.ClusterName), TagManagedBy, ManagedBy, TagOwner, p.opts.Owner))
 	}
-	return nil
+	if len(unknown) > 0 {
+		errs = append(errs, fmt.Errorf("terminate %v: %w", unknown, ErrInstanceNotVisible))
+	}
+	return errors.Join(errs...)
+}
+
+// InvisibleLongEnough reports whether an instance Terminate did not find
+// (ErrInstanceNotVisible), launched at launchedAt, can count as gone: it
+// was launched longer ago than the consistency window, which is
+// Options.LaunchConfirmWait, the bound this package already gives EC2's
+// reads to catch up with a launch. A zero launchedAt (never launched, or
+// unknown) counts as long ago.
+func (p *Provider) InvisibleLongEnough(launchedAt, now time.Time) bool {
+	return launchedAt.IsZero() || now.Sub(launchedAt) > p.opts.LaunchConfirmWait
 }

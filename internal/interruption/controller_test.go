@@ -88,6 +88,8 @@ func (f *fakeTerminator) Step(ctx context.Context, cl *apis.NodeClaim) (terminat
 
 type fakeCloud struct{ terminated []string }
 
+func (f *fakeCloud) InvisibleLongEnough(time.Time, time.Time) bool { return true }
+
 func (f *fakeCloud) Terminate(_ context.Context, ids ...string) error {
 	f.terminated = append(f.terminated, ids...)
 	return nil

@@ -106,7 +106,8 @@ func (c *Controller) cleanup(ctx context.Context, w *work) error {
 func (c *Controller) terminateGone(ctx context.Context, w *work) error {
 	cl := w.claim
 	if id := cl.Status.InstanceID; id != "" && !cl.IsTrue(termination.ConditionInstanceTerminating) {
-		if err := c.d.Cloud.Terminate(ctx, id); err != nil && !errors.Is(err, nwaws.ErrNotOwned) {
+		// An interrupted instance EC2 no longer shows is gone already.
+		if err := c.d.Cloud.Terminate(ctx, id); err != nil && !errors.Is(err, nwaws.ErrNotOwned) && !errors.Is(err, nwaws.ErrInstanceNotVisible) {
 			return fmt.Errorf("interruption: terminate instance %s of nodeclaim %s: %w", id, cl.Name, err)
 		}
 	}

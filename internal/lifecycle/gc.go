@@ -152,11 +152,26 @@ func (c *Controller) terminateOrphans(ctx context.Context, ids []string) error {
 	for _, id := range ids {
 		c.log.InfoContext(ctx, "garbage collecting instance without a nodeclaim", "instance-id", id)
 	}
-	if err := c.d.Cloud.Terminate(ctx, ids...); err != nil {
+	// The ids come from this pass's listing: one EC2 no longer shows is gone.
+	if err := c.d.Cloud.Terminate(ctx, ids...); err != nil && !onlyNotVisible(err) {
 		c.d.Metrics.Add(metrics.CloudProviderErrors, 1, metrics.Dimensions{"method": "Terminate"})
 		return fmt.Errorf("lifecycle: terminate orphaned instances %s: %w", strings.Join(ids, ","), err)
 	}
 	return nil
+}
+
+// onlyNotVisible reports an error of Terminate that says no more than
+// that some ids are not visible (errors.Join keeps each cause apart).
+func onlyNotVisible(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !errors.Is(e, nwaws.ErrInstanceNotVisible) {
+				return false
+			}
+		}
+		return true
+	}
+	return errors.Is(err, nwaws.ErrInstanceNotVisible)
 }
 
 // nodesByInstance maps instance IDs to the Nodes whose providerID names them.

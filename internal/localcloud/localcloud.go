@@ -193,6 +193,11 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 	return c, nil
 }
 
+// localConsistency is how long a launched instance stays unknown to
+// DescribeInstances and TerminateInstances in a local cloud (simulator
+// rule launch-consistency).
+const localConsistency = time.Second
+
 // startAWS starts the AWS simulator with opts.Sim, filled from the cloud's
 // options where unset.
 func (c *Cloud) startAWS(opts Options) error {
@@ -215,6 +220,11 @@ func (c *Cloud) startAWS(opts Options) error {
 	}
 	if so.Identities == nil {
 		so.Identities = identities(account)
+	}
+	if so.Delays.Consistency == 0 {
+		// EC2 documents no duration; a second of simulated time makes every
+		// read and termination right after a launch meet it.
+		so.Delays.Consistency = localConsistency
 	}
 	t := time.Now()
 	sim, err := awssim.New(so)

@@ -35,6 +35,8 @@ type hookCloud struct {
 	hook  func(call int)
 }
 
+func (c *hookCloud) InvisibleLongEnough(time.Time, time.Time) bool { return true }
+
 func (c *hookCloud) Terminate(_ context.Context, ids ...string) error {
 	c.mu.Lock()
 	c.calls++

@@ -176,6 +176,14 @@ func (t *Terminator) terminateInstance(ctx context.Context, s *stepState) (bool,
 	case errors.Is(err, nwaws.ErrNotOwned):
 		// Never ours to terminate: nothing to wait for, but say so loudly.
 		s.log.ErrorContext(ctx, "instance is not owned by this cluster; not terminating it", "error", err)
+	case errors.Is(err, nwaws.ErrInstanceNotVisible) && !t.d.Cloud.InvisibleLongEnough(launchedAt(s.cl), s.now):
+		// Launched moments ago: EC2 will show it shortly, and counting it
+		// as gone would leave it running with no claim.
+		s.log.InfoContext(ctx, "instance not visible yet; terminating it once EC2 shows it")
+		s.res.Phase, s.res.RequeueAfter = PhaseInstanceNotVisible, backoff(s.cl, s.now)
+		return true, nil
+	case errors.Is(err, nwaws.ErrInstanceNotVisible):
+		s.log.InfoContext(ctx, "instance already gone")
 	case err != nil:
 		t.metric(metrics.CloudProviderErrors, metrics.Dimensions{"method": "Terminate"})
 		return false, fmt.Errorf("terminate nodeclaim %s: terminate instance %s: %w", s.cl.Name, id, err)
@@ -189,6 +197,14 @@ func (t *Terminator) terminateInstance(ctx context.Context, s *stepState) (bool,
 		t.event(ctx, s.node, kube.EventNormal, ReasonTerminating, "Terminating instance %s: %s", id, reasonText(s.cl))
 	}
 	return false, nil
+}
+
+// launchedAt is when the claim's launch succeeded (zero when unknown).
+func launchedAt(cl *apis.NodeClaim) time.Time {
+	if c := cl.Condition(apis.ConditionLaunched); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime.Time
+	}
+	return time.Time{}
 }
 
 // deleteNode releases the claim's Node: its finalizer off, the object deleted.

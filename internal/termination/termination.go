@@ -90,6 +90,9 @@ type Cluster interface {
 // that are already gone count as done).
 type Cloud interface {
 	Terminate(ctx context.Context, ids ...string) error
+	// InvisibleLongEnough says whether an instance Terminate did not find,
+	// launched at launchedAt, can count as gone (nwaws.Provider's).
+	InvisibleLongEnough(launchedAt, now time.Time) bool
 }
 
 // Store is what the workflow needs of internal/store (*store.Store).
@@ -164,10 +167,13 @@ func New(d Deps) (*Terminator, error) {
 
 // Phases a Step reports.
 const (
-	PhaseDraining       = "Draining"
-	PhaseVolumes        = "WaitingForVolumes"
-	PhaseTerminated     = "Terminated"
-	PhaseAlreadyDeleted = "AlreadyDeleted"
+	PhaseDraining = "Draining"
+	PhaseVolumes  = "WaitingForVolumes"
+	// PhaseInstanceNotVisible: the instance was launched too recently for
+	// EC2's reads to show it, so it cannot be terminated yet.
+	PhaseInstanceNotVisible = "WaitingForInstanceVisibility"
+	PhaseTerminated         = "Terminated"
+	PhaseAlreadyDeleted     = "AlreadyDeleted"
 )
 
 // Result says what a Step did and whether the workflow is finished.

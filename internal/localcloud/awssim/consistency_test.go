@@ -3,6 +3,7 @@ package awssim
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -68,5 +69,46 @@ func TestHideNewInstances(t *testing.T) {
 		if got := count(); got != want {
 			t.Fatalf("describe %d: %d instances, want %d", i+1, got, want)
 		}
+	}
+}
+
+// TestRuleLaunchConsistency (rule launch-consistency): for Delays.Consistency
+// after a launch, DescribeInstances by id and TerminateInstances answer
+// InvalidInstanceID.NotFound and a filtered DescribeInstances leaves the
+// instance out; afterwards all three see it.
+func TestRuleLaunchConsistency(t *testing.T) {
+	s, cfg := newTestServer(t, func(o *Options) { o.Delays.Consistency = 100 * time.Second }) // 1 s at TimeScale 100
+	c := ec2.NewFromConfig(cfg)
+	lt := launchTemplate(t, s, c, "lt-consistency", "")
+	out, err := c.CreateFleet(ctx(t), fleetInput(lt, types.DefaultTargetCapacityTypeOnDemand, override("m5.large", "us-west-2a")))
+	if err != nil || len(out.Instances) != 1 {
+		t.Fatalf("launch: %+v %v", out, err)
+	}
+	id := out.Instances[0].InstanceIds[0]
+	if _, err := c.DescribeInstances(ctx(t), &ec2.DescribeInstancesInput{InstanceIds: []string{id}}); apiCode(err) != "InvalidInstanceID.NotFound" {
+		t.Errorf("describe by id right after the launch: %v, want InvalidInstanceID.NotFound", err)
+	}
+	listed := func() int {
+		got, err := c.DescribeInstances(ctx(t), &ec2.DescribeInstancesInput{Filters: []types.Filter{{Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(got.Reservations)
+	}
+	if n := listed(); n != 0 {
+		t.Errorf("a filtered describe right after the launch lists %d instances, want 0", n)
+	}
+	if _, err := c.TerminateInstances(ctx(t), &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); apiCode(err) != "InvalidInstanceID.NotFound" {
+		t.Errorf("terminate right after the launch: %v, want InvalidInstanceID.NotFound", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for listed() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the instance never became visible")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := c.TerminateInstances(ctx(t), &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+		t.Errorf("terminate once visible: %v", err)
 	}
 }

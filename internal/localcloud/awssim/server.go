@@ -40,6 +40,10 @@ type Delays struct {
 	ShuttingDown     time.Duration // shutting-down -> terminated (default 10s)
 	NodeRegistration time.Duration // running -> Node registered (default 10s)
 	SpotInterruption time.Duration // interruption warning -> termination (default 120s)
+	// Consistency: how long a launched instance stays unknown to
+	// DescribeInstances and TerminateInstances (rule launch-consistency;
+	// default none; a full local cloud sets one).
+	Consistency time.Duration
 }
 
 // Options configure a simulator.
@@ -156,7 +160,7 @@ func New(opts Options) (*Server, error) {
 	s.ec2, err = ec2sim.New(ec2sim.Config{
 		Region: opts.Region, Account: opts.AccountID, ClusterName: opts.ClusterName, KubernetesVersion: opts.KubernetesVersion,
 		Catalog: cat, Seed: opts.Seed, Now: opts.Now, After: s.after,
-		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown, Rules: rules, Throttle: opts.Throttle,
+		PendingDelay: d.Pending, ShuttingDownDelay: d.ShuttingDown, ConsistencyDelay: d.Consistency, Rules: rules, Throttle: opts.Throttle,
 		AccountState: ec2sim.AccountState{
 			ServiceLinkedRole: s.ServiceLinkedRoleExists,
 			EC2Quota:          func(code string) (float64, bool) { return s.quota("ec2/" + code) },

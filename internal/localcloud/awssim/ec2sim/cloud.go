@@ -30,6 +30,10 @@ type Config struct {
 	After func(d time.Duration, f func())
 	// PendingDelay is how long an instance stays pending (default 5s).
 	PendingDelay time.Duration
+	// ConsistencyDelay is how long a launched instance stays unknown to
+	// DescribeInstances and TerminateInstances (rule launch-consistency;
+	// 0: visible at once).
+	ConsistencyDelay time.Duration
 	// ShuttingDownDelay is how long an instance stays shutting-down (default 10s).
 	ShuttingDownDelay time.Duration
 	// Rules are the AWS rules the region enforces (zero: all of them);

@@ -129,6 +129,7 @@ func (c *Cloud) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput) (*ec2
 	c.mu.Unlock()
 	c.notify(ts...)
 	for _, inst := range launched {
+		c.revealLater(inst)
 		to, reason := types.InstanceStateNameRunning, ""
 		if err := c.volumeKeysUsable(ctx, inst.volumeKeys); err != nil {
 			to, reason = types.InstanceStateNameTerminated, invalidKMSKeyReason

@@ -21,6 +21,10 @@ type instance struct {
 	// hidden counts the DescribeInstances calls that still miss this
 	// instance (EC2's eventual consistency after a launch).
 	hidden int
+	// unseen: launched less than ConsistencyDelay ago (rule
+	// launch-consistency), so DescribeInstances and TerminateInstances do
+	// not know it yet.
+	unseen bool
 	// volumeKeys are the customer managed KMS keys its encrypted volumes
 	// name (rule kms-grant).
 	volumeKeys []string
@@ -176,7 +180,7 @@ func (c *Cloud) checkInstanceIDs(ids []string) error {
 		if !strings.HasPrefix(id, "i-") {
 			return protocol.Errorf("InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
 		}
-		if c.instances[id] == nil {
+		if in := c.instances[id]; in == nil || in.unseen {
 			return protocol.Errorf("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
 		}
 	}
@@ -212,6 +216,9 @@ func (c *Cloud) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesIn
 	return describe(in.Filters, paging{in.MaxResults, in.NextToken, 5, 1000}, func(yield func(*instance, attrs) bool) {
 		for _, id := range ids {
 			inst := c.instances[id]
+			if inst.unseen {
+				continue
+			}
 			if inst.hidden > 0 {
 				inst.hidden--
 				continue

@@ -7,6 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/fidelity"
 )
 
 // launch creates one pending instance in a pool. Caller holds mu and has
@@ -32,6 +34,7 @@ func (c *Cloud) launch(in *ec2.CreateFleetInput, cd *candidate, life types.Insta
 	}
 	c.applyTemplateOptions(inst, data)
 	inst.volumeKeys = encryptedVolumeKeys(data)
+	inst.unseen = c.cfg.ConsistencyDelay > 0 && c.cfg.Rules.On(fidelity.LaunchConsistency)
 	c.placeInstance(inst, cd)
 	c.joinReservation(inst, cd, life)
 	c.instances[id] = inst

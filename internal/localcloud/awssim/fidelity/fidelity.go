@@ -40,6 +40,7 @@ const (
 	SpotServiceLinkedRole = "spot-service-linked-role"
 	KMSGrant              = "kms-grant"
 	RequestThrottling     = "request-throttling"
+	LaunchConsistency     = "launch-consistency"
 )
 
 // Rule is one enforced behaviour.
@@ -74,6 +75,7 @@ func Rules() []Rule {
 		{SpotServiceLinkedRole, "EC2 user guide, Service-linked role for Spot Instance requests; aws/karpenter-provider-aws PR #7998", awssim, "TestRuleSpotServiceLinkedRole"},
 		{KMSGrant, "Amazon EBS user guide, EBS encryption (permissions for IAM users); AWS KMS developer guide, kms:ViaService and kms:GrantIsForAWSResource; Karpenter troubleshooting, Node terminates before ready on failed encrypted EBS volume", awssim, "TestRuleKMSGrant"},
 		{RequestThrottling, "EC2 developer guide, Request throttling for the Amazon EC2 API (token bucket sizes and refill rates)", awssim, "TestRuleRequestThrottling"},
+		{LaunchConsistency, "EC2 developer guide, Eventual consistency in the Amazon EC2 API (InvalidInstanceID.NotFound after RunInstances); aws/karpenter-provider-aws instance.go Delete", awssim, "TestRuleLaunchConsistency"},
 	}
 }
 
