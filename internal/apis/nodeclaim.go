@@ -1,6 +1,7 @@
 package apis
 
 import (
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -94,6 +95,29 @@ type NodeClaimStatus struct {
 
 // NodePoolName returns the karpenter.sh/nodepool label ("" when absent).
 func (nc *NodeClaim) NodePoolName() string { return nc.Labels[NodePoolLabelKey] }
+
+// NextLaunchAttemptAnnotKey records the claim's first CreateFleet attempt
+// not known to be settled (internal/aws LaunchRequest.FirstAttempt): the
+// next launch of the claim starts with that attempt's client token.
+const NextLaunchAttemptAnnotKey = NodewrightPrefix + "next-launch-attempt"
+
+// NextLaunchAttempt is the recorded first unsettled launch attempt (0 when
+// none is recorded or the value is not a count).
+func (nc *NodeClaim) NextLaunchAttempt() int {
+	n, err := strconv.Atoi(nc.Annotations[NextLaunchAttemptAnnotKey])
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// SetNextLaunchAttempt records the first unsettled launch attempt.
+func (nc *NodeClaim) SetNextLaunchAttempt(n int) {
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[NextLaunchAttemptAnnotKey] = strconv.Itoa(n)
+}
 
 // SetCondition sets (or updates) a condition; LastTransitionTime changes only
 // when the status changes, as meta.SetStatusCondition does.

@@ -35,6 +35,15 @@
 //   - Launch moves on to token n+1 only after a CreateFleet response for token
 //     n arrived and showed no instance (capacity errors, a stale template or
 //     an exhausted subnet).
+//   - A failed Launch says which attempt is the first not known to be
+//     settled (NextAttempt: the attempt whose call failed, throttled or
+//     lost). The caller records it on the claim
+//     (nodewright.io/next-launch-attempt) and passes it back as
+//     LaunchRequest.FirstAttempt, so a retry whose parameters changed meanwhile
+//     (the ICE set, spot left out) does not resend the tokens already
+//     answered with other parameters. A crash before the record is written
+//     leaves a lower value: the retry then meets IdempotentParameterMismatch
+//     and takes the rule below, never a second instance.
 //   - IdempotentParameterMismatch means token n was used by an earlier run
 //     with other parameters (the ICE set or the options changed since): a
 //     launch with it happened. Launch then looks for the claim's instance by

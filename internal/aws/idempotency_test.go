@@ -143,3 +143,38 @@ func TestNewClaimLaunchSkipsTheInstanceLookup(t *testing.T) {
 			again.ID, first.ID, e.claimInstances(claim.Name))
 	}
 }
+
+// TestRetriedLaunchSkipsItsSettledAttempts: a launch's first attempt is
+// answered (spot cannot succeed: no service-linked role) and its second
+// fails as a whole; the next Launch of the claim plans differently (spot
+// is now left out from the start), so resending the first token would get
+// IdempotentParameterMismatch and the claim would end in doubt. Starting
+// at NextAttempt, it sends a token never used and launches once.
+func TestRetriedLaunchSkipsItsSettledAttempts(t *testing.T) {
+	e := newEnv(t, false)
+	p := e.provider(500 * time.Millisecond)
+	e.sim.SetServiceLinkedRole("AWSServiceRoleForEC2Spot", false)
+	nc := nodeClass("al2023@latest")
+	claim := newClaim("settled-1")
+	remove := e.sim.InjectFault(awssim.Fault{Service: "ec2", Operation: "CreateFleet", Code: "InternalError",
+		Message: "try again", Status: http.StatusInternalServerError, Skip: 1})
+	_, err := p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: claim, NodeClass: nc, InstanceTypes: e.types("m5.large")})
+	remove()
+	next, ok := nwaws.NextAttempt(err)
+	if err == nil || !ok || next != 1 {
+		t.Fatalf("first launch: %v; next attempt %d (%v), want an error and attempt 1 next", err, next, ok)
+	}
+	fleets := len(e.sim.Calls("ec2", "CreateFleet"))
+	inst, err := p.Launch(e.ctx, nwaws.LaunchRequest{NodeClaim: claim, NodeClass: nc, InstanceTypes: e.types("m5.large"), FirstAttempt: next})
+	if err != nil {
+		t.Fatalf("retried launch: %v", err)
+	}
+	if got := e.claimInstances(claim.Name); len(got) != 1 || got[0] != inst.ID {
+		t.Fatalf("claim's instances %v, want only %s", got, inst.ID)
+	}
+	for _, c := range e.sim.Calls("ec2", "CreateFleet")[fleets:] {
+		if c.ErrorCode != "" || c.Params["ClientToken"] != nwaws.ClientToken(testCluster, claim.Name, 1) {
+			t.Errorf("retried launch's call %s %s, want token 1 answered", c.Params["ClientToken"], c.ErrorCode)
+		}
+	}
+}

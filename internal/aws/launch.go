@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -42,6 +43,14 @@ type LaunchRequest struct {
 	// claim, a claim whose create found it already written, and any retry
 	// leave it false.
 	New bool
+	// FirstAttempt is the claim's first CreateFleet attempt not known to
+	// be settled: the attempts before it were answered and launched
+	// nothing (an earlier Launch's error said so: NextAttempt). Launch
+	// starts there, so a claim retried after its parameters changed (the
+	// ICE set moved on) sends a token never used with other parameters.
+	// 0 for a claim never launched; a stale lower value is safe (see
+	// doc.go).
+	FirstAttempt int
 }
 
 // option is one instance type with the offerings a launch may use.
@@ -62,6 +71,27 @@ type option struct {
 func (p *Provider) Launch(ctx context.Context, req LaunchRequest) (Instance, error) {
 	inst, err := p.launchClaim(ctx, req)
 	return inst, markThrottled(err)
+}
+
+// AttemptError is a failed Launch's error with the claim's first attempt
+// not known to be settled (Next).
+type AttemptError struct {
+	Next int
+	Err  error
+}
+
+func (e *AttemptError) Error() string { return e.Err.Error() }
+func (e *AttemptError) Unwrap() error { return e.Err }
+
+// NextAttempt is the LaunchRequest.FirstAttempt for the next Launch of a
+// claim whose Launch returned err; ok is false when err says nothing about
+// attempts (the caller keeps what it had).
+func NextAttempt(err error) (next int, ok bool) {
+	var ae *AttemptError
+	if errors.As(err, &ae) {
+		return ae.Next, true
+	}
+	return 0, false
 }
 
 func (p *Provider) launchClaim(ctx context.Context, req LaunchRequest) (Instance, error) {
@@ -86,15 +116,22 @@ func (p *Provider) launchClaim(ctx context.Context, req LaunchRequest) (Instance
 	if err != nil {
 		return Instance{}, fmt.Errorf("launch nodeclaim %s: %w", name, err)
 	}
-	for attempt := range maxLaunchAttempts {
-		if inst, done, err := p.launchAttempt(ctx, l, attempt); done {
-			if err == nil {
-				p.learnPartition(ctx, l.pl, &inst)
-			}
-			return inst, err
+	first := max(req.FirstAttempt, 0)
+	for attempt := first; attempt < first+maxLaunchAttempts; attempt++ {
+		inst, done, err := p.launchAttempt(ctx, l, attempt)
+		if !done {
+			continue // answered, nothing launched: attempt is settled
 		}
+		if err != nil {
+			// This attempt's fate may be unknown (a throttled or lost
+			// call): the next Launch starts with its token again.
+			return Instance{}, &AttemptError{Next: attempt, Err: err}
+		}
+		p.learnPartition(ctx, l.pl, &inst)
+		return inst, nil
 	}
-	return Instance{}, &LaunchError{NodeClaim: name, Errors: l.lastErrs, Err: fmt.Errorf("%w: gave up after %d CreateFleet attempts", ErrInsufficientCapacity, maxLaunchAttempts)}
+	err = &LaunchError{NodeClaim: name, Errors: l.lastErrs, Err: fmt.Errorf("%w: gave up after %d CreateFleet attempts", ErrInsufficientCapacity, maxLaunchAttempts)}
+	return Instance{}, &AttemptError{Next: first + maxLaunchAttempts, Err: err}
 }
 
 // launch is what every CreateFleet attempt of one Launch shares.

@@ -126,6 +126,7 @@ type fakeLauncher struct {
 	instances map[string]nwaws.Instance       // by claim name
 	calls     []string                        // claim names, one per call
 	fresh     []bool                          // req.New, one per call
+	firsts    []int                           // req.FirstAttempt, one per call
 	seq       int
 }
 
@@ -139,6 +140,7 @@ func (f *fakeLauncher) Launch(_ context.Context, req nwaws.LaunchRequest) (nwaws
 	name := req.NodeClaim.Name
 	f.calls = append(f.calls, name)
 	f.fresh = append(f.fresh, req.New)
+	f.firsts = append(f.firsts, req.FirstAttempt)
 	if _, ok := f.instances[name]; ok && req.New {
 		// What the real launcher would not see: a second instance.
 		return nwaws.Instance{}, fmt.Errorf("launch of %s marked new, but it has an instance", name)

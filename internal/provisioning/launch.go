@@ -125,6 +125,7 @@ func (pa *pass) attempt(ctx context.Context, log *slog.Logger, j *job, nc *apis.
 	types := launchTypes(pa.catalog, cl)
 	var inst nwaws.Instance
 	var err error
+	first := cl.NextLaunchAttempt()
 	for attempt := 0; attempt < p.s.LaunchAttempts; attempt++ {
 		if attempt > 0 {
 			if serr := p.d.Sleep(ctx, time.Duration(attempt)*500*time.Millisecond); serr != nil {
@@ -132,7 +133,11 @@ func (pa *pass) attempt(ctx context.Context, log *slog.Logger, j *job, nc *apis.
 				break
 			}
 		}
-		inst, err = p.d.Launcher.Launch(ctx, nwaws.LaunchRequest{NodeClaim: cl, NodeClass: nc, InstanceTypes: types, New: j.created && attempt == 0})
+		inst, err = p.d.Launcher.Launch(ctx, nwaws.LaunchRequest{NodeClaim: cl, NodeClass: nc, InstanceTypes: types, New: j.created && attempt == 0,
+			FirstAttempt: first})
+		if next, ok := nwaws.NextAttempt(err); ok {
+			first = next // the settled attempts are not sent again
+		}
 		// A launch in doubt already waited for its instance to show up; the
 		// lifecycle's launch timeout settles it, not another attempt here.
 		// A throttled launch already had the SDK's retries with backoff;
@@ -295,6 +300,11 @@ func (pa *pass) launchUnknown(ctx context.Context, log *slog.Logger, cl *apis.No
 	now := metav1.NewTime(pa.p.d.Now())
 	_, err := pa.p.d.Store.MutateNodeClaim(ctx, cl.Name, func(c *apis.NodeClaim) error {
 		c.SetCondition(apis.ConditionLaunched, metav1.ConditionUnknown, reason, oneLine(cause.Error()), now)
+		// The next run's launch skips the attempts this one settled, so
+		// it does not resend their tokens with changed parameters.
+		if next, ok := nwaws.NextAttempt(cause); ok && next > c.NextLaunchAttempt() {
+			c.SetNextLaunchAttempt(next)
+		}
 		return nil
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -62,3 +62,30 @@ func TestThrottledPassKeepsItsClaims(t *testing.T) {
 		t.Errorf("%d claims, %d instances, want 3 and 3", n, len(e.launcher.instances))
 	}
 }
+
+// TestKeptClaimResumesAfterItsSettledAttempts: a launch that failed after
+// settling two CreateFleet attempts (its error says attempt 2 is next)
+// keeps its claim, the claim records the attempt, and the next run's
+// launch of it starts there, not at the tokens already answered.
+func TestKeptClaimResumesAfterItsSettledAttempts(t *testing.T) {
+	e := newEnv(t, poolOpts{types: []string{"m5.large"}}, pods("web", 1, "1500m", "512Mi"))
+	e.settings.LaunchAttempts = 1
+	e.launcher.failNext = []error{&nwaws.AttemptError{Next: 2, Err: fmt.Errorf("create fleet: InternalError")}}
+	res := e.run(Trigger{Source: TriggerSchedule})
+	if len(res.Created) != 1 || len(res.Failed) != 1 {
+		t.Fatalf("first run: %+v, want one claim created and kept after its failed launch", res)
+	}
+	live := e.store.live()
+	if len(live) != 1 || live[0].NextLaunchAttempt() != 2 {
+		t.Fatalf("kept claims %+v, want one recording attempt 2 next", live)
+	}
+	res = e.run(Trigger{Source: TriggerSchedule})
+	if len(res.Resumed) != 1 {
+		t.Fatalf("second run: %+v, want the kept claim resumed", res)
+	}
+	e.launcher.mu.Lock()
+	defer e.launcher.mu.Unlock()
+	if got := e.launcher.firsts; len(got) != 2 || got[0] != 0 || got[1] != 2 {
+		t.Errorf("launches' first attempts %v, want [0 2]", got)
+	}
+}
