@@ -15,12 +15,14 @@ import (
 // terminates before ready on failed encrypted EBS volume"). The controller
 // role gets what the Amazon EBS user guide lists for that principal
 // (kms:CreateGrant, Decrypt, DescribeKey, GenerateDataKeyWithoutPlaintext,
-// ReEncrypt*), only on the keys the EC2NodeClasses name, only through EC2
+// ReEncryptFrom/To), only on the keys the EC2NodeClasses name, only through EC2
 // in the stack's region (kms:ViaService), and grants only for AWS resources
 // (kms:GrantIsForAWSResource). No class names a key: no statement.
 
 // ebsKeyUseActions are the key's actions besides CreateGrant.
-var ebsKeyUseActions = []string{"kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncrypt*"}
+// The guide's kms:ReEncrypt* is spelled out (ReEncryptFrom, ReEncryptTo):
+// no wildcard action.
+var ebsKeyUseActions = []string{"kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncryptFrom", "kms:ReEncryptTo"}
 
 // ebsKeys are the keys the EC2NodeClasses' block device mappings name: by
 // key ID or key ARN (IAM matches the key's ARN), and by alias (IAM cannot
@@ -59,8 +61,31 @@ func (b *builder) ebsKeys() ebsKeys {
 	return splitKeyRefs(refs)
 }
 
-// ebsKeyStatements grant EBS's use of the classes' keys through EC2.
+// ebsKeyStatements grant EBS's use of the classes' keys through EC2, in a
+// managed policy of their own: added to the role's default policy they
+// push it past CloudFormation's inline size, and the overflow policy CDK
+// then makes carries the construct's path in its description (a user's
+// app would replace it).
 func (p *controllerPolicy) ebsKeyStatements() {
+	var statements []awsiam.PolicyStatement
+	add := func(props *awsiam.PolicyStatementProps) {
+		statements = append(statements, awsiam.NewPolicyStatement(props))
+	}
+	p.ebsKeyStatementsTo(add)
+	if len(statements) == 0 {
+		return
+	}
+	mp := awsiam.NewManagedPolicy(p.b.scope, jsii.String("EBSKeyAccess"), &awsiam.ManagedPolicyProps{
+		Description: jsii.String("nodewright " + p.cluster + ": EBS's use of the EC2NodeClasses' KMS keys through EC2"),
+		Statements:  &statements,
+		Roles:       &[]awsiam.IRole{p.b.ControllerRole},
+	})
+	if len(p.b.ebsKeys().aliases) > 0 {
+		suppress(mp, "AwsSolutions-IAM5", "An EC2NodeClass names its KMS key by alias: IAM cannot name a key by alias in Resource, so the key/* resource of this account and region is narrowed by kms:ResourceAliases to the aliases the classes name, and by kms:ViaService to EC2.")
+	}
+}
+
+func (p *controllerPolicy) ebsKeyStatementsTo(add func(*awsiam.PolicyStatementProps)) {
 	keys := p.b.ebsKeys()
 	viaEC2 := map[string]interface{}{"kms:ViaService": p.b.sub("ec2.${AWS::Region}.amazonaws.com")}
 	if len(keys.arns) > 0 {
@@ -68,11 +93,11 @@ func (p *controllerPolicy) ebsKeyStatements() {
 		for _, a := range keys.arns {
 			res = append(res, p.b.sub(a))
 		}
-		p.kmsPair("EBSKeys", res, map[string]interface{}{"StringEquals": viaEC2})
+		kmsPair(add, "EBSKeys", res, map[string]interface{}{"StringEquals": viaEC2})
 	}
 	if len(keys.aliases) > 0 {
 		res := []*string{p.b.sub("arn:${AWS::Partition}:kms:${AWS::Region}:${AWS::AccountId}:key/*")}
-		p.kmsPair("EBSAliasedKeys", res, map[string]interface{}{
+		kmsPair(add, "EBSAliasedKeys", res, map[string]interface{}{
 			"StringEquals":             viaEC2,
 			"ForAnyValue:StringEquals": map[string]interface{}{"kms:ResourceAliases": keys.aliases},
 		})
@@ -80,11 +105,11 @@ func (p *controllerPolicy) ebsKeyStatements() {
 }
 
 // kmsPair adds the grant statement and the key-use statement on res.
-func (p *controllerPolicy) kmsPair(sid string, res []*string, conditions map[string]interface{}) {
+func kmsPair(add func(*awsiam.PolicyStatementProps), sid string, res []*string, conditions map[string]interface{}) {
 	grant := map[string]interface{}{"Bool": map[string]interface{}{"kms:GrantIsForAWSResource": "true"}}
 	for k, v := range conditions {
 		grant[k] = v
 	}
-	p.add(&awsiam.PolicyStatementProps{Sid: jsii.String(sid + "Grant"), Actions: jsii.Strings("kms:CreateGrant"), Resources: &res, Conditions: &grant})
-	p.add(&awsiam.PolicyStatementProps{Sid: jsii.String(sid + "Use"), Actions: jsii.Strings(ebsKeyUseActions...), Resources: &res, Conditions: &conditions})
+	add(&awsiam.PolicyStatementProps{Sid: jsii.String(sid + "Grant"), Actions: jsii.Strings("kms:CreateGrant"), Resources: &res, Conditions: &grant})
+	add(&awsiam.PolicyStatementProps{Sid: jsii.String(sid + "Use"), Actions: jsii.Strings(ebsKeyUseActions...), Resources: &res, Conditions: &conditions})
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/doctor"
@@ -154,5 +156,17 @@ func launch(t *testing.T, e *doctortest.Env) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return inst.ID
+	// EC2 lists a launched instance only after a moment (simulator rule
+	// launch-consistency); doctor reads the listing.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		insts, err := p.ListClusterInstances(ctx)
+		if err == nil && slices.ContainsFunc(insts, func(i nwaws.Instance) bool { return i.ID == inst.ID }) {
+			return inst.ID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("launched %s never listed: %v", inst.ID, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

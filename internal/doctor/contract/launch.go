@@ -39,13 +39,15 @@ func (s *suite) launchAndTerminate(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	var launched string // the instance Launch returned, if any
 	defer func() {
-		if cerr := s.cleanup(claim.Name, before); cerr != nil && err == nil {
+		if cerr := s.cleanup(claim.Name, launched, before); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
 	start := time.Now()
 	inst, err := s.provider.Launch(ctx, nwaws.LaunchRequest{NodeClaim: claim, NodeClass: nc, InstanceTypes: []*catalog.InstanceType{smallest}, New: true})
+	launched = inst.ID
 	if err != nil {
 		return fmt.Errorf("launch %s for NodePool %s: %w", smallest.Name, np.Name, err)
 	}
@@ -65,6 +67,22 @@ func (s *suite) launchAndTerminate(ctx context.Context) (err error) {
 	}
 	s.say("   terminated %s", inst.ID)
 	return nil
+}
+
+// terminateOnceVisible terminates an instance this run launched, retrying
+// while EC2 does not show it yet; ctx bounds the wait.
+func (s *suite) terminateOnceVisible(ctx context.Context, id string) error {
+	for {
+		err := s.provider.Terminate(ctx, id)
+		if !errors.Is(err, nwaws.ErrInstanceNotVisible) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("instance %s never became visible to terminate it: %w", id, err)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // awaitState polls the instance until it is in state (or gone past it).
@@ -92,9 +110,10 @@ func (s *suite) awaitState(ctx context.Context, id, state string, wait time.Dura
 	}
 }
 
-// cleanup terminates every live instance tagged for the claim and deletes
-// the launch templates the launch created, on a context of its own.
-func (s *suite) cleanup(claim string, before []nwaws.LaunchTemplate) error {
+// cleanup terminates every live instance tagged for the claim, and the one
+// the launch returned, and deletes the launch templates the launch
+// created, on a context of its own.
+func (s *suite) cleanup(claim, launched string, before []nwaws.LaunchTemplate) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
 	defer cancel()
 	insts, err := s.provider.ListClusterInstances(ctx)
@@ -107,8 +126,15 @@ func (s *suite) cleanup(claim string, before []nwaws.LaunchTemplate) error {
 			ids = append(ids, i.ID)
 		}
 	}
-	if err := s.provider.Terminate(ctx, ids...); err != nil {
-		return fmt.Errorf("cleanup: %w", err)
+	// EC2 may not list an instance launched moments ago (eventual
+	// consistency): the id the launch returned is terminated all the same.
+	if launched != "" && !slices.Contains(ids, launched) {
+		ids = append(ids, launched)
+	}
+	for _, id := range ids {
+		if err := s.terminateOnceVisible(ctx, id); err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
 	}
 	if len(ids) > 0 {
 		s.say("   cleanup: terminated %v", ids)
