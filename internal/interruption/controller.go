@@ -204,9 +204,31 @@ func (c *Controller) Process(ctx context.Context, items []Item) []Outcome {
 	outs := make([]Outcome, len(items))
 	owned := c.resolveAll(ctx, items, outs)
 	needPass := c.recordAll(ctx, owned)
+	// Interrupted nodes are cordoned, tainted and draining before the
+	// replacement pass, which may wait for the provisioner's lease: until
+	// then the scheduler would keep binding pods to a node EC2 reclaims
+	// within two minutes (Karpenter, too, taints and drains at once).
+	c.drainAll(ctx, owned)
 	pass := c.replacementPass(ctx, needPass)
 	c.actAll(ctx, owned, pass)
 	return outs
+}
+
+// drainAll starts the drain of every interrupted node in the batch, once
+// per claim however often the batch names it.
+func (c *Controller) drainAll(ctx context.Context, owned []*work) {
+	done := map[string]bool{}
+	for _, w := range owned {
+		if w.out.Err != nil || w.out.Action != ActionDrain {
+			continue
+		}
+		if done[w.claim.Name] {
+			w.log.InfoContext(ctx, "same nodeclaim already handled in this batch")
+			continue
+		}
+		done[w.claim.Name] = true
+		w.out.Err = c.drain(ctx, w)
+	}
 }
 
 // batchPass is the batch's one provisioning pass: its result, its error and
@@ -290,6 +312,10 @@ func (c *Controller) actAll(ctx context.Context, owned []*work, pass batchPass) 
 		if w.out.Err != nil || w.out.Action == ActionNone {
 			continue
 		}
+		if w.out.Action == ActionDrain {
+			c.reportReplacement(ctx, w, pass)
+			continue
+		}
 		if done[w.claim.Name] {
 			w.log.InfoContext(ctx, "same nodeclaim already handled in this batch")
 			continue
@@ -298,8 +324,6 @@ func (c *Controller) actAll(ctx context.Context, owned []*work, pass batchPass) 
 		w.out.Replacements = pass.res.Launched
 		w.out.Provisioned = pass.at
 		switch w.out.Action {
-		case ActionDrain:
-			w.out.Err = c.drainInterrupted(ctx, w, pass)
 		case ActionReplace:
 			w.out.Err = c.drainReplaced(ctx, w, pass)
 		case ActionCleanup:
@@ -308,16 +332,16 @@ func (c *Controller) actAll(ctx context.Context, owned []*work, pass batchPass) 
 	}
 }
 
-// drainInterrupted drains an interrupted node. The drain goes on even when
-// the pass failed (the instance is going away); redelivery retries the
-// replacement, and the provisioner's own runs see the marked node's pods
-// too.
-func (c *Controller) drainInterrupted(ctx context.Context, w *work, pass batchPass) error {
-	err := c.drain(ctx, w)
-	if err == nil && pass.err != nil {
-		err = fmt.Errorf("replacement capacity for node of instance %s: %w", w.item.InstanceID, pass.err)
+// reportReplacement notes the batch's pass on a drained node's outcome. A
+// pass that failed or was skipped does not fail the item: its drain is
+// under way, redelivery would start nothing new (and after three receives
+// the handled message would land in the DLQ), and the provisioner's own
+// runs see the marked node's pods and the evicted ones.
+func (c *Controller) reportReplacement(ctx context.Context, w *work, pass batchPass) {
+	w.out.Replacements, w.out.Provisioned = pass.res.Launched, pass.at
+	if pass.err != nil {
+		w.log.WarnContext(ctx, "drain started; replacement capacity left to the provisioner's next run", "error", pass.err)
 	}
-	return err
 }
 
 // drainReplaced drains a rebalanced node only once its replacement was

@@ -111,6 +111,7 @@ type fixture struct {
 	ice      *fakeICE
 	passes   int
 	passFn   func(n int) (provisioning.Result, error)
+	passCtx  context.Context // the last pass's
 	requeued []queue.Message
 	logs     *bytes.Buffer
 	metrics  *bytes.Buffer
@@ -147,8 +148,9 @@ func newFixture(t *testing.T, rebalance string) *fixture {
 	}
 	h, err := NewHandler(Deps{
 		Store: f.st, Cluster: f.kc, Terminator: f.term, Cloud: f.cloud, ICE: f.ice,
-		Provision: func(context.Context) (provisioning.Result, error) {
+		Provision: func(ctx context.Context) (provisioning.Result, error) {
 			f.passes++
+			f.passCtx = ctx
 			return f.passFn(f.passes)
 		},
 		Requeue: func(_ context.Context, m queue.Message, _ time.Duration) error {
@@ -169,13 +171,18 @@ func newFixture(t *testing.T, rebalance string) *fixture {
 
 func (f *fixture) handle(t *testing.T, bodies ...string) events.SQSEventResponse {
 	t.Helper()
+	return f.handleCtx(t, context.Background(), bodies...)
+}
+
+func (f *fixture) handleCtx(t *testing.T, ctx context.Context, bodies ...string) events.SQSEventResponse {
+	t.Helper()
 	ev := events.SQSEvent{}
 	for i, b := range bodies {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i), Body: b,
 			Attributes: map[string]string{"SentTimestamp": fmt.Sprint(time.Now().Add(-time.Second).UnixMilli())}})
 	}
 	raw, _ := json.Marshal(ev)
-	out, err := f.h.Handle(context.Background(), raw)
+	out, err := f.h.Handle(ctx, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,14 +371,42 @@ func TestProvisionLeaseRetriedThenReported(t *testing.T) {
 	}
 
 	// A lease that stays held: the drain still starts (the instance is
-	// going), the message is retried for its replacement.
+	// going) and the message is handled: redelivery would start nothing
+	// new and, after three receives, put a handled message in the DLQ.
+	// The provisioner's own runs replace the capacity.
 	f = newFixture(t, "")
 	f.passFn = func(int) (provisioning.Result, error) { return provisioning.Result{Skipped: "lease held"}, nil }
-	if got := failures(f.handle(t, spot("e1", instanceID))); len(got) != 1 {
-		t.Fatalf("failures %v, want the message retried", got)
+	if got := failures(f.handle(t, spot("e1", instanceID))); len(got) != 0 {
+		t.Fatalf("failures %v, want the drained message handled", got)
 	}
 	if len(f.term.steps) != 1 {
 		t.Errorf("drain not started: %v", f.term.steps)
+	}
+}
+
+// TestInterruptedNodeDrainsBeforeThePass: when the replacement pass starts
+// (it may wait up to ProvisionWait for the provisioner's lease), the
+// interrupted node is already cordoned and tainted, so no pod is bound to
+// it meanwhile; and the pass runs within the function's remaining time.
+func TestInterruptedNodeDrainsBeforeThePass(t *testing.T) {
+	f := newFixture(t, "")
+	var cordoned, tainted bool
+	f.passFn = func(int) (provisioning.Result, error) {
+		n := f.node(t)
+		cordoned, tainted = n.Spec.Unschedulable, termination.HasDisruptedTaint(n)
+		return provisioning.Result{Launched: []string{"default-repl"}}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	if got := failures(f.handleCtx(t, ctx, spot("e1", instanceID))); len(got) != 0 {
+		t.Fatalf("failures %v", got)
+	}
+	if f.passes != 1 || !cordoned || !tainted {
+		t.Errorf("at the replacement pass (%d): cordoned %v, tainted %v; want both", f.passes, cordoned, tainted)
+	}
+	end, _ := ctx.Deadline()
+	if got, ok := f.passCtx.Deadline(); !ok || got.After(end.Add(-passMargin)) {
+		t.Errorf("pass deadline %v (%v), want at least %s before the function's %v", got, ok, passMargin, end)
 	}
 }
 

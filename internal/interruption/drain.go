@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,10 +22,21 @@ import (
 // The batch's replacement pass (phase 2), then phase 3: the drain of an
 // interrupted node, or the cleanup of a gone instance.
 
+// passMargin is the part of the function's remaining time the pass leaves
+// for reporting the batch (its item failures) before Lambda's timeout.
+const passMargin = 5 * time.Second
+
 // provision runs the provisioning pass, waiting a bounded time for the
-// provisioner lease.
+// provisioner lease, and within the function's remaining time: a pass cut
+// off by Lambda's timeout would lose the whole batch's outcome.
 func (c *Controller) provision(ctx context.Context) (provisioning.Result, error) {
 	deadline := c.d.Now().Add(c.d.Settings.ProvisionWait)
+	if end, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, end.Add(-passMargin))
+		defer cancel()
+		deadline = minTime(deadline, c.d.Now().Add(time.Until(end)-passMargin))
+	}
 	for {
 		res, err := c.d.Provision(ctx)
 		if err != nil {
@@ -40,6 +52,13 @@ func (c *Controller) provision(ctx context.Context) (provisioning.Result, error)
 			return res, err
 		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // drain cordons the node and takes the first termination step (the

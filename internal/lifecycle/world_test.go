@@ -59,6 +59,7 @@ func (e *env) launchClaim(name string) *apis.NodeClaim {
 		e.t.Fatalf("launch: %v", err)
 	}
 	e.t.Cleanup(func() { _ = e.p.Terminate(context.Background(), inst.ID) })
+	e.awaitVisible(inst.ID)
 	out, err := e.st.MutateNodeClaim(e.ctx, name, func(c *apis.NodeClaim) error {
 		inst.Record(c, metav1.NewTime(e.clock.Now()))
 		return nil
@@ -67,6 +68,25 @@ func (e *env) launchClaim(name string) *apis.NodeClaim {
 		e.t.Fatal(err)
 	}
 	return out
+}
+
+// awaitVisible waits until DescribeInstances shows a launched instance
+// (simulator rule launch-consistency). The tests move the controller's
+// clock past GCGrace and the launch timeouts at once; in a real run that
+// much time passes and EC2 shows the instance long before.
+func (e *env) awaitVisible(id string) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := e.p.GetInstance(e.ctx, id)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("launched instance %s never visible: %v", id, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // reconcileUntil reconciles a claim until cond holds.

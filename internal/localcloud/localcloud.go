@@ -195,8 +195,17 @@ func Start(ctx context.Context, opts Options) (_ *Cloud, err error) {
 
 // localConsistency is how long a launched instance stays unknown to
 // DescribeInstances and TerminateInstances in a local cloud (simulator
-// rule launch-consistency).
-const localConsistency = time.Second
+// rule launch-consistency): a second, but at most half its pending time.
+// EC2 documents no duration; every read and termination right after a
+// launch meets it, and EC2 shows an instance while it is still pending, as
+// a real one is long before it boots (the local cloud's pending and
+// registration delays are compressed).
+func localConsistency(pending time.Duration) time.Duration {
+	if pending <= 0 {
+		pending = awssim.DefaultPendingDelay
+	}
+	return min(time.Second, pending/2)
+}
 
 // startAWS starts the AWS simulator with opts.Sim, filled from the cloud's
 // options where unset.
@@ -222,9 +231,7 @@ func (c *Cloud) startAWS(opts Options) error {
 		so.Identities = identities(account)
 	}
 	if so.Delays.Consistency == 0 {
-		// EC2 documents no duration; a second of simulated time makes every
-		// read and termination right after a launch meet it.
-		so.Delays.Consistency = localConsistency
+		so.Delays.Consistency = localConsistency(so.Delays.Pending)
 	}
 	t := time.Now()
 	sim, err := awssim.New(so)

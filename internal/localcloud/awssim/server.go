@@ -34,6 +34,10 @@ const (
 	DefaultAccountID       = "111122223333"
 )
 
+// DefaultPendingDelay is how long an instance stays pending unless
+// Delays.Pending says otherwise.
+const DefaultPendingDelay = 5 * time.Second
+
 // Delays are durations of simulated cloud time (divided by Options.TimeScale on the wall clock).
 type Delays struct {
 	Pending          time.Duration // pending -> running (default 5s)
@@ -220,7 +224,7 @@ func (opts *Options) defaults() {
 	for _, p := range []struct {
 		v   *time.Duration
 		def time.Duration
-	}{{&d.Pending, 5 * time.Second}, {&d.ShuttingDown, 10 * time.Second}, {&d.NodeRegistration, 10 * time.Second}, {&d.SpotInterruption, 120 * time.Second}} {
+	}{{&d.Pending, DefaultPendingDelay}, {&d.ShuttingDown, 10 * time.Second}, {&d.NodeRegistration, 10 * time.Second}, {&d.SpotInterruption, 120 * time.Second}} {
 		if *p.v == 0 {
 			*p.v = p.def
 		}

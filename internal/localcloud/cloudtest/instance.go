@@ -3,15 +3,17 @@ package cloudtest
 import (
 	"context"
 	"testing"
+	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
-// FleetAPI is the EC2 call RawInstance.Launch makes (*ec2.Client).
+// FleetAPI is the EC2 calls RawInstance.Launch makes (*ec2.Client).
 type FleetAPI interface {
 	CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, o ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error)
+	DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, o ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
 }
 
 // RawInstance is one instance launched straight through
@@ -56,5 +58,25 @@ func (r RawInstance) Launch(ctx context.Context, t testing.TB, api FleetAPI) str
 	if err != nil || len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
 		t.Fatalf("raw CreateFleet of %s from %s: %v %+v", r.InstanceType, r.LaunchTemplate, err, out)
 	}
-	return out.Instances[0].InstanceIds[0]
+	id := out.Instances[0].InstanceIds[0]
+	awaitVisible(ctx, t, api, id)
+	return id
+}
+
+// awaitVisible waits until DescribeInstances shows a launched instance
+// (simulator rule launch-consistency), as it would long before a test's
+// next step in a real account, where booting takes far longer.
+func awaitVisible(ctx context.Context, t testing.TB, api FleetAPI, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := api.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("raw instance %s never visible: %v", id, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
