@@ -1,16 +1,12 @@
 package localcloud_test
 
 import (
-	"log/slog"
 	"testing"
 	"time"
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"github.com/aws/aws-sdk-go-v2/service/eks"
-	"github.com/aws/aws-sdk-go-v2/service/pricing"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
@@ -35,23 +31,7 @@ func TestEncryptedVolumesNeedTheKeyGrant(t *testing.T) {
 	const otherKey = "0a1b2c3d-0000-4000-8000-0000000000ff"
 	ic.c.AWS.AddKMSKey(awssim.KMSKey{ID: exampleKey})
 	ic.c.AWS.AddKMSKey(awssim.KMSKey{ID: otherKey})
-	ic.c.AWS.SetEKSCluster("https://127.0.0.1:6443", []byte("-----BEGIN CERTIFICATE-----\nMIIBnodewright\n-----END CERTIFICATE-----\n"), ic.c.AWS.Options().KubernetesVersion)
-	cfg := ic.as(ic.stack.Controller)
-	p, err := nwaws.New(nwaws.Options{ClusterName: "iam", Region: ic.c.Region, Owner: ic.c.TableARN(ic.table), Logger: slog.New(slog.DiscardHandler)}, nwaws.Clients{
-		EC2: ec2.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg), EKS: eks.NewFromConfig(cfg),
-		Pricing: pricing.NewFromConfig(cfg, func(o *pricing.Options) { o.Region = nwaws.PricingRegion(cfg.Region) }),
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := p.Catalog(ic.ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	it, ok := cat.Get("m5.large")
-	if !ok {
-		t.Fatal("catalog has no m5.large")
-	}
+	p, it := ic.controllerProvider(t)
 	admin := ec2.NewFromConfig(ic.admin)
 	launch := func(claim, key string) ec2types.Instance {
 		t.Helper()

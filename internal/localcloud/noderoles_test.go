@@ -41,25 +41,7 @@ func TestLaunchPassesOnlyTheNodeRolesGiven(t *testing.T) {
 	ic.c.AWS.AddInstanceProfile(fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", account, nwaws.InstanceProfileName("iam", notGiven)),
 		fmt.Sprintf("arn:aws:iam::%s:role/%s", account, notGiven))
 
-	// User data needs the cluster's endpoint and CA; this local cloud runs
-	// no API server (no node is meant to join).
-	ic.c.AWS.SetEKSCluster("https://127.0.0.1:6443", []byte("-----BEGIN CERTIFICATE-----\nMIIBnodewright\n-----END CERTIFICATE-----\n"), ic.c.AWS.Options().KubernetesVersion)
-	cfg := ic.as(ic.stack.Controller)
-	p, err := nwaws.New(nwaws.Options{ClusterName: "iam", Region: ic.c.Region, Owner: ic.c.TableARN(ic.table), Logger: slog.New(slog.DiscardHandler)}, nwaws.Clients{
-		EC2: ec2.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg), EKS: eks.NewFromConfig(cfg),
-		Pricing: pricing.NewFromConfig(cfg, func(o *pricing.Options) { o.Region = nwaws.PricingRegion(cfg.Region) }),
-	}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := p.Catalog(ic.ctx, nil)
-	if err != nil {
-		t.Fatalf("the controller reads the catalog: %v", err)
-	}
-	it, ok := cat.Get("m5.large")
-	if !ok {
-		t.Fatal("catalog has no m5.large")
-	}
+	p, it := ic.controllerProvider(t)
 	launch := func(claim, role string) (nwaws.Instance, error) {
 		return p.Launch(ic.ctx, nwaws.LaunchRequest{NodeClaim: roleClaim(claim, role), NodeClass: roleNodeClass(role), InstanceTypes: []*catalog.InstanceType{it}})
 	}
@@ -87,6 +69,32 @@ func TestLaunchPassesOnlyTheNodeRolesGiven(t *testing.T) {
 	if errors.Is(err, nwaws.ErrInsufficientCapacity) {
 		t.Errorf("a refused PassRole reads as a capacity error: %v", err)
 	}
+}
+
+// controllerProvider is the launch path with the controller role's
+// credentials, and the m5.large its tests launch. User data needs the
+// cluster's endpoint and CA; this local cloud runs no API server (no node
+// is meant to join).
+func (ic *iamCloud) controllerProvider(t *testing.T) (*nwaws.Provider, *catalog.InstanceType) {
+	t.Helper()
+	ic.c.AWS.SetEKSCluster("https://127.0.0.1:6443", []byte("-----BEGIN CERTIFICATE-----\nMIIBnodewright\n-----END CERTIFICATE-----\n"), ic.c.AWS.Options().KubernetesVersion)
+	cfg := ic.as(ic.stack.Controller)
+	p, err := nwaws.New(nwaws.Options{ClusterName: "iam", Region: ic.c.Region, Owner: ic.c.TableARN(ic.table), Logger: slog.New(slog.DiscardHandler)}, nwaws.Clients{
+		EC2: ec2.NewFromConfig(cfg), SSM: ssm.NewFromConfig(cfg), EKS: eks.NewFromConfig(cfg),
+		Pricing: pricing.NewFromConfig(cfg, func(o *pricing.Options) { o.Region = nwaws.PricingRegion(cfg.Region) }),
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := p.Catalog(ic.ctx, nil)
+	if err != nil {
+		t.Fatalf("the controller reads the catalog: %v", err)
+	}
+	it, ok := cat.Get("m5.large")
+	if !ok {
+		t.Fatal("catalog has no m5.large")
+	}
+	return p, it
 }
 
 // roleNodeClass is an EC2NodeClass of the local cloud's cluster "iam"
