@@ -28,6 +28,7 @@ func (a *App) InterruptionDeps() (interruption.Deps, error) {
 		return interruption.Deps{
 			Store: a.Store, Cluster: a.Cluster, Cloud: a.Cloud, Metrics: a.Metrics, Log: a.Log, Now: a.Now,
 			Terminator: term,
+			Instances:  a.EC2,
 			ICE:        a.EC2.ICE(),
 			Provision:  pass,
 			Requeue:    a.requeue("no work queue configured: drains continue on the lifecycle's schedule"),

@@ -45,6 +45,13 @@ type Store interface {
 	GetNodeClaimByInstanceID(ctx context.Context, instanceID string) (*apis.NodeClaim, error)
 }
 
+// InstanceTags is what the controller needs of the EC2 provider to tell an
+// instance's claim from its tags (*aws.Provider).
+type InstanceTags interface {
+	GetInstance(ctx context.Context, id string) (nwaws.Instance, error)
+	Owns(i nwaws.Instance) bool
+}
+
 // Cluster is what the controller needs of the API server (*kube.Client).
 type Cluster interface {
 	termination.Cluster
@@ -68,6 +75,10 @@ type Deps struct {
 	Terminator Terminator
 	// Cloud terminates instances of claims whose instance stopped.
 	Cloud termination.Cloud
+	// Instances finds an instance's claim through the instance's tags when
+	// the store's by-instance index has not caught up yet (*aws.Provider);
+	// nil leaves such messages acknowledged as not nodewright's.
+	Instances InstanceTags
 	// ICE receives the offerings of interrupted spot instances.
 	ICE Unavailable
 	// Provision runs one provisioning pass (*provisioning.Provisioner.Pass).
@@ -361,6 +372,44 @@ func (c *Controller) drainReplaced(ctx context.Context, w *work, pass batchPass)
 	return c.drain(ctx, w)
 }
 
+// claimOf finds the live claim of an instance. The by-instance index is a
+// global secondary index, and GSI reads are eventually consistent (DynamoDB
+// developer guide, "Read consistency"): a claim whose instance ID was
+// written a moment ago may be missing from it, and acknowledging that
+// instance's message as another's would drop a spot warning. So a miss is
+// checked against the instance itself: if this stack's tags are on it, the
+// claim it names is read strongly consistently by name. Instances of other
+// stacks and autoscalers stay misses (store.ErrNotFound), and so does an
+// instance EC2 does not know (long gone, or too new for EC2's own reads:
+// the lifecycle's registration check then finds its claim's instance
+// vanished).
+func (c *Controller) claimOf(ctx context.Context, instanceID string) (*apis.NodeClaim, error) {
+	cl, err := c.d.Store.GetNodeClaimByInstanceID(ctx, instanceID)
+	if !errors.Is(err, store.ErrNotFound) || c.d.Instances == nil {
+		return cl, err
+	}
+	inst, ierr := c.d.Instances.GetInstance(ctx, instanceID)
+	switch {
+	case errors.Is(ierr, nwaws.ErrInstanceNotFound):
+		return nil, err
+	case ierr != nil:
+		return nil, fmt.Errorf("interruption: instance %s not in the claim index, and its tags: %w", instanceID, ierr)
+	case !c.d.Instances.Owns(inst) || inst.NodeClaim == "":
+		return nil, err
+	}
+	cl, err = c.d.Store.GetNodeClaim(ctx, inst.NodeClaim)
+	if err != nil {
+		return nil, err
+	}
+	if cl.Status.InstanceID != "" && cl.Status.InstanceID != instanceID {
+		// The claim moved on to another instance (a relaunch): this one
+		// is an orphan for the garbage collector, not the claim's node.
+		return nil, fmt.Errorf("nodeclaim %s names instance %s: %w", cl.Name, cl.Status.InstanceID, store.ErrNotFound)
+	}
+	c.log.InfoContext(ctx, "nodeclaim found through the instance's tags: the claim index had not caught up", "instance-id", instanceID, "nodeclaim", cl.Name)
+	return cl, nil
+}
+
 // resolve finds the item's claim and node. It returns nil work (and no
 // error) for instances nodewright does not own, and for ActionNone items
 // of owned instances it still returns the work (for the node event).
@@ -369,7 +418,7 @@ func (c *Controller) resolve(ctx context.Context, it Item, out *Outcome) (*work,
 	if it.Msg.Kind == StateChange {
 		log = log.With("state", it.Msg.State)
 	}
-	cl, err := c.d.Store.GetNodeClaimByInstanceID(ctx, it.InstanceID)
+	cl, err := c.claimOf(ctx, it.InstanceID)
 	if errors.Is(err, store.ErrNotFound) {
 		// Not ours (or already gone): acknowledged, nothing touched.
 		log.InfoContext(ctx, "interruption message for an instance nodewright does not own; acknowledged", "action", string(out.Action))

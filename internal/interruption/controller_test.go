@@ -41,6 +41,9 @@ type memStore struct {
 	mu      sync.Mutex
 	writes  int
 	lookups int
+	// indexLag makes the by-instance index miss every claim, as a GSI read
+	// can right after the claim's instance ID was written.
+	indexLag bool
 }
 
 func newMemStore(claims ...*apis.NodeClaim) *memStore {
@@ -52,7 +55,11 @@ func newMemStore(claims ...*apis.NodeClaim) *memStore {
 func (s *memStore) GetNodeClaimByInstanceID(ctx context.Context, id string) (*apis.NodeClaim, error) {
 	s.mu.Lock()
 	s.lookups++
+	lag := s.indexLag
 	s.mu.Unlock()
+	if lag {
+		return nil, fmt.Errorf("get nodeclaim by instance %s: %w", id, store.ErrNotFound)
+	}
 	return s.Store.GetNodeClaimByInstanceID(ctx, id)
 }
 
@@ -95,6 +102,23 @@ func (f *fakeCloud) Terminate(_ context.Context, ids ...string) error {
 	return nil
 }
 
+// fakeInstances is EC2's view of instances: their tags and whose they are.
+type fakeInstances struct {
+	byID  map[string]nwaws.Instance
+	owned map[string]bool
+	calls int
+}
+
+func (f *fakeInstances) GetInstance(_ context.Context, id string) (nwaws.Instance, error) {
+	f.calls++
+	if i, ok := f.byID[id]; ok {
+		return i, nil
+	}
+	return nwaws.Instance{}, fmt.Errorf("describe instance %s: %w", id, nwaws.ErrInstanceNotFound)
+}
+
+func (f *fakeInstances) Owns(i nwaws.Instance) bool { return f.owned[i.ID] }
+
 type fakeICE struct{ keys []nwaws.OfferingKey }
 
 func (f *fakeICE) MarkUnavailable(_ context.Context, k nwaws.OfferingKey, _ string) error {
@@ -109,6 +133,7 @@ type fixture struct {
 	term     *fakeTerminator
 	cloud    *fakeCloud
 	ice      *fakeICE
+	ec2      *fakeInstances
 	passes   int
 	passFn   func(n int) (provisioning.Result, error)
 	passCtx  context.Context // the last pass's
@@ -138,6 +163,7 @@ func newFixture(t *testing.T, rebalance string) *fixture {
 		cs:      k8sfake.NewSimpleClientset(node),
 		cloud:   &fakeCloud{},
 		ice:     &fakeICE{},
+		ec2:     &fakeInstances{byID: map[string]nwaws.Instance{}, owned: map[string]bool{}},
 		logs:    &bytes.Buffer{},
 		metrics: &bytes.Buffer{},
 	}
@@ -147,7 +173,7 @@ func newFixture(t *testing.T, rebalance string) *fixture {
 		return provisioning.Result{Launched: []string{"default-repl"}}, nil
 	}
 	h, err := NewHandler(Deps{
-		Store: f.st, Cluster: f.kc, Terminator: f.term, Cloud: f.cloud, ICE: f.ice,
+		Store: f.st, Cluster: f.kc, Terminator: f.term, Cloud: f.cloud, ICE: f.ice, Instances: f.ec2,
 		Provision: func(ctx context.Context) (provisioning.Result, error) {
 			f.passes++
 			f.passCtx = ctx
@@ -355,6 +381,54 @@ func TestSpotDuplicatesOneDrain(t *testing.T) {
 	}
 	if len(f.term.steps) != 1 || len(f.requeued) != 1 {
 		t.Errorf("redelivery started a second drain: steps %v requeued %d", f.term.steps, len(f.requeued))
+	}
+}
+
+// TestIndexLagFallsBackToTheInstanceTags: a spot warning for an instance
+// whose claim the by-instance index does not show yet is still handled when
+// the instance carries this stack's tags and names the claim; an instance of
+// another stack (or one naming a claim that moved on to another instance)
+// stays untouched.
+func TestIndexLagFallsBackToTheInstanceTags(t *testing.T) {
+	f := newFixture(t, "")
+	f.st.indexLag = true
+	f.ec2.byID[instanceID] = nwaws.Instance{ID: instanceID, NodeClaim: claimName, State: "running"}
+	f.ec2.owned[instanceID] = true
+	if got := failures(f.handle(t, spot("e1", instanceID))); len(got) != 0 {
+		t.Fatalf("failures %v", got)
+	}
+	cl, _ := f.st.GetNodeClaim(context.Background(), claimName)
+	if !cl.Deleting() || len(f.term.steps) != 1 || f.passes != 1 {
+		t.Fatalf("warning not handled through the instance's tags: deleting %v, steps %v, passes %d", cl.Deleting(), f.term.steps, f.passes)
+	}
+
+	for name, set := range map[string]func(f *fixture){
+		"another stack's instance": func(f *fixture) { f.ec2.owned[instanceID] = false },
+		"claim on another instance": func(f *fixture) {
+			f.ec2.byID[instanceID] = nwaws.Instance{ID: instanceID, NodeClaim: claimName, State: "running"}
+			f.ec2.byID["i-0fedcba987654321"] = nwaws.Instance{ID: "i-0fedcba987654321", NodeClaim: claimName, State: "running"}
+			f.ec2.owned["i-0fedcba987654321"] = true
+		},
+		"unknown to EC2": func(f *fixture) { delete(f.ec2.byID, instanceID) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, "")
+			f.st.indexLag = true
+			f.ec2.byID[instanceID] = nwaws.Instance{ID: instanceID, NodeClaim: claimName, State: "running"}
+			f.ec2.owned[instanceID] = true
+			set(f)
+			id := instanceID
+			if name == "claim on another instance" {
+				id = "i-0fedcba987654321"
+			}
+			if got := failures(f.handle(t, spot("e1", id))); len(got) != 0 {
+				t.Fatalf("failures %v", got)
+			}
+			cl, _ := f.st.GetNodeClaim(context.Background(), claimName)
+			if cl.Deleting() || len(f.term.steps) != 0 || f.passes != 0 || f.st.writes != 0 {
+				t.Fatalf("touched: deleting %v, steps %v, passes %d, writes %d", cl.Deleting(), f.term.steps, f.passes, f.st.writes)
+			}
+		})
 	}
 }
 
