@@ -97,6 +97,7 @@ func (p *prepared) build(scope constructs.Construct) *Resources {
 	if p.cfg.Webhook {
 		b.webhook()
 	}
+	b.trustRegistrar()
 	b.observability()
 	b.outputs()
 	suppressNagFindings(b)

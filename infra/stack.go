@@ -21,6 +21,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/nodewright/nodewright/internal/access"
+	"github.com/nodewright/nodewright/internal/admission"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
@@ -145,6 +146,9 @@ type builder struct {
 	controllerAccess awseks.CfnAccessEntry
 	webhookSecret    awssecretsmanager.Secret
 	functionURL      awslambda.FunctionUrl
+	// registrarTrust are the properties of every custom resource the
+	// registrar serves, by resource type (see trustRegistrar).
+	registrarTrust map[string]map[string]interface{}
 }
 
 func (b *builder) sub(format string) *string { return awscdk.Fn_Sub(jsii.String(format), nil) }
@@ -493,6 +497,7 @@ func (b *builder) webhook() {
 // removed before them.
 func (b *builder) registrarResource(id, resourceType string, props map[string]interface{}) awscdk.CustomResource {
 	props["ClusterName"] = b.cfg.ClusterName
+	b.trustProperties(resourceType, props)
 	cr := awscdk.NewCustomResource(b.scope, jsii.String(id), &awscdk.CustomResourceProps{
 		ServiceToken:   b.Functions["webhookregistrar"].FunctionArn(),
 		ResourceType:   jsii.String(resourceType),
@@ -502,6 +507,36 @@ func (b *builder) registrarResource(id, resourceType string, props map[string]in
 	cr.Node().AddDependency(b.registrarAccess)
 	cr.Node().AddDependency(b.registrarRole)
 	return cr
+}
+
+// trustProperties records a custom resource's properties for the
+// registrar's environment: the CA bundle as its digest (Lambda's
+// environment holds 4 KB in all).
+func (b *builder) trustProperties(resourceType string, props map[string]interface{}) {
+	trusted := map[string]interface{}{}
+	for k, v := range props {
+		if k == "CABundle" {
+			k, v = admission.CABundleDigestProperty, admission.CABundleDigest(v.(string))
+		}
+		trusted[k] = v
+	}
+	if b.registrarTrust == nil {
+		b.registrarTrust = map[string]map[string]interface{}{}
+	}
+	b.registrarTrust[resourceType] = trusted
+}
+
+// trustRegistrar gives the registrar the properties of its stack's custom
+// resources: it refuses an invocation whose event says otherwise, so the
+// right to invoke it is not the right to point the cluster's webhook, or
+// the controllers' RBAC, anywhere else (functions/webhookregistrar,
+// trust.go). Tokens (the function URL, the secret's and table's names)
+// resolve at deploy time; none of them depends on the registrar.
+func (b *builder) trustRegistrar() {
+	if len(b.registrarTrust) == 0 {
+		return
+	}
+	b.Functions["webhookregistrar"].AddEnvironment(jsii.String(settings.EnvRegistrarTrust), b.stack.ToJsonString(b.registrarTrust, nil), nil)
 }
 
 func (b *builder) outputs() {

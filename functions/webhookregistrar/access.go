@@ -41,7 +41,7 @@ func (r *registrar) handleAccess(ctx context.Context, ev cfn.Event) (string, map
 		if !found {
 			return "", nil, fmt.Errorf("EKS cluster %s not found", clusterName)
 		}
-		if err := kube.ApplyControllerAccess(ctx, kc, name); err != nil {
+		if err := r.untilAuthorized(ctx, "apply controller RBAC "+name, func() error { return kube.ApplyControllerAccess(ctx, kc, name) }); err != nil {
 			return "", nil, err
 		}
 		log.Info("controller RBAC applied", "name", name)
@@ -58,7 +58,7 @@ func (r *registrar) handleAccess(ctx context.Context, ev cfn.Event) (string, map
 		if err != nil || !found {
 			return ev.PhysicalResourceID, nil, err
 		}
-		if err := kube.RemoveControllerAccess(ctx, kc, ev.PhysicalResourceID); err != nil {
+		if err := r.untilAuthorized(ctx, "remove controller RBAC "+ev.PhysicalResourceID, func() error { return kube.RemoveControllerAccess(ctx, kc, ev.PhysicalResourceID) }); err != nil {
 			return ev.PhysicalResourceID, nil, err
 		}
 		log.Info("controller RBAC removed", "name", ev.PhysicalResourceID)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/cfn"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -43,6 +44,12 @@ type registrar struct {
 	secrets secretValue
 	// claims, when set, lets Delete release nodewright's Node finalizers.
 	claims claimLister
+	// trust is what the stack deployed (serve refuses anything else);
+	// trustErr why it could not be read.
+	trust    trust
+	trustErr error
+	// authWait and authRetry tune untilAuthorized (0: the defaults).
+	authWait, authRetry time.Duration
 }
 
 type webhookProps struct {
@@ -145,7 +152,7 @@ func (r *registrar) register(ctx context.Context, w webhookProps) error {
 	if !found {
 		return fmt.Errorf("EKS cluster %s not found", w.clusterName)
 	}
-	return apply(ctx, kc, desiredConfiguration(w, secret))
+	return r.untilAuthorized(ctx, "register "+w.name, func() error { return apply(ctx, kc, desiredConfiguration(w, secret)) })
 }
 
 // unregister deletes the configuration if nodewright manages it. A cluster
@@ -162,7 +169,13 @@ func (r *registrar) unregister(ctx context.Context, clusterName, name string) (b
 	if !found {
 		return false, nil
 	}
-	return remove(ctx, kc, name)
+	var removed bool
+	err = r.untilAuthorized(ctx, "unregister "+name, func() error {
+		var err error
+		removed, err = remove(ctx, kc, name)
+		return err
+	})
+	return removed, err
 }
 
 // endpointURL is the function URL with the shared secret as the last path

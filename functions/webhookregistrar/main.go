@@ -38,5 +38,8 @@ func main() {
 		secrets: secretsManagerValue(secretsmanager.NewFromConfig(cfg)),
 		claims:  storeClaims(store.NewDynamoDBClient(cfg)),
 	}
-	lambda.Start(cfn.LambdaWrap(r.handle))
+	// Started even without it, so each event fails with the reason instead
+	// of CloudFormation waiting out a function that never answers.
+	r.trust, r.trustErr = trustFromEnv(os.Getenv)
+	lambda.Start(cfn.LambdaWrap(r.serve))
 }

@@ -35,6 +35,9 @@ const (
 	EnvNodeRoleARN       = "NODEWRIGHT_NODE_ROLE_ARN"
 	EnvInstanceProfile   = "NODEWRIGHT_NODE_INSTANCE_PROFILE"
 	EnvWebhookPrefix     = "NODEWRIGHT_WEBHOOK_PATH_PREFIX"
+	// EnvRegistrarTrust holds, as JSON, the properties of the stack's
+	// custom resources the registrar may act on (functions/webhookregistrar).
+	EnvRegistrarTrust = "NODEWRIGHT_REGISTRAR_TRUST"
 	// EnvOwner is the stack-unique owner value (the CDK app sets the
 	// NodeClaim table's ARN) every resource nodewright creates is tagged
 	// with under aws.TagOwner.
