@@ -75,6 +75,11 @@ type Config struct {
 	// WebhookSecretGeneration is part of the registration's properties: bump
 	// it after rotating the shared secret to re-register the URL.
 	WebhookSecretGeneration int
+	// WebhookSecretRotationDays is how often the registrar rotates the
+	// webhook's secret (0: never). The secret rides in the webhook URL,
+	// which the API server writes into its error messages (EKS
+	// control-plane logs); rotation bounds what a leaked value is worth.
+	WebhookSecretRotationDays int
 
 	// Rebalance is what to do on EC2 rebalance recommendations.
 	Rebalance string
@@ -136,6 +141,7 @@ func Defaults() Config {
 		DisruptionRateMinutes:        1,
 		Webhook:                      true,
 		WebhookSecretGeneration:      1,
+		WebhookSecretRotationDays:    7,
 		Rebalance:                    RebalanceIgnore,
 		LogRetentionDays:             30,
 		LogLevel:                     "INFO",
@@ -162,6 +168,7 @@ const (
 	CtxWebhook                 = "webhook"
 	CtxWebhookCABundleFile     = "webhookCABundleFile"
 	CtxWebhookSecretGeneration = "webhookSecretGeneration"
+	CtxWebhookSecretRotation   = "webhookSecretRotationDays"
 	CtxRebalance               = "rebalance"
 	CtxFeatureGates            = "featureGates"
 	CtxLogRetentionDays        = "logRetentionDays"
@@ -202,6 +209,7 @@ func FromContext(get ContextGetter) (Config, error) {
 	r.integer(CtxDisruptionRate, &c.DisruptionRateMinutes)
 	r.boolean(CtxWebhook, &c.Webhook)
 	r.integer(CtxWebhookSecretGeneration, &c.WebhookSecretGeneration)
+	r.integer(CtxWebhookSecretRotation, &c.WebhookSecretRotationDays)
 	r.str(CtxRebalance, &c.Rebalance)
 	r.str(CtxFeatureGates, &c.FeatureGates)
 	r.integer(CtxLogRetentionDays, &c.LogRetentionDays)
@@ -488,6 +496,9 @@ func (c *Config) validateAlarms(p *problems) {
 func (c *Config) validateRoles(p *problems) {
 	if c.WebhookSecretGeneration < 1 {
 		p.bad("%s %d: want a positive number", CtxWebhookSecretGeneration, c.WebhookSecretGeneration)
+	}
+	if c.WebhookSecretRotationDays < 0 || c.WebhookSecretRotationDays > 365 {
+		p.bad("%s %d: want 0 (never) to 365 days", CtxWebhookSecretRotation, c.WebhookSecretRotationDays)
 	}
 	if c.NodeRoleName == "" && c.ClusterName != "" {
 		c.NodeRoleName = DefaultNodeRoleName(c.ClusterName)

@@ -489,6 +489,31 @@ func (b *builder) webhook() {
 		"SecretGeneration": strconv.Itoa(b.cfg.WebhookSecretGeneration),
 	})
 	cr.Node().AddDependency(wh)
+	b.webhookSecretRotation()
+}
+
+// webhookSecretRotation has the registrar rotate the webhook's secret on a
+// schedule (functions/webhookregistrar, rotate.go): the secret cannot leave
+// the URL, since a webhook's clientConfig has no headers and the API
+// server cannot SigV4-sign for an AWS_IAM function URL, and the API server
+// writes the URL into the error of every call that fails open.
+func (b *builder) webhookSecretRotation() {
+	days := b.cfg.WebhookSecretRotationDays
+	if days <= 0 {
+		return
+	}
+	awsevents.NewRule(b.scope, jsii.String("WebhookSecretRotation"), &awsevents.RuleProps{
+		Description: jsii.String(fmt.Sprintf("nodewright %s: rotate the webhook secret every %d days", b.cfg.ClusterName, days)),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Days(jsii.Number(float64(days)))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(b.Functions["webhookregistrar"], &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(0),
+		})},
+	})
+	b.registrarRole.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("RotateWebhookSecret"),
+		Actions:   jsii.Strings("secretsmanager:PutSecretValue"),
+		Resources: &[]*string{b.webhookSecret.SecretArn()},
+	}))
 }
 
 // registrarResource is one custom resource the webhookregistrar function

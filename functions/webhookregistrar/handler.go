@@ -32,6 +32,10 @@ const (
 	propCABundle    = "CABundle"
 )
 
+// webhookResourceType is the webhook registration's custom resource type
+// (infra's registrarResource; accessResourceType is the other).
+const webhookResourceType = "Custom::NodewrightWebhook"
+
 const (
 	managedByLabel = access.ManagedByLabel
 	managedByValue = access.ManagedByValue
@@ -42,6 +46,8 @@ type registrar struct {
 	log     *slog.Logger
 	cluster clusterClients
 	secrets secretValue
+	// putSecret writes the rotated webhook secret.
+	putSecret putSecret
 	// claims, when set, lets Delete release nodewright's Node finalizers.
 	claims claimLister
 	// trust is what the stack deployed (serve refuses anything else);

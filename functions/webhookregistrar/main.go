@@ -13,6 +13,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"os"
 
@@ -32,14 +34,31 @@ func main() {
 		log.Error("load AWS config", "error", err)
 		os.Exit(1)
 	}
+	sm := secretsmanager.NewFromConfig(cfg)
 	r := &registrar{
-		log:     log,
-		cluster: eksClusterClients(cfg, eks.NewFromConfig(cfg)),
-		secrets: secretsManagerValue(secretsmanager.NewFromConfig(cfg)),
-		claims:  storeClaims(store.NewDynamoDBClient(cfg)),
+		log:       log,
+		cluster:   eksClusterClients(cfg, eks.NewFromConfig(cfg)),
+		secrets:   secretsManagerValue(sm),
+		putSecret: secretsManagerPut(sm),
+		claims:    storeClaims(store.NewDynamoDBClient(cfg)),
 	}
 	// Started even without it, so each event fails with the reason instead
 	// of CloudFormation waiting out a function that never answers.
 	r.trust, r.trustErr = trustFromEnv(os.Getenv)
-	lambda.Start(cfn.LambdaWrap(r.serve))
+	lambda.Start(r.invoke)
+}
+
+// invoke serves both of the registrar's callers: CloudFormation's custom
+// resource events (answered through their response URL) and the stack's
+// rotation schedule.
+func (r *registrar) invoke(ctx context.Context, raw json.RawMessage) error {
+	if isRotation(raw) {
+		return r.rotate(ctx)
+	}
+	var ev cfn.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return fmt.Errorf("decode custom resource event: %w", err)
+	}
+	_, err := cfn.LambdaWrap(r.serve)(ctx, ev)
+	return err
 }

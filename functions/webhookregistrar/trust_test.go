@@ -13,8 +13,6 @@ import (
 	"github.com/nodewright/nodewright/internal/settings"
 )
 
-const webhookResourceType = "Custom::NodewrightWebhook"
-
 // stackTrust is the trust a stack deploying props() sets.
 func stackTrust() trust {
 	want := map[string]string{}

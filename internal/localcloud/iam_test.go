@@ -93,9 +93,16 @@ func TestRolesDoTheirJobOnly(t *testing.T) {
 	if _, err := secretsmanager.NewFromConfig(reg).GetSecretValue(ic.ctx, &secretsmanager.GetSecretValueInput{SecretId: sdkaws.String("iam-webhook")}); err != nil {
 		t.Errorf("registrar: read the webhook secret: %v", err)
 	}
+	// It rotates the secret (functions/webhookregistrar, rotate.go); the
+	// webhook, which only reads it, may not.
+	if _, err := secretsmanager.NewFromConfig(reg).PutSecretValue(ic.ctx, &secretsmanager.PutSecretValueInput{SecretId: sdkaws.String("iam-webhook"), SecretString: sdkaws.String("rotated0123456789")}); err != nil {
+		t.Errorf("registrar: rotate the webhook secret: %v", err)
+	}
+	_, err := secretsmanager.NewFromConfig(ic.as(ic.stack.Webhook)).PutSecretValue(ic.ctx, &secretsmanager.PutSecretValueInput{SecretId: sdkaws.String("iam-webhook"), SecretString: sdkaws.String("x0123456789")})
+	ic.denied(t, err, "AccessDeniedException")
 	// It lists claims (releasing Node finalizers on delete) and writes none.
 	db := dynamodb.NewFromConfig(reg)
-	_, err := db.Query(ic.ctx, &dynamodb.QueryInput{TableName: &ic.table, KeyConditionExpression: sdkaws.String("pk = :p"),
+	_, err = db.Query(ic.ctx, &dynamodb.QueryInput{TableName: &ic.table, KeyConditionExpression: sdkaws.String("pk = :p"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":p": &ddbtypes.AttributeValueMemberS{Value: "nodeclaim#0"}}})
 	if ae := (smithy.APIError)(nil); errors.As(err, &ae) && ae.ErrorCode() == "AccessDeniedException" {
 		t.Errorf("registrar: list claims: %v", err)
