@@ -194,6 +194,7 @@ func Run(ctx context.Context, o Options, c Clients) (*Report, error) {
 	e.checkSpotRole(ctx)
 	e.checkLambdaConcurrency(ctx)
 	e.checkVCPUQuotas(ctx)
+	e.checkOtherOwners(ctx)
 	probes := e.probeLaunches(ctx)
 	e.checkRoles(ctx, probes)
 	e.checkDryRuns(ctx, probes)

@@ -120,6 +120,17 @@ func TestDoctorOnTheLocalCloud(t *testing.T) {
 		if c := mustStatus(t, r, "dryrun/TerminateInstances", doctor.Pass, ""); !strings.Contains(c.Message, id) {
 			t.Errorf("the terminate dry run should name the stack's instance %s: %s", id, c.Message)
 		}
+		mustStatus(t, r, "other-stacks-instances", doctor.Pass, "")
+	})
+	t.Run("instances a deleted stack left", func(t *testing.T) {
+		// The owner of a stack deleted before its nodes: its table, kept
+		// by deletion protection, is no later stack's.
+		id := launchFor(t, e, e.Cloud.TableARN("nodewright-"+e.Cluster+"-OldTable"), "orphan-1")
+		defer func() { _ = e.Cloud.AWS.EC2().Terminate(id, "test cleanup") }()
+		c := mustStatus(t, e.Run(t), "other-stacks-instances", doctor.Warn, "aws ec2 terminate-instances --instance-ids "+id)
+		if !strings.Contains(c.Message, "OldTable") {
+			t.Errorf("the warning should name the other owner: %s", c.Message)
+		}
 	})
 	t.Run("subnets without the discovery tag", func(t *testing.T) {
 		if n := e.Cloud.AWS.EC2().RemoveSubnetTag("karpenter.sh/discovery"); n == 0 {
@@ -135,9 +146,16 @@ func TestDoctorOnTheLocalCloud(t *testing.T) {
 // administrator's credentials, and returns its ID.
 func launch(t *testing.T, e *doctortest.Env) string {
 	t.Helper()
+	return launchFor(t, e, e.Cloud.TableARN(e.Table), "launched-1")
+}
+
+// launchFor launches as launch does, for the stack whose owner value is
+// owner.
+func launchFor(t *testing.T, e *doctortest.Env, owner, claim string) string {
+	t.Helper()
 	ctx := context.Background()
 	clients := e.Clients(t)
-	p, err := nwaws.New(nwaws.Options{ClusterName: e.Cluster, Region: e.Region, Owner: e.Cloud.TableARN(e.Table)},
+	p, err := nwaws.New(nwaws.Options{ClusterName: e.Cluster, Region: e.Region, Owner: owner},
 		nwaws.Clients{EC2: clients.EC2, SSM: clients.SSM, EKS: clients.EKS}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +170,7 @@ func launch(t *testing.T, e *doctortest.Env) string {
 	for _, it := range types {
 		names = append(names, it.Name)
 	}
-	inst, err := p.Launch(ctx, nwaws.LaunchRequest{NodeClaim: doctor.Claim("launched-1", np, "on-demand", names), NodeClass: nc, InstanceTypes: types, New: true})
+	inst, err := p.Launch(ctx, nwaws.LaunchRequest{NodeClaim: doctor.Claim(claim, np, "on-demand", names), NodeClass: nc, InstanceTypes: types, New: true})
 	if err != nil {
 		t.Fatal(err)
 	}
