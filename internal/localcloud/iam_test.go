@@ -130,8 +130,8 @@ func TestRolesDoTheirJobOnly(t *testing.T) {
 	ic.denied(t, err, "AccessDeniedException")
 	_, err = eks.NewFromConfig(reg).DescribeCluster(ic.ctx, &eks.DescribeClusterInput{Name: sdkaws.String("another")})
 	ic.denied(t, err, "AccessDeniedException")
-	if n := expected(); n != 4 {
-		t.Errorf("%d denials, want 4: %v", n, ic.c.AWS.Denials())
+	if n := expected(); n != 5 {
+		t.Errorf("%d denials, want 5: %v", n, ic.c.AWS.Denials())
 	}
 }
 
