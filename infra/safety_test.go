@@ -111,3 +111,46 @@ func TestLivenessAlarms(t *testing.T) {
 		t.Errorf("alarms: heartbeats=%d near-timeout=%d interruption-backlog=%d gc-refused=%d undecodable=%d", heartbeats, nearTimeout, backlog, gc, undecodable)
 	}
 }
+
+// Every SQS event source runs at most as many invocations as its function
+// may (its reserved concurrency, Lambda's minimum of 2 for disruption's 1):
+// an event source that scales past it gets its batches throttled, and a
+// throttled batch uses a receive, so spot warnings reached the DLQ
+// unhandled. An unreserved function's source keeps its own cap, if any.
+func TestEventSourceMaxConcurrencyIsReservedConcurrency(t *testing.T) {
+	_, _, j := full(t)
+	fns := map[string]resource{}
+	for _, f := range resources(j, "AWS::Lambda::Function") {
+		fns[f.ID] = f
+	}
+	seen := map[string]float64{}
+	for _, m := range resources(j, "AWS::Lambda::EventSourceMapping") {
+		ref, _ := m.Props["FunctionName"].(map[string]interface{})
+		id, _ := ref["Ref"].(string)
+		f, ok := fns[id]
+		if !ok {
+			t.Errorf("%s: function %s is not in the template", m.ID, js(m.Props["FunctionName"]))
+			continue
+		}
+		var name string
+		for _, fn := range Functions {
+			if strings.HasPrefix(id, exportID(fn)+"Function") {
+				name = fn
+			}
+		}
+		reserved, _ := f.Props["ReservedConcurrentExecutions"].(float64)
+		scaling, _ := m.Props["ScalingConfig"].(map[string]interface{})
+		got, _ := scaling["MaximumConcurrency"].(float64)
+		want := float64(Sizing[name].SQSMaxConcurrency)
+		if reserved > 0 {
+			want = max(reserved, 2)
+		}
+		if got != want {
+			t.Errorf("%s (%s, reserved concurrency %v): event source MaximumConcurrency %v, want %v", m.ID, name, reserved, got, want)
+		}
+		seen[name] = got
+	}
+	if seen["interruption"] != 5 || seen["disruption"] != 2 || seen["provisioner"] != 2 || len(seen) != 4 {
+		t.Errorf("event sources' maximum concurrency by function = %v, want interruption 5, disruption 2, provisioner 2 and lifecycle's", seen)
+	}
+}
