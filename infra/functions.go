@@ -208,12 +208,6 @@ func (b *builder) function(name string, envs functionEnvs) {
 // eventSources connects the provisioner, interruption, lifecycle and
 // disruption functions to their queues.
 func (b *builder) eventSources() {
-	// Schedule ticks are hints too: one that cannot run within a minute (the
-	// singleton is busy) is dropped, the next tick covers it.
-	b.Functions["provisioner"].ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
-		MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
-		RetryAttempts: jsii.Number(0),
-	})
 	// Nudges: the event source's maximum concurrency, not reserved
 	// concurrency 1, bounds provisioner runs from the queue. A reserved
 	// concurrency of 1 made Lambda throttle nudges while the schedule's run
