@@ -93,6 +93,7 @@ func (p *prepared) build(scope constructs.Construct) *Resources {
 	b.functions(p.layerDir)
 	b.interruptionRules()
 	b.schedules()
+	b.registrarAsyncInvoke()
 	b.accessEntries()
 	if p.cfg.Webhook {
 		b.webhook()

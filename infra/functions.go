@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/nodewright/nodewright/internal/settings"
@@ -25,7 +26,8 @@ type FunctionSizing struct {
 	// spot warnings are handled even when the account is busy. 0 = unreserved.
 	ReservedConcurrency int
 	// SQSMaxConcurrency caps the concurrent invocations of the function's
-	// SQS event source (0 = none; Lambda's minimum is 2).
+	// SQS event source below its reserved concurrency (0 = the reserved
+	// concurrency is the cap; see sqsMaxConcurrency).
 	SQSMaxConcurrency int
 	// InVPC places the function in the configured VPC (it talks to the
 	// cluster endpoint).
@@ -206,34 +208,60 @@ func (b *builder) function(name string, envs functionEnvs) {
 // eventSources connects the provisioner, interruption, lifecycle and
 // disruption functions to their queues.
 func (b *builder) eventSources() {
-	// Schedule ticks are hints too: one that cannot run within a minute (the
-	// singleton is busy) is dropped, the next tick covers it.
-	b.Functions["provisioner"].ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
-		MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
-		RetryAttempts: jsii.Number(0),
-	})
 	// Nudges: the event source's maximum concurrency, not reserved
 	// concurrency 1, bounds provisioner runs from the queue. A reserved
 	// concurrency of 1 made Lambda throttle nudges while the schedule's run
 	// held the slot, and throttled messages used up their receives; the
 	// DynamoDB lease serializes the runs that do start.
-	b.Functions["provisioner"].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.ProvisionQueue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(10),
-		ReportBatchItemFailures: jsii.Bool(true),
-		MaxConcurrency:          jsii.Number(float64(b.cfg.Sized("provisioner").SQSMaxConcurrency)),
-	}))
-
-	// Partial batch responses: one bad message fails alone and reaches the
-	// DLQ after maxReceiveCount, the rest of the batch is deleted.
-	b.Functions["interruption"].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.InterruptionQueue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(10),
-		ReportBatchItemFailures: jsii.Bool(true),
-	}))
-	b.Functions["lifecycle"].AddEventSource(awslambdaeventsources.NewSqsEventSource(b.WorkQueue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(10),
-		ReportBatchItemFailures: jsii.Bool(true),
-	}))
+	b.sqsEventSource("provisioner", b.ProvisionQueue)
+	b.sqsEventSource("interruption", b.InterruptionQueue)
+	b.sqsEventSource("lifecycle", b.WorkQueue)
 	b.disruptionWakeups()
+}
+
+// minSQSMaxConcurrency is the smallest MaximumConcurrency an SQS event
+// source accepts (2 to 1,000: Lambda developer guide, "Configuring maximum
+// concurrency for Amazon SQS event sources").
+const minSQSMaxConcurrency = 2
+
+// sqsEventSource connects fn to queue q in batches of 10 with partial batch
+// responses (one bad message fails alone and reaches the DLQ after
+// maxReceiveCount, the rest of the batch is deleted), at most
+// sqsMaxConcurrency(fn) invocations at once.
+func (b *builder) sqsEventSource(fn string, q awssqs.IQueue) {
+	props := &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(10),
+		ReportBatchItemFailures: jsii.Bool(true),
+	}
+	if n := sqsMaxConcurrency(b.cfg.Sized(fn)); n > 0 {
+		props.MaxConcurrency = jsii.Number(float64(n))
+	}
+	b.Functions[fn].AddEventSource(awslambdaeventsources.NewSqsEventSource(q, props))
+}
+
+// sqsMaxConcurrency is how many invocations a function's SQS event source
+// may run at once (0: no limit of its own). Without one the event source
+// scales its pollers past the function's reserved concurrency, Lambda
+// throttles the invocations above it, and each throttled batch becomes
+// visible again after the visibility timeout having used a receive: at
+// interruption's 3 receives, a burst of spot warnings and state changes
+// would reach the DLQ unhandled. So the event source never runs more than
+// the reserved concurrency, and never more than the function's own
+// SQSMaxConcurrency, but at least Lambda's minimum of 2. That minimum is
+// above disruption's reserved concurrency of 1: a second wake-up batch can
+// still be throttled, which the disruption queue's extra receives absorb
+// (disruptionQueue). Unreserved functions (lifecycle) are bounded only by
+// the account's concurrency, which throttles no sooner than it would
+// without the event source's limit.
+func sqsMaxConcurrency(s FunctionSizing) int {
+	n := s.SQSMaxConcurrency
+	if r := s.ReservedConcurrency; r > 0 && (n == 0 || n > r) {
+		n = r
+	}
+	if n == 0 {
+		return 0
+	}
+	return max(n, minSQSMaxConcurrency)
 }
 
 // disruptionWakeups lets the disruption function wake itself before its
@@ -244,8 +272,5 @@ func (b *builder) disruptionWakeups() {
 	fn := b.Functions["disruption"]
 	fn.AddEnvironment(jsii.String(settings.EnvDisruptionQueueURL), b.DisruptionQueue.QueueUrl(), nil)
 	fn.AddEnvironment(jsii.String(settings.EnvDisruptionSchedule), jsii.String(fmt.Sprintf("%dm", b.cfg.DisruptionRateMinutes)), nil)
-	fn.AddEventSource(awslambdaeventsources.NewSqsEventSource(b.DisruptionQueue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(10),
-		ReportBatchItemFailures: jsii.Bool(true),
-	}))
+	b.sqsEventSource("disruption", b.DisruptionQueue)
 }

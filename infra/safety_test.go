@@ -111,3 +111,112 @@ func TestLivenessAlarms(t *testing.T) {
 		t.Errorf("alarms: heartbeats=%d near-timeout=%d interruption-backlog=%d gc-refused=%d undecodable=%d", heartbeats, nearTimeout, backlog, gc, undecodable)
 	}
 }
+
+// Every SQS event source runs at most as many invocations as its function
+// may (its reserved concurrency, Lambda's minimum of 2 for disruption's 1):
+// an event source that scales past it gets its batches throttled, and a
+// throttled batch uses a receive, so spot warnings reached the DLQ
+// unhandled. An unreserved function's source keeps its own cap, if any.
+func TestEventSourceMaxConcurrencyIsReservedConcurrency(t *testing.T) {
+	_, _, j := full(t)
+	fns := map[string]resource{}
+	for _, f := range resources(j, "AWS::Lambda::Function") {
+		fns[f.ID] = f
+	}
+	seen := map[string]float64{}
+	for _, m := range resources(j, "AWS::Lambda::EventSourceMapping") {
+		ref, _ := m.Props["FunctionName"].(map[string]interface{})
+		id, _ := ref["Ref"].(string)
+		f, ok := fns[id]
+		if !ok {
+			t.Errorf("%s: function %s is not in the template", m.ID, js(m.Props["FunctionName"]))
+			continue
+		}
+		var name string
+		for _, fn := range Functions {
+			if strings.HasPrefix(id, exportID(fn)+"Function") {
+				name = fn
+			}
+		}
+		reserved, _ := f.Props["ReservedConcurrentExecutions"].(float64)
+		scaling, _ := m.Props["ScalingConfig"].(map[string]interface{})
+		got, _ := scaling["MaximumConcurrency"].(float64)
+		want := float64(Sizing[name].SQSMaxConcurrency)
+		if reserved > 0 {
+			want = max(reserved, 2)
+		}
+		if got != want {
+			t.Errorf("%s (%s, reserved concurrency %v): event source MaximumConcurrency %v, want %v", m.ID, name, reserved, got, want)
+		}
+		seen[name] = got
+	}
+	if seen["interruption"] != 5 || seen["disruption"] != 2 || seen["provisioner"] != 2 || len(seen) != 4 {
+		t.Errorf("event sources' maximum concurrency by function = %v, want interruption 5, disruption 2, provisioner 2 and lifecycle's", seen)
+	}
+}
+
+// Every function invoked asynchronously, by a schedule (EventBridge) or
+// as a custom resource's provider (CloudFormation), is never run again by
+// Lambda: the rule target's RetryAttempts is only EventBridge's delivery
+// retry, and Lambda's own default (2 retries, 6 hours of event age) made
+// one failing claim run each lifecycle tick three times. The event age is
+// short, so a throttled tick or request is dropped, not run late.
+func TestAsyncInvokedFunctionsAreNotRetried(t *testing.T) {
+	_, _, j := full(t)
+	arnOf := func(v interface{}) string {
+		m, _ := v.(map[string]interface{})
+		ga, _ := m["Fn::GetAtt"].([]interface{})
+		if len(ga) == 2 && ga[1] == "Arn" {
+			id, _ := ga[0].(string)
+			return id
+		}
+		return ""
+	}
+	async := map[string]string{} // function logical ID -> what invokes it
+	for _, r := range resources(j, "AWS::Events::Rule") {
+		if r.Props["ScheduleExpression"] == nil {
+			continue
+		}
+		for _, tg := range asList(r.Props["Targets"]) {
+			tm := tg.(map[string]interface{})
+			if id := arnOf(tm["Arn"]); strings.Contains(id, "Function") {
+				async[id] = "schedule " + r.ID
+				if js(tm["RetryPolicy"]) != `{"MaximumRetryAttempts":0}` {
+					t.Errorf("%s: target %s retry policy %s, want EventBridge's delivery retries off", r.ID, id, js(tm["RetryPolicy"]))
+				}
+			}
+		}
+	}
+	for id, r := range j["Resources"].(map[string]interface{}) {
+		rm := r.(map[string]interface{})
+		if typ, _ := rm["Type"].(string); strings.HasPrefix(typ, "Custom::") || typ == "AWS::CloudFormation::CustomResource" {
+			props, _ := rm["Properties"].(map[string]interface{})
+			if fn := arnOf(props["ServiceToken"]); fn != "" {
+				async[fn] = "custom resource " + id
+			}
+		}
+	}
+	configs := map[string]resource{}
+	for _, c := range resources(j, "AWS::Lambda::EventInvokeConfig") {
+		ref, _ := c.Props["FunctionName"].(map[string]interface{})
+		id, _ := ref["Ref"].(string)
+		configs[id] = c
+	}
+	for _, fn := range []string{"provisioner", "lifecycle", "disruption", "webhookregistrar"} {
+		if id := logicalID(t, j, "AWS::Lambda::Function", exportID(fn)+"Function"); async[id] == "" {
+			t.Errorf("%s is not found invoked asynchronously: the test no longer sees its schedule or custom resource", fn)
+		}
+	}
+	for id, by := range async {
+		c, ok := configs[id]
+		if !ok {
+			t.Errorf("%s (invoked by %s) has no EventInvokeConfig: Lambda retries it twice and keeps its events 6 hours", id, by)
+			continue
+		}
+		retries, hasRetries := c.Props["MaximumRetryAttempts"].(float64)
+		age, hasAge := c.Props["MaximumEventAgeInSeconds"].(float64)
+		if !hasRetries || retries != 0 || !hasAge || age > 300 {
+			t.Errorf("%s (invoked by %s): EventInvokeConfig %s, want MaximumRetryAttempts 0 and MaximumEventAgeInSeconds <= 300", id, by, js(c.Props))
+		}
+	}
+}

@@ -352,6 +352,25 @@ func (b *builder) interruptionRules() {
 	}
 }
 
+// scheduledEventAgeSeconds is how long Lambda keeps a schedule's tick
+// queued (throttled: the singleton's one slot is busy) before dropping it,
+// the shortest event age Lambda allows: the next tick comes within minutes.
+const scheduledEventAgeSeconds = 60
+
+// schedules ticks the provisioner, lifecycle and disruption functions.
+//
+// EventBridge invokes a function target asynchronously, and the two
+// services retry separately. The target's RetryAttempts is EventBridge's
+// own: how often it redelivers an event Lambda did not accept. Once Lambda
+// has queued the event, its asynchronous invocation retries a failed run
+// twice (a minute, then two minutes later) and keeps a throttled event up
+// to 6 hours (Lambda developer guide, "How Lambda handles errors and
+// retries with asynchronous invocation"); only the function's
+// EventInvokeConfig changes that ("Configuring error handling settings for
+// Lambda asynchronous invocations"). A tick is a hint: a failed or late
+// one is not worth a rerun, which would double the pass's work and the
+// retried runs' errors. So each scheduled function gets no retries and a
+// minute of event age, and a missed tick is left to the next one.
 func (b *builder) schedules() {
 	for _, s := range []struct {
 		id, fn  string
@@ -361,15 +380,46 @@ func (b *builder) schedules() {
 		{"LifecycleSchedule", "lifecycle", b.cfg.LifecycleRateMinutes},
 		{"DisruptionSchedule", "disruption", b.cfg.DisruptionRateMinutes},
 	} {
+		b.Functions[s.fn].ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+			MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(scheduledEventAgeSeconds)),
+			RetryAttempts: jsii.Number(0),
+		})
 		awsevents.NewRule(b.scope, jsii.String(s.id), &awsevents.RuleProps{
 			Description: jsii.String(fmt.Sprintf("nodewright %s: %s every %d min", b.cfg.ClusterName, s.fn, s.minutes)),
 			Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(float64(s.minutes)))),
-			// A missed tick is not retried: the next one comes within minutes.
+			// EventBridge's delivery retry: none either (see above).
 			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(b.Functions[s.fn], &awseventstargets.LambdaFunctionProps{
 				RetryAttempts: jsii.Number(0),
 			})},
 		})
 	}
+}
+
+// registrarServiceTimeoutSeconds is how long CloudFormation waits for the
+// registrar's answer to a custom resource request before failing it.
+const registrarServiceTimeoutSeconds = 300
+
+// registrarAsyncInvoke configures how Lambda retries the registrar.
+// CloudFormation invokes a custom resource's function asynchronously (Lambda
+// developer guide, "Using AWS Lambda with CloudFormation"), and the handler
+// answers on the request's response URL (cfn.LambdaWrap), FAILED included:
+// an invocation errors only when the answer could not be sent or the run
+// crashed or timed out. Lambda's default would run the request again up to
+// 3 minutes later and keep a throttled one for 6 hours, long after
+// CloudFormation gave up (its ServiceTimeout) and, on a failed create,
+// rolled back: a late Create would then put back the webhook configuration
+// or RBAC the rollback's Delete had removed, and nothing would ever remove
+// them. So no retries (CloudFormation fails the resource at its timeout and
+// rolls back cleanly), and a request still queued when its run could no
+// longer finish inside CloudFormation's wait is dropped: the event age is
+// the service timeout less the function's timeout, at least Lambda's
+// minimum of 60 s.
+func (b *builder) registrarAsyncInvoke() {
+	age := max(registrarServiceTimeoutSeconds-b.cfg.Sized("webhookregistrar").TimeoutSeconds, 60)
+	b.Functions["webhookregistrar"].ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		MaxEventAge:   awscdk.Duration_Seconds(jsii.Number(float64(age))),
+		RetryAttempts: jsii.Number(0),
+	})
 }
 
 // EKS access policy ARNs are global: arn:<partition>:eks::aws:cluster-access-policy/<name>.
@@ -526,7 +576,7 @@ func (b *builder) registrarResource(id, resourceType string, props map[string]in
 	cr := awscdk.NewCustomResource(b.scope, jsii.String(id), &awscdk.CustomResourceProps{
 		ServiceToken:   b.Functions["webhookregistrar"].FunctionArn(),
 		ResourceType:   jsii.String(resourceType),
-		ServiceTimeout: awscdk.Duration_Minutes(jsii.Number(5)),
+		ServiceTimeout: awscdk.Duration_Seconds(jsii.Number(registrarServiceTimeoutSeconds)),
 		Properties:     &props,
 	})
 	cr.Node().AddDependency(b.registrarAccess)
