@@ -128,6 +128,10 @@ type Config struct {
 
 	// FunctionSizes overrides functions' "MB:seconds" (see Sized).
 	FunctionSizes map[string]string
+	// ReservedConcurrency overrides functions' reserved concurrency (see
+	// Sized), for accounts whose concurrency quota cannot hold the
+	// defaults' 16 above Lambda's unreserved floor of 100.
+	ReservedConcurrency map[string]string
 }
 
 // Functions deployed by the stack, in the order of dist/<name>/bootstrap.
@@ -225,6 +229,7 @@ func FromContext(get ContextGetter) (Config, error) {
 	r.str(CtxAssetDir, &c.AssetDir)
 	r.boolean(CtxPlaceholderAssets, &c.PlaceholderAssets)
 	r.pairs(CtxFunctionSizes, &c.FunctionSizes)
+	r.pairs(CtxReservedConcurrency, &c.ReservedConcurrency)
 
 	var caFile string
 	r.str(CtxWebhookCABundleFile, &caFile)
@@ -395,6 +400,7 @@ func (c *Config) Validate() error {
 	c.validateRoles(&p)
 	c.validateNodeRoleContext(&p)
 	c.validateFunctionSizes(&p)
+	c.validateReservedConcurrency(&p)
 	return errors.Join(p...)
 }
 

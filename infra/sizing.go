@@ -13,6 +13,19 @@ import (
 // or a JSON object of the same pairs in cdk.json.
 const CtxFunctionSizes = "functionSizes"
 
+// CtxReservedConcurrency overrides functions' reserved concurrency:
+// -c reservedConcurrency=webhook=0,interruption=2 (0: unreserved). An
+// account below the defaults' 16 + 100 concurrent executions cannot deploy
+// them (Lambda keeps 100 unreserved: Lambda developer guide, "Configuring
+// reserved concurrency"); unreserved functions still run, without the
+// webhook's cap or interruption's floor, and disruption's DynamoDB lease
+// still serializes its runs.
+const CtxReservedConcurrency = "reservedConcurrency"
+
+// maxReservedConcurrency bounds an override (Lambda's default account
+// limit).
+const maxReservedConcurrency = 1000
+
 // Lambda's bounds on memory (MB) and timeout (seconds).
 const (
 	minMemoryMB, maxMemoryMB = 128, 10240
@@ -28,7 +41,28 @@ func (c *Config) Sized(fn string) FunctionSizing {
 			s.MemoryMB, s.TimeoutSeconds = mb, secs
 		}
 	}
+	if v, ok := c.ReservedConcurrency[fn]; ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+			s.ReservedConcurrency = n
+		}
+	}
 	return s
+}
+
+// validateReservedConcurrency checks ReservedConcurrency against the
+// functions and Lambda's bounds.
+func (c *Config) validateReservedConcurrency(p *problems) {
+	for fn, v := range c.ReservedConcurrency {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		switch {
+		case !slices.Contains(Functions, fn):
+			p.bad("%s: %q is not one of the functions %v", CtxReservedConcurrency, fn, Functions)
+		case err != nil:
+			p.bad("%s: %s: %q is not a number", CtxReservedConcurrency, fn, v)
+		case n < 0 || n > maxReservedConcurrency:
+			p.bad("%s: %s: %d is outside 0 (unreserved) to %d", CtxReservedConcurrency, fn, n, maxReservedConcurrency)
+		}
+	}
 }
 
 // parseSize reads "MB:seconds".

@@ -45,3 +45,36 @@ func TestFunctionSizesFromContext(t *testing.T) {
 		}
 	}
 }
+
+// An account whose Lambda concurrency quota cannot hold the defaults'
+// reserved 16 above the 100 Lambda keeps unreserved deploys with less (or
+// none): the template reserves what the context says, and the event
+// sources follow; a value Lambda would refuse fails validation.
+func TestReservedConcurrencyFromContext(t *testing.T) {
+	ctx := map[string]interface{}{CtxClusterName: "prod", CtxConfigDir: "cfg", CtxReservedConcurrency: "webhook=0, interruption=2"}
+	c, err := FromContext(func(k string) interface{} { return ctx[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Sized("webhook").ReservedConcurrency != 0 || c.Sized("interruption").ReservedConcurrency != 2 || c.Sized("disruption").ReservedConcurrency != 1 {
+		t.Errorf("reserved: webhook %d, interruption %d, disruption %d; want 0, 2, 1",
+			c.Sized("webhook").ReservedConcurrency, c.Sized("interruption").ReservedConcurrency, c.Sized("disruption").ReservedConcurrency)
+	}
+	if n := sqsMaxConcurrency(c.Sized("interruption")); n != 2 {
+		t.Errorf("interruption event source cap %d, want its reserved 2", n)
+	}
+	ctx[CtxReservedConcurrency] = "webhook=-1,interruption=many,scheduler=1,disruption=1001"
+	c, err = FromContext(func(k string) interface{} { return ctx[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Validate()
+	for _, want := range []string{"webhook: -1 is outside", `interruption: "many" is not a number`, `"scheduler" is not one of`, "disruption: 1001 is outside"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validation %v, want it to say %s", err, want)
+		}
+	}
+}

@@ -85,7 +85,8 @@ func (e *env) checkLambdaConcurrency(ctx context.Context) {
 		return
 	}
 	limit, unreserved := int(sdkaws.ToInt32(&out.AccountLimit.ConcurrentExecutions)), int(sdkaws.ToInt32(out.AccountLimit.UnreservedConcurrentExecutions))
-	fix := fmt.Sprintf("ask for more: aws service-quotas request-service-quota-increase --service-code lambda --quota-code L-B99A9384 --desired-value %d --region %s",
+	fix := fmt.Sprintf("ask for more: aws service-quotas request-service-quota-increase --service-code lambda --quota-code L-B99A9384 --desired-value %d --region %s"+
+		", or deploy the stack reserving less: cdk deploy ... -c reservedConcurrency=webhook=0,interruption=0,disruption=0 (without the webhook's cap and interruption's floor)",
 		max(1000, need+lambdaUnreservedFloor), e.o.Region)
 	floor := min(limit, lambdaUnreservedFloor)
 	switch {
