@@ -258,7 +258,11 @@ func (h *harness) terminateAll() {
 }
 
 // One local cloud for the package. Spot instances get Karpenter's two
-// minutes between the warning and the reclaim, in real time.
-var shared = cloudtest.NewShared("intr")
+// minutes between the warning and the reclaim, in real time. The harness's
+// lifecycle runs every 300 ms, 200 times its schedule: EC2's throttling is
+// scaled to match (with the documented buckets the crash sweeps' later
+// subtests each waited out seconds of retry backoff, and the package took
+// 36 minutes instead of 5).
+var shared = cloudtest.NewShared("intr", cloudtest.CompressedTime(200))
 
 func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

@@ -18,6 +18,7 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
+	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
@@ -55,6 +56,28 @@ func NodeRegistration(d time.Duration) SimOption {
 // the reclaim.
 func SpotInterruption(d time.Duration) SimOption {
 	return func(o *localcloud.Options) { o.Sim.Delays.SpotInterruption = d }
+}
+
+// CompressedTime scales EC2's request throttling (rule request-throttling)
+// for a package whose loops run factor times faster than the functions'
+// schedules (a lifecycle pass every 300 ms instead of every minute, say):
+// the account's buckets are the documented ones times factor, so the
+// package's compressed call rate meets the limits a real account's rate
+// would, instead of draining one shared bucket across its tests until
+// every later test waits out the SDK's retry backoff.
+func CompressedTime(factor float64) SimOption {
+	return func(o *localcloud.Options) {
+		t := ec2sim.DefaultThrottle()
+		scale := func(b *ec2sim.Bucket) { b.Capacity, b.Refill = b.Capacity*factor, b.Refill*factor }
+		for _, b := range []*ec2sim.Bucket{&t.NonMutating, &t.Unfiltered, &t.Mutating, &t.LaunchResource, &t.TerminateResource} {
+			scale(b)
+		}
+		for k, b := range t.Actions {
+			scale(&b)
+			t.Actions[k] = b
+		}
+		o.Sim.Throttle = t
+	}
 }
 
 // KeepTerminatedNodes keeps the Nodes of terminated instances (no
