@@ -199,6 +199,12 @@ func TestFunctions(t *testing.T) {
 		if r.Props["ScheduleExpression"] == nil {
 			continue
 		}
+		if strings.HasPrefix(r.ID, "WebhookSecretRotation") {
+			if r.Props["ScheduleExpression"] != "rate(7 days)" {
+				t.Errorf("%s: schedule %v, want the default rotation's rate(7 days)", r.ID, r.Props["ScheduleExpression"])
+			}
+			continue
+		}
 		schedules++
 		if r.Props["ScheduleExpression"] != "rate(1 minute)" {
 			t.Errorf("%s: schedule %v", r.ID, r.Props["ScheduleExpression"])
