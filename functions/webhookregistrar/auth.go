@@ -32,7 +32,7 @@ func (r *registrar) untilAuthorized(ctx context.Context, what string, op func() 
 	}
 	for attempt := 1; ; attempt++ {
 		err := op()
-		if err == nil || !(apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err)) {
+		if err == nil || (!apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err)) {
 			return err
 		}
 		if time.Now().Add(delay).After(deadline) {
