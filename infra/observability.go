@@ -211,6 +211,12 @@ func (b *builder) livenessAlarms(newAlarm func(string, string, *awscloudwatch.Al
 	}
 	alarm("GarbageCollectionRefused", "instance garbage collection refused to take more than its bounded share of the fleet: is the NodeClaim table the stack's own?",
 		b.search(metrics.GCRefused, "Sum", five), 1, 1, 1)
+	// A lifecycle failure does not fail its invocation (one bad claim must
+	// not fail the pass for the others, nor page as a missing heartbeat),
+	// so a claim that keeps failing pages here: in each of three
+	// five-minute periods, about fifteen passes; a transient one does not.
+	alarm("LifecycleFailing", "lifecycle steps (a claim, a work item or garbage collection) have failed for 15 minutes (see the lifecycle function's ERROR logs)",
+		b.search(metrics.LifecycleFailures, "Sum", five), 1, 3, 3)
 	alarm("UndecodableNodeClaims", "NodeClaim records could not be decoded and are skipped (see the WARN logs for their keys)",
 		b.search(metrics.NodeClaimsUndecodable, "Sum", five), 1, 1, 1)
 }

@@ -41,7 +41,8 @@ func NewHandler(d Deps) (*Handler, error) {
 //     (events.SQSEventResponse), so SQS retries them and parks repeated
 //     failures in the DLQ.
 //   - EventBridge "Scheduled Event"s: a pass over every claim plus garbage
-//     collection (returns the PassResult).
+//     collection (returns the PassResult). A claim that fails is reported
+//     and does not fail the invocation (ReconcileAll).
 func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
 	defer func() {
 		if err := h.C.d.Metrics.Flush(); err != nil {
@@ -64,7 +65,7 @@ func (h *Handler) handleSQS(ctx context.Context, ev events.SQSEvent) events.SQSE
 	resp := events.SQSEventResponse{BatchItemFailures: []events.SQSBatchItemFailure{}}
 	var mu sync.Mutex
 	fail := func(id string, err error) {
-		h.C.log.ErrorContext(ctx, "lifecycle work item failed", "message-id", id, "error", err)
+		h.C.failed(ctx, failedWorkItem, err, "message-id", id)
 		mu.Lock()
 		resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: id})
 		mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	"github.com/nodewright/nodewright/internal/apis"
 	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/kube"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
@@ -54,8 +55,12 @@ const launchTemplateMinAge = 30 * time.Minute
 
 // ReconcileAll is the scheduled pass: every claim is reconciled from one
 // cluster snapshot and one instance listing, then garbage is collected.
-// Claim errors are collected, not fatal: one bad claim must not stop the
-// others (the error is returned joined after the pass).
+// A claim's failure, or a garbage collection step's, is reported (logged,
+// counted in metrics.LifecycleFailures, listed in PassResult.Errors) and
+// the pass goes on: one bad claim must neither stop the others nor fail
+// the invocation, which would page through the heartbeat alarm for a
+// fault the next tick retries anyway. The error is only for a pass that
+// could not run at all (the listings, the snapshot, the chain records).
 func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 	res := PassResult{Actions: map[string]int{}}
 	// The snapshot is read while the instances and claims are: each is a
@@ -83,7 +88,6 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 	}
 
 	var mu sync.Mutex
-	var errs []error
 	sem := make(chan struct{}, passConcurrency)
 	var wg sync.WaitGroup
 	for _, cl := range claims {
@@ -105,7 +109,7 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 				res.Requeued++
 			}
 			if err != nil {
-				errs = append(errs, err)
+				c.failed(ctx, failedClaim, err, "nodeclaim", cl.Name)
 				res.Errors = append(res.Errors, err.Error())
 			}
 		})
@@ -113,18 +117,33 @@ func (c *Controller) ReconcileAll(ctx context.Context) (PassResult, error) {
 	wg.Wait()
 
 	if err := c.collectInstances(ctx, v, gcInput{instances: instances, claims: claims, skipped: skipped}, &res); err != nil {
-		errs = append(errs, err)
+		c.failed(ctx, failedInstanceGC, err)
 		res.Errors = append(res.Errors, err.Error())
 	}
 	if err := c.collectNodes(ctx, v, &res); err != nil {
-		errs = append(errs, err)
+		c.failed(ctx, failedNodeGC, err)
 		res.Errors = append(res.Errors, err.Error())
 	}
 	c.collectTemplates(ctx, claims, &res)
 	sort.Strings(res.Errors)
 	c.log.InfoContext(ctx, "lifecycle pass", "claims", res.Claims, "nodes", res.Nodes, "actions", res.Actions,
 		"terminated-instances", len(res.TerminatedInstances), "deleted-nodes", len(res.DeletedNodes), "requeued", res.Requeued, "errors", len(res.Errors))
-	return res, errors.Join(errs...)
+	return res, nil
+}
+
+// What failed, the part dimension of metrics.LifecycleFailures.
+const (
+	failedClaim      = "claim"
+	failedWorkItem   = "work_item"
+	failedInstanceGC = "instance_gc"
+	failedNodeGC     = "node_gc"
+)
+
+// failed reports a failure the invocation goes on after: an ERROR log line
+// (with attrs, such as the claim's name) and one metrics.LifecycleFailures.
+func (c *Controller) failed(ctx context.Context, part string, err error, attrs ...any) {
+	c.log.ErrorContext(ctx, "lifecycle "+strings.ReplaceAll(part, "_", " ")+" failed", append([]any{"error", err}, attrs...)...)
+	c.d.Metrics.Add(metrics.LifecycleFailures, 1, metrics.Dimensions{"part": part})
 }
 
 // collectTemplates deletes the launch templates no claim names. A pass

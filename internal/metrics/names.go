@@ -35,6 +35,10 @@ const (
 	// NodeClaimsUndecodable counts NodeClaim records a listing skipped
 	// because they could not be decoded (alarmed).
 	NodeClaimsUndecodable = "nodewright_nodeclaims_undecodable_total"
+	// LifecycleFailures counts what a lifecycle invocation could not do
+	// and reported without failing the invocation: a claim's reconcile in
+	// a scheduled pass, a work item, a garbage collection step (alarmed).
+	LifecycleFailures = "nodewright_lifecycle_failures_total"
 	// FunctionRuns is every function's heartbeat: one per successful
 	// invocation, by function (alarmed with missing data as breaching).
 	FunctionRuns = "nodewright_function_runs_total"
@@ -120,6 +124,8 @@ func Definitions() []Definition {
 			Help: "Lifecycle passes whose instance garbage collection would have taken more than its bounded share of the fleet and did nothing (alarmed: GarbageCollectionRefused)."},
 		{Name: NodeClaimsUndecodable, Kind: Counter, Unit: Count,
 			Help: "NodeClaim records a listing skipped because they could not be decoded (alarmed: UndecodableNodeClaims)."},
+		{Name: LifecycleFailures, Kind: Counter, Unit: Count, Dimensions: []string{"part"},
+			Help: "Lifecycle steps that failed and were reported without failing the invocation, by part (claim, work_item, instance_gc, node_gc); the pass goes on with the other claims (alarmed: LifecycleFailing)."},
 		{Name: FunctionRuns, Kind: Counter, Unit: Count,
 			Help: "Successful invocations, the functions' heartbeat (alarmed per scheduled function: ProvisionerHeartbeat, LifecycleHeartbeat, DisruptionHeartbeat)."},
 	}
