@@ -3,6 +3,9 @@ package infra
 import (
 	"strings"
 	"testing"
+
+	"github.com/nodewright/nodewright/internal/access"
+	"github.com/nodewright/nodewright/internal/settings"
 )
 
 // Least privilege is the default: the controller role reaches the cluster
@@ -86,5 +89,25 @@ func TestRepositoryDefaultsAreLeastPrivilege(t *testing.T) {
 	ctx := *cdkJSONContext(t)
 	if v, ok := ctx[CtxEKSAccess]; ok && v != AccessRBAC {
 		t.Errorf("cdk.json sets %s=%v; the default must be %s", CtxEKSAccess, v, AccessRBAC)
+	}
+}
+
+// Normal mode (the default) maps the controller role to
+// access.ControllerGroup and its access resource applies the controllers'
+// ClusterRole: no Mode (or Mode normal), named for the controllers, with
+// the table whose claims its Delete releases.
+func TestNormalModeAccessIsTheControllerGroup(t *testing.T) {
+	_, _, j := full(t)
+	checkAccess(t, j, false)
+	ctrl := logicalID(t, j, "AWS::IAM::Role", "ControllerRole")
+	for _, e := range resources(j, "AWS::EKS::AccessEntry") {
+		if strings.Contains(js(e.Props["PrincipalArn"]), ctrl) && js(e.Props["KubernetesGroups"]) != `["`+access.ControllerGroup+`"]` {
+			t.Errorf("controller access entry = %s, want group %s", js(e.Props), access.ControllerGroup)
+		}
+	}
+	for _, cr := range resources(j, "Custom::NodewrightAccess") {
+		if m, ok := cr.Props["Mode"]; (ok && m != settings.ModeNormal) || !strings.HasPrefix(js(cr.Props["Name"]), `"nodewright-controller-`) {
+			t.Errorf("normal mode's Custom::NodewrightAccess = %s, want the controllers' rights", js(cr.Props))
+		}
 	}
 }

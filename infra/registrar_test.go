@@ -3,6 +3,7 @@ package infra
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -45,7 +46,14 @@ func TestRegistrarTrustsItsStacksProperties(t *testing.T) {
 					want[k] = render(v)
 				}
 			}
-			if got := trusted[typ]; fmt.Sprint(got) != fmt.Sprint(want) {
+			got := maps.Clone(trusted[typ])
+			if typ == "Custom::NodewrightAccess" {
+				if got["StackTableName"] == "" {
+					t.Errorf("%s: the stack's table is not trusted", typ)
+				}
+				delete(got, "StackTableName")
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("%s: registrar trusts %v, the resource has %v", typ, got, want)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodewright/nodewright/internal/access"
 	"github.com/nodewright/nodewright/internal/settings"
 )
 
@@ -14,8 +15,10 @@ var shadowWrites = []string{"ec2:CreateFleet", "ec2:RunInstances", "ec2:CreateLa
 
 // In shadow mode (-c mode=shadow) the functions are told so, the
 // controller role may read but not write EC2 nor pass a role, its access
-// entry is EKS's view policy with no Kubernetes group, and nothing writes
-// to the cluster at deploy: no webhook, no RBAC objects, no node entries.
+// entry maps it to access.ShadowGroup alone (no access policy: EKS's view
+// policies read Secrets or miss Nodes), which the registrar binds to the
+// read-only shadow ClusterRole, and nothing else reaches the cluster at
+// deploy: no webhook, no node entries.
 func TestShadowModeGrantsReadsOnly(t *testing.T) {
 	cfg := baseConfig(t)
 	cfg.Mode = settings.ModeShadow
@@ -40,17 +43,44 @@ func TestShadowModeGrantsReadsOnly(t *testing.T) {
 	if !reads {
 		t.Error("shadow mode cannot even describe instances")
 	}
-	for _, typ := range []string{"Custom::NodewrightAccess", "Custom::NodewrightWebhook", "AWS::Lambda::Url"} {
+	for _, typ := range []string{"Custom::NodewrightWebhook", "AWS::Lambda::Url"} {
 		if n := len(resources(j, typ)); n != 0 {
 			t.Errorf("shadow mode deploys %d %s", n, typ)
 		}
 	}
+	ctrl := logicalID(t, j, "AWS::IAM::Role", "ControllerRole")
+	reg := logicalID(t, j, "AWS::IAM::Role", "RegistrarRole")
 	entries := resources(j, "AWS::EKS::AccessEntry")
-	if len(entries) != 1 {
-		t.Fatalf("access entries = %d, want the controller's only", len(entries))
+	if len(entries) != 2 {
+		t.Fatalf("access entries = %d, want the controller's and the registrar's (no node entries)", len(entries))
 	}
-	if e := entries[0].Props; e["KubernetesGroups"] != nil || !strings.Contains(js(e["AccessPolicies"]), "cluster-access-policy/"+shadowAccessPolicy) {
-		t.Errorf("controller access entry: %s", js(e))
+	for _, e := range entries {
+		switch principal := js(e.Props["PrincipalArn"]); {
+		case strings.Contains(principal, ctrl):
+			if js(e.Props["KubernetesGroups"]) != `["`+access.ShadowGroup+`"]` || e.Props["AccessPolicies"] != nil {
+				t.Errorf("shadow controller access entry = %s, want group %s and no access policy", js(e.Props), access.ShadowGroup)
+			}
+		case strings.Contains(principal, reg):
+			if !strings.Contains(js(e.Props["AccessPolicies"]), "AmazonEKSClusterAdminPolicy") {
+				t.Errorf("registrar access entry without cluster-admin cannot create the shadow RBAC: %s", js(e.Props))
+			}
+		default:
+			t.Errorf("unexpected access entry %s: %s", e.ID, js(e.Props))
+		}
+	}
+	crs := resources(j, "Custom::NodewrightAccess")
+	if len(crs) != 1 {
+		t.Fatalf("Custom::NodewrightAccess = %d, want one", len(crs))
+	}
+	// Named apart from normal mode's (switching modes replaces it), and
+	// without the table: its Delete releases no finalizer.
+	if p := crs[0].Props; p["Mode"] != settings.ModeShadow || !strings.HasPrefix(js(p["Name"]), `"nodewright-shadow-`) || p["TableName"] != nil {
+		t.Errorf("shadow Custom::NodewrightAccess = %s", js(p))
+	}
+	for _, f := range resources(j, "AWS::Lambda::Function") {
+		if strings.Contains(js(f.Props["Role"]), ctrl) && !strings.Contains(js(f.Raw["DependsOn"]), crs[0].ID) {
+			t.Errorf("controller function %s does not wait for shadow mode's RBAC", f.ID)
+		}
 	}
 	for _, f := range resources(j, "AWS::Lambda::Function") {
 		if env := js(f.Props["Environment"]); !strings.Contains(env, `"`+settings.EnvMode+`":"shadow"`) {

@@ -435,13 +435,6 @@ func (b *builder) clusterAdmin() *[]interface{} {
 	}}
 }
 
-// shadowAccessPolicy is the controller role's access policy in shadow
-// mode: view every resource, change none. It is the narrowest EKS policy
-// that reads Nodes and PodDisruptionBudgets as well as Pods (it also reads
-// Secrets, which nodewright never does); a ClusterRole of reads only would
-// need the registrar to write RBAC objects, and shadow mode writes nothing.
-const shadowAccessPolicy = "AmazonEKSAdminViewPolicy"
-
 func (b *builder) accessEntries() {
 	if b.cfg.Shadow() {
 		b.shadowAccessEntry()
@@ -460,48 +453,70 @@ func (b *builder) accessEntries() {
 		ctrl.KubernetesGroups = jsii.Strings(access.ControllerGroup)
 	}
 	b.controllerAccess = awseks.NewCfnAccessEntry(st, jsii.String("ControllerAccessEntry"), ctrl)
-	// The registrar creates the controllers' ClusterRole and binding, and
-	// the API server lets only a holder of every right a role grants (or of
-	// escalate and bind, cluster-admin in effect) create one: no narrower
-	// EKS access policy can. Only its own function runs with its role.
-	b.registrarAccess = awseks.NewCfnAccessEntry(st, jsii.String("WebhookRegistrarAccessEntry"), &awseks.CfnAccessEntryProps{
-		ClusterName:    jsii.String(b.cfg.ClusterName),
-		PrincipalArn:   b.registrarRole.RoleArn(),
-		Type:           jsii.String("STANDARD"),
-		AccessPolicies: b.clusterAdmin(),
-	})
-	cr := b.registrarResource("ControllerAccess", "Custom::NodewrightAccess", map[string]interface{}{
+	b.registrarAccessEntry()
+	b.controllersWaitFor(b.registrarResource("ControllerAccess", "Custom::NodewrightAccess", map[string]interface{}{
 		// Per stack: another stack for the same cluster keeps its own.
 		"Name": dnsName("nodewright-controller-", *b.stack.StackName()),
 		// On delete (the stack's, as the name never changes), its claims
 		// name the Nodes whose termination finalizer the registrar
 		// releases once the controllers are gone.
 		"TableName": b.Table.TableName(),
+	}))
+}
+
+// registrarAccessEntry gives the registrar's role cluster-admin. The
+// registrar creates the controllers' (or shadow mode's) ClusterRole and
+// binding, and the API server lets only a holder of every right a role
+// grants (or of escalate and bind, cluster-admin in effect) create one: no
+// narrower EKS access policy can. Only its own function runs with its role.
+func (b *builder) registrarAccessEntry() {
+	b.registrarAccess = awseks.NewCfnAccessEntry(b.scope, jsii.String("WebhookRegistrarAccessEntry"), &awseks.CfnAccessEntryProps{
+		ClusterName:    jsii.String(b.cfg.ClusterName),
+		PrincipalArn:   b.registrarRole.RoleArn(),
+		Type:           jsii.String("STANDARD"),
+		AccessPolicies: b.clusterAdmin(),
 	})
-	// The controllers must not run before they can reach the cluster, and
-	// (on delete) must stop before their access goes.
+}
+
+// controllersWaitFor makes the controllers wait for their access entry
+// and RBAC: they must not run before they can reach the cluster, and (on
+// delete) must stop before their access goes.
+func (b *builder) controllersWaitFor(rbac awscdk.CustomResource) {
 	for _, fn := range []string{"provisioner", "interruption", "disruption", "lifecycle"} {
 		b.Functions[fn].Node().AddDependency(b.controllerAccess)
-		b.Functions[fn].Node().AddDependency(cr)
+		b.Functions[fn].Node().AddDependency(rbac)
 	}
 }
 
 // shadowAccessEntry gives the controller role read access to the cluster
-// and nothing else: no node access entries (shadow mode launches no node),
-// no registrar access and no RBAC objects.
+// and nothing else: its access entry maps it to access.ShadowGroup, which
+// the registrar binds to access.ShadowClusterRole, the reads the
+// controllers make (Nodes, Pods, PDBs, volumes...) without a write or a
+// Secret. No EKS access policy fits: AmazonEKSAdminViewPolicy reads every
+// Secret, and AmazonEKSViewPolicy, which excludes them, reads no Nodes,
+// PersistentVolumes or StorageClasses, which shadow mode's planning needs
+// (EKS user guide, "Review access policy permissions"). So the registrar
+// holds cluster-admin in shadow mode too, to create the RBAC objects. No
+// node access entries (shadow mode launches no node) and no webhook.
+//
+// The RBAC objects are named apart from normal mode's, so switching modes
+// replaces the custom resource: the old one's Delete removes the other
+// mode's rights (and, leaving normal mode, releases the Nodes' finalizers,
+// which shadow mode's lifecycle would never take off). A shadow-mode
+// resource has no TableName: its Delete, after a switch back to normal
+// mode, must leave the new controllers' finalizers alone.
 func (b *builder) shadowAccessEntry() {
 	b.controllerAccess = awseks.NewCfnAccessEntry(b.scope, jsii.String("ControllerAccessEntry"), &awseks.CfnAccessEntryProps{
-		ClusterName:  jsii.String(b.cfg.ClusterName),
-		PrincipalArn: b.ControllerRole.RoleArn(),
-		Type:         jsii.String("STANDARD"),
-		AccessPolicies: &[]interface{}{&awseks.CfnAccessEntry_AccessPolicyProperty{
-			PolicyArn:   b.accessPolicy(shadowAccessPolicy),
-			AccessScope: &awseks.CfnAccessEntry_AccessScopeProperty{Type: jsii.String("cluster")},
-		}},
+		ClusterName:      jsii.String(b.cfg.ClusterName),
+		PrincipalArn:     b.ControllerRole.RoleArn(),
+		Type:             jsii.String("STANDARD"),
+		KubernetesGroups: jsii.Strings(access.ShadowGroup),
 	})
-	for _, fn := range []string{"provisioner", "interruption", "disruption", "lifecycle"} {
-		b.Functions[fn].Node().AddDependency(b.controllerAccess)
-	}
+	b.registrarAccessEntry()
+	b.controllersWaitFor(b.registrarResource("ControllerAccess", "Custom::NodewrightAccess", map[string]interface{}{
+		"Name": dnsName("nodewright-shadow-", *b.stack.StackName()),
+		"Mode": settings.ModeShadow,
+	}))
 }
 
 func (b *builder) webhook() {
@@ -594,6 +609,11 @@ func (b *builder) trustProperties(resourceType string, props map[string]interfac
 			k, v = admission.CABundleDigestProperty, admission.CABundleDigest(v.(string))
 		}
 		trusted[k] = v
+	}
+	if resourceType == "Custom::NodewrightAccess" {
+		// Either mode's access resource is deleted naming this table at
+		// most (functions/webhookregistrar, checkAccessDelete).
+		trusted["StackTableName"] = b.Table.TableName()
 	}
 	if b.registrarTrust == nil {
 		b.registrarTrust = map[string]map[string]interface{}{}

@@ -23,6 +23,7 @@ func FuzzCustomResourceEvent(f *testing.F) {
 		{RequestType: cfn.RequestDelete, ResourceType: "Custom::NodewrightWebhook", PhysicalResourceID: "nodewright-prod-1", ResourceProperties: props()},
 		{RequestType: cfn.RequestCreate, ResourceType: accessResourceType, ResourceProperties: map[string]interface{}{propClusterName: "prod-1", propAccessName: "nodewright-controller-x"}},
 		{RequestType: cfn.RequestDelete, ResourceType: accessResourceType, PhysicalResourceID: "x", ResourceProperties: map[string]interface{}{propClusterName: "prod-1"}},
+		{RequestType: cfn.RequestCreate, ResourceType: accessResourceType, ResourceProperties: map[string]interface{}{propClusterName: "prod-1", propAccessName: "nodewright-shadow-x", propAccessMode: "shadow"}},
 	} {
 		raw, _ := json.Marshal(ev)
 		f.Add(raw)

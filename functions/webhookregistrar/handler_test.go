@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -14,6 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodewright/nodewright/internal/access"
+	"github.com/nodewright/nodewright/internal/settings"
 )
 
 const testSecret = "s3cr3tvalue0123456789"
@@ -180,4 +184,38 @@ type notFound struct{}
 
 func (notFound) DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
 	return nil, &ekstypes.ResourceNotFoundException{Message: aws.String("No cluster found for name: gone.")}
+}
+
+// The access resource's Mode picks the rights it applies: the controllers'
+// when absent or normal, the read-only shadow ClusterRole bound to
+// access.ShadowGroup for shadow; anything else is refused before the
+// cluster is touched.
+func TestAccessMode(t *testing.T) {
+	for mode, want := range map[string]string{"": access.ControllerGroup, settings.ModeNormal: access.ControllerGroup, settings.ModeShadow: access.ShadowGroup} {
+		kc := fake.NewSimpleClientset()
+		p := map[string]interface{}{propClusterName: "prod-1", propAccessName: "nodewright-x"}
+		if mode != "" {
+			p[propAccessMode] = mode
+		}
+		if _, _, err := testRegistrar(kc, true).handle(t.Context(), cfn.Event{RequestType: cfn.RequestCreate, ResourceType: accessResourceType, ResourceProperties: p}); err != nil {
+			t.Fatalf("mode %q: %v", mode, err)
+		}
+		b, err := kc.RbacV1().ClusterRoleBindings().Get(t.Context(), "nodewright-x", metav1.GetOptions{})
+		if err != nil || len(b.Subjects) != 1 || b.Subjects[0].Name != want {
+			t.Errorf("mode %q: binding %+v %v, want group %s", mode, b, err, want)
+		}
+		role, err := kc.RbacV1().ClusterRoles().Get(t.Context(), "nodewright-x", metav1.GetOptions{})
+		wantRole := access.ControllerClusterRole("nodewright-x")
+		if mode == settings.ModeShadow {
+			wantRole = access.ShadowClusterRole("nodewright-x")
+		}
+		if err != nil || !reflect.DeepEqual(role.Rules, wantRole.Rules) {
+			t.Errorf("mode %q: ClusterRole rules %+v %v", mode, role, err)
+		}
+	}
+	kc := fake.NewSimpleClientset()
+	p := map[string]interface{}{propClusterName: "prod-1", propAccessName: "nodewright-x", propAccessMode: "dry-run"}
+	if _, _, err := testRegistrar(kc, true).handle(t.Context(), cfn.Event{RequestType: cfn.RequestCreate, ResourceType: accessResourceType, ResourceProperties: p}); err == nil || len(kc.Actions()) != 0 {
+		t.Errorf("mode dry-run: %v, actions %v", err, kc.Actions())
+	}
 }

@@ -24,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nodewright/nodewright/internal/access"
 	"github.com/nodewright/nodewright/internal/localcloud"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
 	"github.com/nodewright/nodewright/internal/localcloud/kubeplane"
@@ -43,7 +44,8 @@ func TestRegistrarOnRealAPIServer(t *testing.T) {
 	defer sim.Close()
 	startCtx, cancel := context.WithTimeout(context.Background(), 30*time.Minute) // a cold control-plane build
 	defer cancel()
-	plane, err := kubeplane.Start(startCtx, kubeplane.Options{TokenWebhookURL: sim.TokenReviewURL()})
+	plane, err := kubeplane.Start(startCtx, kubeplane.Options{TokenWebhookURL: sim.TokenReviewURL(),
+		Users: []kubeplane.User{{Name: shadowUser, Groups: []string{access.ShadowGroup}}}, AuditGroups: []string{access.ShadowGroup}})
 	if err != nil {
 		t.Fatalf("start control plane: %v", err)
 	}
@@ -112,6 +114,10 @@ func TestRegistrarOnRealAPIServer(t *testing.T) {
 
 	t.Run("controller RBAC per stack", func(t *testing.T) {
 		controllerAccess(t, ctx, r, plane, cluster)
+	})
+
+	t.Run("shadow mode's RBAC reads without Secrets", func(t *testing.T) {
+		shadowAccess(t, ctx, r, plane, cluster)
 	})
 
 	t.Run("delete releases nodewright's node finalizers only", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -56,8 +57,14 @@ func (t trust) check(ev cfn.Event) error {
 	if !ok {
 		return fmt.Errorf("refused: resource type %q is not one of this stack's", ev.ResourceType)
 	}
+	if ev.ResourceType == accessResourceType && ev.RequestType == cfn.RequestDelete {
+		return checkAccessDelete(ev, want)
+	}
 	var differ []string
 	for name, v := range want {
+		if strings.HasPrefix(name, stackProp) {
+			continue
+		}
 		got, _ := ev.ResourceProperties[name].(string)
 		if name == caDigestProp {
 			got, _ = ev.ResourceProperties[propCABundle].(string)
@@ -75,6 +82,44 @@ func (t trust) check(ev cfn.Event) error {
 		return fmt.Errorf("refused: physical resource ID %q is not this stack's resource", ev.PhysicalResourceID)
 	}
 	return nil
+}
+
+// stackProp starts the trust's entries that are the stack's own facts
+// rather than a resource's properties (StackTableName).
+const stackProp = "Stack"
+
+// checkAccessDelete: switching a stack between normal and shadow mode
+// replaces its access resource (their names differ), and CloudFormation
+// then deletes the old one with the old mode's properties, which the trust
+// no longer holds. A delete is accepted for either mode's name of this
+// stack, in this cluster, naming no table but the stack's own (a Delete
+// releases the Node finalizers of the claims in its TableName).
+func checkAccessDelete(ev cfn.Event, want map[string]string) error {
+	if got, _ := ev.ResourceProperties[propClusterName].(string); got != want[propClusterName] {
+		return fmt.Errorf("refused: resource property %s differs from the stack's", propClusterName)
+	}
+	if got, _ := ev.ResourceProperties[propTableName].(string); got != "" && got != want[stackProp+propTableName] {
+		return fmt.Errorf("refused: resource property %s differs from the stack's", propTableName)
+	}
+	if strings.ContainsAny(ev.PhysicalResourceID, "/[]$") {
+		return nil // a failed create's placeholder: nothing to delete
+	}
+	name, _ := ev.ResourceProperties[propAccessName].(string)
+	if ev.PhysicalResourceID != name || !slices.Contains(accessNames(want[propAccessName]), name) {
+		return fmt.Errorf("refused: physical resource ID %q is not this stack's access resource", ev.PhysicalResourceID)
+	}
+	return nil
+}
+
+// accessNames are the names the stack gives its access resource in either
+// mode (infra: nodewright-controller-<stack>, nodewright-shadow-<stack>).
+func accessNames(trusted string) []string {
+	for _, prefix := range []string{"nodewright-controller-", "nodewright-shadow-"} {
+		if stack, ok := strings.CutPrefix(trusted, prefix); ok {
+			return []string{"nodewright-controller-" + stack, "nodewright-shadow-" + stack}
+		}
+	}
+	return []string{trusted}
 }
 
 // physicalIDMatches: a resource's physical ID is the name property the

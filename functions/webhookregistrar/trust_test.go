@@ -25,7 +25,8 @@ func stackTrust() trust {
 	delete(want, propCABundle)
 	return trust{
 		webhookResourceType: want,
-		accessResourceType:  {propClusterName: "prod-1", propAccessName: "nodewright-controller-prod", propTableName: "nodewright-prod-Table"},
+		accessResourceType: {propClusterName: "prod-1", propAccessName: "nodewright-controller-prod", propTableName: "nodewright-prod-Table",
+			stackProp + propTableName: "nodewright-prod-Table"},
 	}
 }
 
@@ -65,6 +66,8 @@ func TestEventsOtherThanTheStacksAreRefused(t *testing.T) {
 			ResourceProperties: map[string]interface{}{propClusterName: "prod-1", propAccessName: "cluster-admins", propTableName: "nodewright-prod-Table"}},
 		"another table": {RequestType: cfn.RequestDelete, ResourceType: accessResourceType, PhysicalResourceID: "nodewright-controller-prod",
 			ResourceProperties: map[string]interface{}{propClusterName: "prod-1", propAccessName: "nodewright-controller-prod", propTableName: "other-Table"}},
+		"delete of another binding": {RequestType: cfn.RequestDelete, ResourceType: accessResourceType, PhysicalResourceID: "cluster-admins",
+			ResourceProperties: map[string]interface{}{propClusterName: "prod-1", propAccessName: "cluster-admins"}},
 		"unknown type": {RequestType: cfn.RequestCreate, ResourceType: "Custom::Other", ResourceProperties: props()},
 		"no type":      {RequestType: cfn.RequestCreate, ResourceProperties: props()},
 	}
@@ -78,6 +81,13 @@ func TestEventsOtherThanTheStacksAreRefused(t *testing.T) {
 				t.Errorf("touched the cluster: %v", kc.Actions())
 			}
 		})
+	}
+	// After a switch from shadow mode, CloudFormation deletes the shadow
+	// resource with its old properties: accepted.
+	old := cfn.Event{RequestType: cfn.RequestDelete, ResourceType: accessResourceType, PhysicalResourceID: "nodewright-shadow-prod",
+		ResourceProperties: map[string]interface{}{propClusterName: "prod-1", propAccessName: "nodewright-shadow-prod", propAccessMode: "shadow"}}
+	if err := stackTrust().check(old); err != nil {
+		t.Errorf("the other mode's delete: %v", err)
 	}
 	// A failed create's placeholder ID still gets its no-op delete.
 	if _, _, err := trustedRegistrar(kc).serve(ctx, cfn.Event{RequestType: cfn.RequestDelete, ResourceType: webhookResourceType, PhysicalResourceID: "2024/01/01/[$LATEST]abc", ResourceProperties: props()}); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -16,8 +17,18 @@ import (
 // its binding (internal/access), both called name. It refuses to overwrite
 // objects of that name that nodewright does not manage.
 func ApplyControllerAccess(ctx context.Context, cs kubernetes.Interface, name string) error {
+	return applyAccess(ctx, cs, access.ControllerClusterRole(name), access.ControllerClusterRoleBinding(name))
+}
+
+// ApplyShadowAccess is ApplyControllerAccess for a shadow-mode stack: the
+// read-only access.ShadowClusterRole bound to access.ShadowGroup.
+func ApplyShadowAccess(ctx context.Context, cs kubernetes.Interface, name string) error {
+	return applyAccess(ctx, cs, access.ShadowClusterRole(name), access.ShadowClusterRoleBinding(name))
+}
+
+// applyAccess creates or updates want and its binding wantB.
+func applyAccess(ctx context.Context, cs kubernetes.Interface, want *rbacv1.ClusterRole, wantB *rbacv1.ClusterRoleBinding) error {
 	roles := cs.RbacV1().ClusterRoles()
-	want := access.ControllerClusterRole(name)
 	err := createOrUpdate("ClusterRole "+want.Name,
 		func() error { _, err := roles.Create(ctx, want, metav1.CreateOptions{}); return err },
 		func() error {
@@ -34,7 +45,6 @@ func ApplyControllerAccess(ctx context.Context, cs kubernetes.Interface, name st
 		return err
 	}
 	bindings := cs.RbacV1().ClusterRoleBindings()
-	wantB := access.ControllerClusterRoleBinding(name)
 	return createOrUpdate("ClusterRoleBinding "+wantB.Name,
 		func() error { _, err := bindings.Create(ctx, wantB, metav1.CreateOptions{}); return err },
 		func() error {
@@ -58,7 +68,8 @@ func ApplyControllerAccess(ctx context.Context, cs kubernetes.Interface, name st
 }
 
 // RemoveControllerAccess deletes the binding and the ClusterRole called
-// name if nodewright manages them; missing ones are fine.
+// name if nodewright manages them, the controllers' or shadow mode's;
+// missing ones are fine.
 func RemoveControllerAccess(ctx context.Context, cs kubernetes.Interface, name string) error {
 	bindings := cs.RbacV1().ClusterRoleBindings()
 	if err := removeManaged(ctx, bindings.Get, bindings.Delete, "ClusterRoleBinding", name); err != nil {

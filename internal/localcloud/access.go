@@ -6,10 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/nodewright/nodewright/internal/access"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim"
@@ -43,43 +39,30 @@ func controllerCallerARN(account string) string {
 }
 
 // A shadow-mode stack's functions (-c mode=shadow) get, through their EKS
-// access entry, the AmazonEKSAdminViewPolicy access policy: get, list and
-// watch on every resource, Secrets included, and nothing else. The local
-// cloud gives them ShadowGroup, bound to shadowViewRole, the same rights;
-// ShadowREST authenticates as them.
+// access entry, access.ShadowGroup, which the registrar binds to
+// access.ShadowClusterRole: the controllers' reads, no write, no Secret.
+// The local cloud gives shadowUser that group and applies the same objects
+// the same way; ShadowREST authenticates as it.
 const (
-	ShadowGroup = "nodewright:shadow-view"
-	shadowUser  = "nodewright-shadow"
-	shadowRole  = "nodewright-shadow-view"
+	shadowUser = "nodewright-shadow"
+	shadowRole = access.ShadowRoleName
 )
-
-// shadowViewRole is what AmazonEKSAdminViewPolicy grants.
-func shadowViewRole() *rbacv1.ClusterRole {
-	return &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: shadowRole},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list", "watch"}}}}
-}
 
 func planeAccessOptions(po *kubeplane.Options) {
 	po.Users = append(po.Users, kubeplane.User{Name: controllerUser, Groups: []string{access.ControllerGroup}},
-		kubeplane.User{Name: shadowUser, Groups: []string{ShadowGroup}})
-	po.AuditGroups = append(po.AuditGroups, access.ControllerGroup, ShadowGroup)
+		kubeplane.User{Name: shadowUser, Groups: []string{access.ShadowGroup}})
+	po.AuditGroups = append(po.AuditGroups, access.ControllerGroup, access.ShadowGroup)
 }
 
-// applyAccess installs the controllers' RBAC the way the registrar does in
-// EKS, and the shadow-mode stack's view-only rights the way its access
-// entry grants them, and prepares ControllerREST and ShadowREST.
+// applyAccess installs the controllers' RBAC and a shadow-mode stack's
+// the way the registrar does in EKS, and prepares ControllerREST and
+// ShadowREST.
 func (c *Cloud) applyAccess(ctx context.Context) error {
 	cs := c.Plane.Client()
 	if err := kube.ApplyControllerAccess(ctx, cs, access.ControllerRoleName); err != nil {
 		return fmt.Errorf("local cloud: controller RBAC: %w", err)
 	}
-	if _, err := cs.RbacV1().ClusterRoles().Create(ctx, shadowViewRole(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("local cloud: shadow-mode RBAC: %w", err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: shadowRole},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: shadowRole},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: ShadowGroup}}}
-	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := kube.ApplyShadowAccess(ctx, cs, shadowRole); err != nil {
 		return fmt.Errorf("local cloud: shadow-mode RBAC: %w", err)
 	}
 	var err error

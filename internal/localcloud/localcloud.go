@@ -120,8 +120,9 @@ type Cloud struct {
 	// functions it runs.
 	ControllerREST *rest.Config
 	// ShadowREST authenticates as a shadow-mode stack's functions, with
-	// view-only rights (ShadowGroup): what a test gives the functions it
-	// runs in shadow mode.
+	// shadow mode's read-only rights (access.ShadowClusterRole through
+	// access.ShadowGroup, as the registrar applies them): what a test
+	// gives the functions it runs in shadow mode.
 	ShadowREST *rest.Config
 	// KubeClient is an admin clientset.
 	KubeClient kubernetes.Interface

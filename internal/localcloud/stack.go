@@ -142,7 +142,7 @@ func (c *Cloud) putStack(r StackResources, roleARNs, profiles map[string]string)
 	c.AWS.PutStack("nodewright-"+r.ClusterName, outputs)
 	groups := []string{access.ControllerGroup}
 	if r.Shadow {
-		groups = nil
+		groups = []string{access.ShadowGroup}
 	}
 	c.AWS.PutAccessEntry(awssim.AccessEntry{PrincipalARN: roleARNs["ControllerRole"], Type: "STANDARD", KubernetesGroups: groups})
 	c.AWS.PutAccessEntry(awssim.AccessEntry{PrincipalARN: roleARNs["RegistrarRole"], Type: "STANDARD"})
