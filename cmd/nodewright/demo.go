@@ -17,6 +17,7 @@ import (
 func newDemoCmd() *cobra.Command {
 	var o demo.Options
 	var logPath string
+	var faults lambdaFlags
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Scale a Deployment from 0 to N and back on the local cloud through nodewright's real functions",
@@ -25,11 +26,15 @@ nodewright's AWS simulator; the first run builds them, later runs take
 seconds), create the stack's table, queues and rules, load the default
 NodePool and EC2NodeClass of infra/examples/default (adapted to the local
 cloud), register the admission webhook with the API server and run the
-provisioner and lifecycle handlers on the events AWS would deliver while the
-inflate Deployment of infra/examples/workloads scales to --replicas and back
-to 0. Prints a timeline and ends with one line:
+functions' handlers on the events AWS would deliver, as Lambda runs them with
+the synthesized stack's settings (reserved concurrency and throttles,
+asynchronous retries, timeouts, cold starts, duplicate and delayed
+deliveries), while the inflate Deployment of infra/examples/workloads scales
+to --replicas and back to 0. Prints a timeline and ends with one line:
 
   DEMO OK pods=<n> running=<n> nodes=<n> cost_per_hour=<$> time_to_running_s=<s> scale_down_s=<s>
+    faults=<random faults' rates> lambda=<throttles, retries, expired events, timeouts,
+    cold starts, duplicates, delayed events counted> iam=<enforced|off> denied=<n>
 
 or says what failed and exits 1.`,
 		Args: cobra.NoArgs,
@@ -47,6 +52,7 @@ or says what failed and exits 1.`,
 			} else {
 				o.Logs = io.Discard
 			}
+			o.Lambda = faults.options()
 			res, err := demo.Run(cmd.Context(), o)
 			if err != nil {
 				fmt.Fprintf(out, "DEMO FAILED: %v\n", err)
@@ -65,5 +71,6 @@ or says what failed and exits 1.`,
 	cmd.Flags().StringVar(&o.ConsolidationPolicy, "consolidation-policy", "WhenEmpty", "the demo NodePool's consolidationPolicy: WhenEmpty or WhenEmptyOrUnderutilized")
 	cmd.Flags().BoolVar(&o.Burst, "burst", false, "create the pods at once instead of scaling the Deployment (measures batching without the ReplicaSet controller's pace)")
 	cmd.Flags().StringVar(&logPath, "logs", "", "write the functions' JSON logs and EMF metrics to this file")
+	faults.register(cmd)
 	return cmd
 }

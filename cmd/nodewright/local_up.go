@@ -27,6 +27,7 @@ type localUpFlags struct {
 	tick      time.Duration
 	verbose   bool
 	logPath   string
+	faults    lambdaFlags
 }
 
 const localUpLong = `Start the local cloud and keep it running until Ctrl-C or ` + "`nodewright local down`" + `.
@@ -58,6 +59,7 @@ func newLocalUpCmd() *cobra.Command {
 	fl.DurationVar(&f.tick, "tick", 5*time.Second, "with --config: period of the functions' schedules (one minute in AWS)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "with --config: stream the functions' timeline (launches, registrations, disruptions, interruptions)")
 	fl.StringVar(&f.logPath, "logs", "", "with --config: write the functions' JSON logs and EMF metrics to this file")
+	f.faults.register(cmd)
 	return cmd
 }
 
@@ -152,7 +154,7 @@ func startSystem(ctx context.Context, c *localcloud.Cloud, f *localUpFlags, node
 	// The simulated kubelet joins within seconds: a short registration
 	// follow-up shows nodes Ready sooner than the function's 30 s default.
 	sys, err := localrun.Start(ctx, c, localrun.Options{ConfigDir: f.configDir, Name: "nodewright-local", Tick: f.tick,
-		RegistrationCheck: 3 * time.Second, NodeRole: nodeRole, Timeline: tl, Logs: logs, Volumes: true})
+		RegistrationCheck: 3 * time.Second, NodeRole: nodeRole, Timeline: tl, Logs: logs, Volumes: true, Lambda: f.faults.options()})
 	if err != nil {
 		if closeLogs != nil {
 			closeLogs()

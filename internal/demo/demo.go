@@ -81,6 +81,9 @@ type Options struct {
 	Cloud *localcloud.Cloud
 	// Progress receives the local cloud's start-up messages.
 	Progress *slog.Logger
+	// Lambda sets the random faults of Lambda, SQS and EventBridge
+	// (default: localrun's, on at modest rates).
+	Lambda localrun.LambdaOptions
 }
 
 // Result is what a demo run measured.
@@ -116,12 +119,16 @@ type Result struct {
 	IAMDenied int
 	// InstanceTypes launched, e.g. {"c6g.4xlarge": 1}.
 	InstanceTypes map[string]int
+	// Faults are the random faults' settings (localrun.LambdaOptions.Rates)
+	// and Lambda what Lambda, SQS and EventBridge did to the functions.
+	Faults string
+	Lambda localrun.LambdaStats
 }
 
-// Line is the demo's last line.
+// Line is the demo's last line; it ends with the IAM verdict.
 func (r Result) Line() string {
-	return fmt.Sprintf("DEMO OK pods=%d running=%d nodes=%d cost_per_hour=%.4f time_to_running_s=%.1f scale_down_s=%.1f iam=%s denied=%d",
-		r.Pods, r.Running, r.Nodes, r.CostPerHour, r.TimeToRunning.Seconds(), r.ScaleDown.Seconds(), r.IAM, r.IAMDenied)
+	return fmt.Sprintf("DEMO OK pods=%d running=%d nodes=%d cost_per_hour=%.4f time_to_running_s=%.1f scale_down_s=%.1f faults=%s lambda=%s iam=%s denied=%d",
+		r.Pods, r.Running, r.Nodes, r.CostPerHour, r.TimeToRunning.Seconds(), r.ScaleDown.Seconds(), r.Faults, r.Lambda, r.IAM, r.IAMDenied)
 }
 
 // Run runs the demo. It stops everything it started before returning, also

@@ -25,7 +25,7 @@ func (d *run) setup(ctx context.Context) error {
 		return err
 	}
 	d.sys, err = localrun.Start(ctx, d.cloud, localrun.Options{ConfigDir: configDir, Name: "nodewright-demo", Tick: d.o.Tick,
-		RegistrationCheck: d.o.RegistrationCheck, Timeline: d.tl, Logs: d.o.Logs})
+		RegistrationCheck: d.o.RegistrationCheck, Timeline: d.tl, Logs: d.o.Logs, Lambda: d.o.Lambda})
 	return err
 }
 

@@ -53,6 +53,8 @@ func (d *run) scenario(ctx context.Context) (Result, error) {
 	if err := d.scaleDown(ctx, obs, dep, &res); err != nil {
 		return res, err
 	}
+	res.Faults, res.Lambda = d.sys.LambdaOptions().Rates(), d.sys.LambdaStats()
+	d.tl.Printf("Lambda, SQS and EventBridge faults (seed %d): %s; %s", d.sys.LambdaOptions().Seed, res.Faults, res.Lambda)
 	res.IAM, res.IAMDenied = "off", 0
 	if d.cloud.IAMEnforced() {
 		res.IAM, res.IAMDenied = "enforced", len(d.cloud.IAMDenials())

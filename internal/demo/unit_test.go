@@ -8,11 +8,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/apis"
+	"github.com/nodewright/nodewright/internal/localrun"
 )
 
 func TestResultLine(t *testing.T) {
-	r := Result{Pods: 10, Running: 10, Nodes: 2, CostPerHour: 0.28356, TimeToRunning: 20540 * time.Millisecond, ScaleDown: 14900 * time.Millisecond, IAM: "enforced"}
-	want := "DEMO OK pods=10 running=10 nodes=2 cost_per_hour=0.2836 time_to_running_s=20.5 scale_down_s=14.9 iam=enforced denied=0"
+	r := Result{Pods: 10, Running: 10, Nodes: 2, CostPerHour: 0.28356, TimeToRunning: 20540 * time.Millisecond, ScaleDown: 14900 * time.Millisecond, IAM: "enforced",
+		Faults: "cold_start:0.05,duplicate:0.05,event_delay_s:1.0,shuffle:on", Lambda: localrun.LambdaStats{Throttles: 3, Retries: 1, ColdStarts: 4, Duplicates: 2, Delayed: 5}}
+	want := "DEMO OK pods=10 running=10 nodes=2 cost_per_hour=0.2836 time_to_running_s=20.5 scale_down_s=14.9 " +
+		"faults=cold_start:0.05,duplicate:0.05,event_delay_s:1.0,shuffle:on lambda=throttles:3,retries:1,expired:0,timeouts:0,cold_starts:4,duplicates:2,delayed:5 " +
+		"iam=enforced denied=0"
 	if got := r.Line(); got != want {
 		t.Fatalf("Line() = %q, want %q", got, want)
 	}

@@ -47,37 +47,63 @@ func ShadowIAMTemplate(ctx context.Context) (*iam.Template, error) {
 // iamTemplateFor is the template synthesized with -c mode=mode ("": the
 // default), cached apart per mode.
 func iamTemplateFor(ctx context.Context, mode string) (*iam.Template, error) {
-	root, err := repoRoot()
+	path, err := templatePath(ctx, mode)
 	if err != nil {
 		return nil, err
 	}
-	key, err := sourceHash(root)
+	return readTemplate(path)
+}
+
+// StackTemplate returns the raw JSON of the stack's synthesized
+// CloudFormation template (the one IAMTemplate reads), synthesizing it the
+// first time: what the local run reads the functions' Lambda, SQS and
+// EventBridge settings from, so they are the stack's and never restated.
+func StackTemplate(ctx context.Context) ([]byte, error) {
+	path, err := templatePath(ctx, "")
 	if err != nil {
 		return nil, err
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the synthesized template: %w", err)
+	}
+	return b, nil
+}
+
+// templatePath is the cached template synthesized with -c mode=mode,
+// synthesized first when the cache has none for the current sources.
+func templatePath(ctx context.Context, mode string) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	key, err := sourceHash(root)
+	if err != nil {
+		return "", err
 	}
 	if mode != "" {
 		key += "-" + mode
 	}
 	cache, err := proc.CacheDir("iam")
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	path := filepath.Join(cache, key, "stack.template.json")
-	if t, err := readTemplate(path); err == nil {
-		return t, nil
+	if _, err := readTemplate(path); err == nil {
+		return path, nil
 	}
 	unlock, err := proc.Lock(ctx, filepath.Join(cache, key+".lock"))
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	defer unlock()
-	if t, err := readTemplate(path); err == nil {
-		return t, nil // synthesized by another process while we waited
+	if _, err := readTemplate(path); err == nil {
+		return path, nil // synthesized by another process while we waited
 	}
 	if err := synthesize(ctx, root, path, mode); err != nil {
-		return nil, err
+		return "", err
 	}
-	return readTemplate(path)
+	return path, nil
 }
 
 func readTemplate(path string) (*iam.Template, error) {

@@ -12,8 +12,16 @@
 //     through the provision queue;
 //   - the provisioner, lifecycle, interruption and disruption functions:
 //     invoked with SQS batches polled from their queues (as Lambda's event
-//     source mappings do) and, for the first three, EventBridge "Scheduled
-//     Event"s every tick.
+//     source mappings do) and, for those the stack schedules, EventBridge
+//     "Scheduled Event"s every tick, asynchronously.
+//
+// Lambda's, SQS's and EventBridge's own semantics apply, with the stack's
+// settings read from its synthesized template (internal/localcloud/
+// lambdaspec): reserved concurrency and throttling, asynchronous retries
+// and event age, event source scaling and MaximumConcurrency, timeouts,
+// cold starts, at-least-once delivery and delayed events (lambda.go,
+// async.go, eventsource.go, atleastonce.go, eventdelay.go; faults.go for
+// the random ones and their counts).
 //
 // The functions reach the cluster the way they do in AWS: EKS
 // DescribeCluster and an STS-presigned token that the API server checks with
@@ -62,6 +70,9 @@ type Options struct {
 	// Logs receives the functions' JSON logs and EMF metrics (default
 	// discard).
 	Logs io.Writer
+	// Lambda sets the random faults of Lambda, SQS and EventBridge
+	// (default: on at modest rates; NoFaults turns them off).
+	Lambda LambdaOptions
 }
 
 // System is nodewright running on a local cloud.
@@ -81,6 +92,8 @@ type System struct {
 	tl      *Timeline
 	webhook *webhookServer
 	errs    errorLog
+	faults  *faults
+	sources []*eventSource
 
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -102,7 +115,8 @@ func Start(ctx context.Context, cloud *localcloud.Cloud, o Options) (_ *System, 
 	if o.Logs == nil {
 		o.Logs = io.Discard
 	}
-	s := &System{o: o, cloud: cloud, tl: o.Timeline}
+	s := &System{o: o, cloud: cloud, tl: o.Timeline, faults: newFaults(o.Lambda, o.Tick)}
+	s.o.Lambda = s.faults.o
 	defer func() {
 		if err != nil {
 			s.Close()
@@ -112,14 +126,16 @@ func Start(ctx context.Context, cloud *localcloud.Cloud, o Options) (_ *System, 
 	if err != nil {
 		return nil, err
 	}
-	h, err := s.buildFunctions(ctx, st)
+	fns, err := s.buildFunctions(ctx, st)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.startWebhookFunction(ctx, st); err != nil {
 		return nil, err
 	}
-	s.startEventSources(ctx, st, h)
+	if err := s.startEventSources(ctx, st, fns); err != nil {
+		return nil, err
+	}
 	if o.Volumes {
 		if err := s.startVolumes(ctx); err != nil {
 			return nil, err
@@ -170,6 +186,13 @@ func (s *System) Err() error { return s.errs.err() }
 func (s *System) WebhookStats(t time.Time) (n int, first, lastBefore time.Time) {
 	return s.webhook.stats(t)
 }
+
+// LambdaStats counts the throttles, retries, timeouts, cold starts,
+// duplicate deliveries and delayed events of the run so far.
+func (s *System) LambdaStats() LambdaStats { return s.faults.stats() }
+
+// LambdaOptions are the fault settings the run uses (defaults filled).
+func (s *System) LambdaOptions() LambdaOptions { return s.faults.o }
 
 // WebhookName is the ValidatingWebhookConfiguration the system registers.
 func (s *System) WebhookName() string { return s.o.Name }

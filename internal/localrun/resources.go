@@ -16,6 +16,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/nodewright/nodewright/internal/localcloud"
+	"github.com/nodewright/nodewright/internal/localcloud/lambdaspec"
 	"github.com/nodewright/nodewright/internal/settings"
 	"github.com/nodewright/nodewright/internal/store"
 )
@@ -44,49 +45,89 @@ func createTable(ctx context.Context, db *dynamodb.Client, table string) error {
 	return nil
 }
 
-// createQueues creates the provision, work, interruption and disruption
-// queues with their dead-letter queues, as the CDK stack does.
-func createQueues(ctx context.Context, client *sqs.Client, prefix string) (Queues, error) {
-	mk := func(name string, attrs map[string]string) (string, string, error) {
-		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(name), Attributes: attrs})
-		if err != nil {
-			return "", "", fmt.Errorf("create queue %s: %w", name, err)
-		}
-		a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
-			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
-		if err != nil {
-			return "", "", fmt.Errorf("queue %s attributes: %w", name, err)
-		}
-		return sdkaws.ToString(out.QueueUrl), a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
+// queueConstructs are the stack's queues by construct ID, with the name
+// suffix the local run gives each.
+var queueConstructs = []struct{ construct, suffix string }{
+	{"ProvisionQueue", "-provision"}, {"WorkQueue", "-work"}, {"InterruptionQueue", "-interruption"}, {"DisruptionQueue", "-disruption"},
+}
+
+// byConstruct is the URL and ARN of the queue the template calls construct.
+func (qs Queues) byConstruct(construct string) (url, arn string, err error) {
+	switch construct {
+	case "ProvisionQueue":
+		return qs.ProvisionURL, qs.ProvisionARN, nil
+	case "WorkQueue":
+		return qs.WorkURL, qs.WorkARN, nil
+	case "InterruptionQueue":
+		return qs.InterruptionURL, qs.InterruptionARN, nil
+	case "DisruptionQueue":
+		return qs.DisruptionURL, qs.DisruptionARN, nil
 	}
-	withDLQ := func(name string, visibility time.Duration) (string, string, error) {
-		_, dlqARN, err := mk(name+"-dlq", map[string]string{"MessageRetentionPeriod": "1209600"})
+	return "", "", fmt.Errorf("the local run has no queue %s", construct)
+}
+
+// set records the URL and ARN of the queue the template calls construct.
+func (qs *Queues) set(construct, url, arn string) {
+	switch construct {
+	case "ProvisionQueue":
+		qs.ProvisionURL, qs.ProvisionARN = url, arn
+	case "WorkQueue":
+		qs.WorkURL, qs.WorkARN = url, arn
+	case "InterruptionQueue":
+		qs.InterruptionURL, qs.InterruptionARN = url, arn
+	case "DisruptionQueue":
+		qs.DisruptionURL, qs.DisruptionARN = url, arn
+	}
+}
+
+// createQueues creates the provision, work, interruption and disruption
+// queues with their dead-letter queues, with the template's visibility
+// timeouts, retention periods and redrive policies.
+func createQueues(ctx context.Context, client *sqs.Client, spec *lambdaspec.Spec, prefix string) (Queues, error) {
+	var qs Queues
+	for _, c := range queueConstructs {
+		q, err := spec.Queue(c.construct)
+		if err != nil {
+			return qs, err
+		}
+		url, arn, err := createQueue(ctx, client, spec, prefix+c.suffix, q)
+		if err != nil {
+			return qs, err
+		}
+		qs.set(c.construct, url, arn)
+	}
+	return qs, nil
+}
+
+// createQueue creates one queue of the template, after its dead-letter
+// queue.
+func createQueue(ctx context.Context, client *sqs.Client, spec *lambdaspec.Spec, name string, q lambdaspec.Queue) (string, string, error) {
+	attrs := map[string]string{
+		"VisibilityTimeout":      fmt.Sprint(int(q.VisibilityTimeout.Seconds())),
+		"MessageRetentionPeriod": fmt.Sprint(int(q.Retention.Seconds())),
+	}
+	if q.DeadLetter != "" {
+		dq, err := spec.Queue(q.DeadLetter)
+		if err != nil {
+			return "", "", fmt.Errorf("queue %s: %w", q.Construct, err)
+		}
+		_, dlqARN, err := createQueue(ctx, client, spec, name+"-dlq", dq)
 		if err != nil {
 			return "", "", err
 		}
-		redrive, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlqARN, "maxReceiveCount": 5})
-		return mk(name, map[string]string{
-			"VisibilityTimeout": fmt.Sprint(int(visibility.Seconds())),
-			"RedrivePolicy":     string(redrive),
-		})
+		redrive, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlqARN, "maxReceiveCount": q.MaxReceiveCount})
+		attrs["RedrivePolicy"] = string(redrive)
 	}
-	var qs Queues
-	var err error
-	// Visibility timeouts are the consuming function's timeout, as Lambda
-	// requires of an event source.
-	if qs.ProvisionURL, qs.ProvisionARN, err = withDLQ(prefix+"-provision", 300*time.Second); err != nil {
-		return qs, err
+	out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: sdkaws.String(name), Attributes: attrs})
+	if err != nil {
+		return "", "", fmt.Errorf("create queue %s: %w", name, err)
 	}
-	if qs.WorkURL, qs.WorkARN, err = withDLQ(prefix+"-work", 120*time.Second); err != nil {
-		return qs, err
+	a, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: out.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn}})
+	if err != nil {
+		return "", "", fmt.Errorf("queue %s attributes: %w", name, err)
 	}
-	if qs.InterruptionURL, qs.InterruptionARN, err = withDLQ(prefix+"-interruption", 40*time.Second); err != nil {
-		return qs, err
-	}
-	if qs.DisruptionURL, qs.DisruptionARN, err = withDLQ(prefix+"-disruption", 300*time.Second); err != nil {
-		return qs, err
-	}
-	return qs, nil
+	return sdkaws.ToString(out.QueueUrl), a.Attributes[string(sqstypes.QueueAttributeNameQueueArn)], nil
 }
 
 func randomSecret() string {

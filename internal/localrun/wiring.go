@@ -3,6 +3,7 @@ package localrun
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -16,64 +17,82 @@ import (
 	"github.com/nodewright/nodewright/internal/settings"
 )
 
-// handlers are the four controller functions' Lambda handlers.
-type handlers struct {
-	provisioner, lifecycle, disruption, interruption handlerFunc
-}
+// controllers are the functions the local run invokes in-process, fed by
+// their queues and schedules (the webhook runs behind its function URL).
+var controllers = []string{"provisioner", "lifecycle", "interruption", "disruption"}
 
 // buildFunctions builds the functions as functions/<name>/main.go builds
-// them, through internal/app.
-func (s *System) buildFunctions(ctx context.Context, st *deployed) (handlers, error) {
-	mkApp := func(fn string) (*app.App, error) {
-		tap := &logTap{fn: fn, tl: s.tl, raw: s.o.Logs}
-		a, err := app.New(ctx, s.Settings, app.Options{Function: fn, Out: tap, AWSCredentials: st.stack.Controller})
+// them, through internal/app, each with the stack's settings for it. The
+// first environment of each is initialized now, so a configuration error
+// fails Start; later ones start as Lambda starts them (cold starts).
+func (s *System) buildFunctions(ctx context.Context, st *deployed) (map[string]*lambdaFunction, error) {
+	fns := map[string]*lambdaFunction{}
+	for _, name := range controllers {
+		spec, err := st.spec.Function(name)
 		if err != nil {
-			return nil, fmt.Errorf("build the %s function: %w", fn, err)
+			return nil, err
 		}
-		return a, nil
-	}
-	var err error
-	if s.Provisioner, err = mkApp("provisioner"); err != nil {
-		return handlers{}, err
-	}
-	if s.Lifecycle, err = mkApp("lifecycle"); err != nil {
-		return handlers{}, err
-	}
-	disr, err := mkApp("disruption")
-	if err != nil {
-		return handlers{}, err
-	}
-	intr, err := mkApp("interruption")
-	if err != nil {
-		return handlers{}, err
-	}
-	// The provisioner's handler as ProvisionerHandler builds it, with a
-	// shorter registration follow-up when asked.
-	pd, err := s.Provisioner.ProvisionerDeps()
-	if err != nil {
-		return handlers{}, err
-	}
-	if s.o.RegistrationCheck > 0 {
-		pd.Settings.RegistrationCheck = s.o.RegistrationCheck
-	}
-	ph, err := provisioning.NewHandler(pd)
-	if err != nil {
-		return handlers{}, err
-	}
-	lh, err := s.Lifecycle.LifecycleHandler()
-	if err != nil {
-		return handlers{}, err
-	}
-	dh, err := disr.DisruptionHandler()
-	if err != nil {
-		return handlers{}, err
-	}
-	ih, err := intr.InterruptionHandler()
-	if err != nil {
-		return handlers{}, err
+		a, h, err := s.newEnvironment(ctx, st, name)
+		if err != nil {
+			return nil, err
+		}
+		switch name {
+		case "provisioner":
+			s.Provisioner = a
+		case "lifecycle":
+			s.Lifecycle = a
+		}
+		timeout := spec.Timeout
+		if d, ok := s.o.Lambda.Timeouts[name]; ok && d > 0 {
+			timeout = d
+		}
+		fns[name] = &lambdaFunction{name: name, spec: spec, timeout: timeout, faults: s.faults, report: s.reportFailure, bg: &s.wg,
+			idle: []handlerFunc{h},
+			newEnv: func(ctx context.Context) (handlerFunc, error) {
+				_, h, err := s.newEnvironment(ctx, st, name)
+				return h, err
+			}}
 	}
 	s.printf("functions built through internal/app: provisioner, lifecycle, disruption and interruption reach EKS cluster %s via DescribeCluster + STS token", s.Settings.ClusterName)
-	return handlers{provisioner: ph.Handle, lifecycle: lh.Handle, disruption: dh.Handle, interruption: ih.Handle}, nil
+	return fns, nil
+}
+
+// newEnvironment is one execution environment's init: the function's app
+// and its handler as Run hands it to Lambda.
+func (s *System) newEnvironment(ctx context.Context, st *deployed, fn string) (*app.App, handlerFunc, error) {
+	tap := &logTap{fn: fn, tl: s.tl, raw: s.o.Logs}
+	a, err := app.New(ctx, s.Settings, app.Options{Function: fn, Out: tap, AWSCredentials: st.stack.Controller})
+	if err != nil {
+		return nil, nil, fmt.Errorf("build the %s function: %w", fn, err)
+	}
+	h, err := s.handlerOf(a, fn)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build the %s function: %w", fn, err)
+	}
+	return a, handlerFunc(a.Wrap(h)), nil
+}
+
+// handlerOf is fn's handler; the provisioner's with a shorter
+// registration follow-up when asked.
+func (s *System) handlerOf(a *app.App, fn string) (app.Handler, error) {
+	if fn != "provisioner" || s.o.RegistrationCheck <= 0 {
+		return a.FunctionHandler(fn)
+	}
+	pd, err := a.ProvisionerDeps()
+	if err != nil {
+		return nil, err
+	}
+	pd.Settings.RegistrationCheck = s.o.RegistrationCheck
+	ph, err := provisioning.NewHandler(pd)
+	if err != nil {
+		return nil, err
+	}
+	return ph.Handle, nil
+}
+
+// reportFailure records a failed invocation.
+func (s *System) reportFailure(fn, trigger string, err error, took time.Duration) {
+	s.errorf(fmt.Errorf("%s (%s) failed after %s: %w", fn, trigger, took.Round(time.Millisecond), err))
 }
 
 // startWebhookFunction runs the webhook function behind its function URL
@@ -86,7 +105,11 @@ func (s *System) startWebhookFunction(ctx context.Context, st *deployed) error {
 	if err != nil {
 		return err
 	}
-	s.webhook, err = startWebhook(wh, set.WebhookSecret, nil)
+	spec, err := st.spec.Function("webhook")
+	if err != nil {
+		return err
+	}
+	s.webhook, err = startWebhook(throttled(wh, spec.ReservedConcurrency, s.faults), set.WebhookSecret, nil)
 	if err != nil {
 		return err
 	}
@@ -105,9 +128,9 @@ func (s *System) startWebhookFunction(ctx context.Context, st *deployed) error {
 	return nil
 }
 
-// startEventSources feeds the functions their queues and schedule until
-// cleanup (or ctx ends).
-func (s *System) startEventSources(ctx context.Context, st *deployed, h handlers) {
+// startEventSources feeds the functions their queues and schedules, as
+// the stack wires them, until cleanup (or ctx ends).
+func (s *System) startEventSources(ctx context.Context, st *deployed, fns map[string]*lambdaFunction) error {
 	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s.stop = stop
 	go func() {
@@ -117,21 +140,30 @@ func (s *System) startEventSources(ctx context.Context, st *deployed, h handlers
 		case <-runCtx.Done():
 		}
 	}()
-	onErr := s.errorf
-	report := func(fn, trigger string, res any, err error, took time.Duration) {
-		if err != nil {
-			onErr(fmt.Errorf("%s (%s) failed after %s: %w", fn, trigger, took.Round(time.Millisecond), err))
+	region := s.cloud.Region
+	var scheduled []string
+	for _, name := range controllers {
+		f := fns[name]
+		for _, src := range f.spec.Sources {
+			url, arn, err := s.Queues.byConstruct(src.Queue.Construct)
+			if err != nil {
+				return fmt.Errorf("%s event source: %w", name, err)
+			}
+			es := &eventSource{fn: f, spec: src, client: st.sqsClient, url: url, arn: arn, region: region, onErr: s.errorf, wg: &s.wg}
+			es.start(runCtx)
+			s.sources = append(s.sources, es)
+		}
+		for _, expr := range f.spec.Schedules {
+			period, err := schedulePeriod(expr, s.o.Tick)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			schedule(runCtx, &s.wg, period, region, awssim.DefaultAccountID, f)
+			scheduled = append(scheduled, fmt.Sprintf("%s (%s)", name, period))
 		}
 	}
-	provFn := &function{name: "provisioner", handle: h.provisioner, timeout: 300 * time.Second, singleton: true, onResult: report}
-	lifeFn := &function{name: "lifecycle", handle: h.lifecycle, timeout: 120 * time.Second, onResult: report}
-	disrFn := &function{name: "disruption", handle: h.disruption, timeout: 300 * time.Second, singleton: true, onResult: report}
-	intrFn := &function{name: "interruption", handle: h.interruption, timeout: 40 * time.Second, onResult: report}
-	qs, region := s.Queues, s.cloud.Region
-	pollQueue(runCtx, &s.wg, st.sqsClient, region, qs.ProvisionURL, qs.ProvisionARN, provFn, onErr)
-	pollQueue(runCtx, &s.wg, st.sqsClient, region, qs.WorkURL, qs.WorkARN, lifeFn, onErr)
-	pollQueue(runCtx, &s.wg, st.sqsClient, region, qs.InterruptionURL, qs.InterruptionARN, intrFn, onErr)
-	pollQueue(runCtx, &s.wg, st.sqsClient, region, qs.DisruptionURL, qs.DisruptionARN, disrFn, onErr)
-	schedule(runCtx, &s.wg, s.o.Tick, region, awssim.DefaultAccountID, provFn, lifeFn, disrFn)
-	s.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, interruption queue -> interruption, disruption queue -> disruption (its wake-ups), schedule every %s -> provisioner + lifecycle + disruption", s.o.Tick)
+	s.printf("event sources: provision queue -> provisioner, work queue -> lifecycle, interruption queue -> interruption, disruption queue -> disruption (its wake-ups), schedules -> %s", strings.Join(scheduled, " + "))
+	s.printf("Lambda as the stack configures it: %s", describe(fns))
+	s.printf("faults at random (seed %d): %s", s.faults.o.Seed, s.faults.o.Rates())
+	return nil
 }

@@ -27,8 +27,30 @@ func (s *Server) deliverToSQS(arn, body string) error {
 	if !strings.HasPrefix(arn, "arn:aws:sqs:") {
 		return fmt.Errorf("target %s: only SQS queue targets are simulated", arn)
 	}
-	_, err := s.sqs.Send(arn[strings.LastIndex(arn, ":")+1:], body, 0)
+	queue := arn[strings.LastIndex(arn, ":")+1:]
+	if delay := s.eventDelay.Load(); delay != nil {
+		if d := (*delay)(arn); d > 0 {
+			s.after(d, func() {
+				if _, err := s.sqs.Send(queue, body, 0); err != nil {
+					s.logger.Warn("deliver delayed event", "target", arn, "error", err)
+				}
+			})
+			return nil
+		}
+	}
+	_, err := s.sqs.Send(queue, body, 0)
 	return err
+}
+
+// DelayEventDelivery makes EventBridge deliver each event to a target
+// delay(targetARN) of simulated time after it was put on the bus, instead
+// of at once: delivery to a target is asynchronous, at least once and
+// unordered (EventBridge user guide, "Event delivery from AWS services"
+// and "How EventBridge retries delivering events"). The returned func
+// restores immediate delivery.
+func (s *Server) DelayEventDelivery(delay func(targetARN string) time.Duration) (restore func()) {
+	s.eventDelay.Store(&delay)
+	return func() { s.eventDelay.Store(nil) }
 }
 
 func (s *Server) instanceARN(id string) string {

@@ -109,3 +109,42 @@ func TestEventBridgeRulesDeliverToSQS(t *testing.T) {
 		}
 	}
 }
+
+// A delayed delivery reaches the queue after the delay (simulated time:
+// 60 s are 600 ms at the test server's scale), not before; once restored,
+// events are delivered at once.
+func TestDelayEventDelivery(t *testing.T) {
+	s, cfg := newTestServer(t, nil)
+	q := sqs.NewFromConfig(cfg)
+	qu, _ := q.CreateQueue(ctx(t), &sqs.CreateQueueInput{QueueName: aws.String("late")})
+	arn := s.SQS().QueueARN("late")
+	eventsCall(t, s, "PutRule", map[string]any{"Name": "custom", "EventPattern": `{"source":["custom.app"]}`})
+	eventsCall(t, s, "PutTargets", map[string]any{"Rule": "custom", "Targets": []map[string]string{{"Id": "q", "Arn": arn}}})
+	var asked []string
+	restore := s.DelayEventDelivery(func(target string) time.Duration { asked = append(asked, target); return time.Minute })
+	put := func() {
+		eventsCall(t, s, "PutEvents", map[string]any{"Entries": []map[string]any{{"Source": "custom.app", "DetailType": "x", "Detail": `{"a":1}`}}})
+	}
+	start := time.Now()
+	put()
+	if v, _, _ := s.SQS().Depth("late"); v != 0 {
+		t.Fatalf("delayed event visible at once (%d)", v)
+	}
+	for v, _, _ := s.SQS().Depth("late"); v == 0; v, _, _ = s.SQS().Depth("late") {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("delayed event never delivered")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond || len(asked) != 1 || asked[0] != arn {
+		t.Errorf("delivered after %s (want 600 ms), delay asked for %v", d, asked)
+	}
+	if _, err := q.ReceiveMessage(ctx(t), &sqs.ReceiveMessageInput{QueueUrl: qu.QueueUrl}); err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	put()
+	if v, _, _ := s.SQS().Depth("late"); v != 1 {
+		t.Fatalf("after restore the event is not delivered at once (%d visible)", v)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -135,10 +136,13 @@ type Server struct {
 	dynamoUpstream string
 	kubelet        *kubelet.Emulator
 	// kmsKeys are the account's customer managed keys, by key ID (kms.go).
-	kmsKeys  map[string]KMSKey
-	wg       sync.WaitGroup
-	stopOnce sync.Once
-	stop     chan struct{}
+	kmsKeys map[string]KMSKey
+	// eventDelay, when set, delays EventBridge's deliveries
+	// (DelayEventDelivery).
+	eventDelay atomic.Pointer[func(targetARN string) time.Duration]
+	wg         sync.WaitGroup
+	stopOnce   sync.Once
+	stop       chan struct{}
 }
 
 // New starts a simulator on a free loopback port.
