@@ -24,9 +24,11 @@ const (
 func retryDelay(n int) time.Duration { return time.Duration(n) * time.Minute }
 
 // invokeAsync queues event for the function as an asynchronous invoke
-// (what an EventBridge schedule does) and returns at once. Lambda's queue
-// delivers at least once: now and then the event runs twice.
-func (f *lambdaFunction) invokeAsync(ctx context.Context, wg *sync.WaitGroup, trigger string, event any) {
+// (what an EventBridge schedule does, the only asynchronous caller here)
+// and returns at once. Lambda's queue delivers at least once: now and then
+// the event runs twice.
+func (f *lambdaFunction) invokeAsync(ctx context.Context, wg *sync.WaitGroup, event any) {
+	const trigger = "schedule"
 	queued := time.Now()
 	wg.Go(func() { f.deliverAsync(ctx, trigger, event, queued) })
 	if f.faults.chance(f.faults.o.DuplicateRate) {

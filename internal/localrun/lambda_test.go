@@ -146,9 +146,9 @@ func TestAsyncThrottleRetriedWithinEventAge(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var wg sync.WaitGroup
-			f.invokeAsync(ctx, &wg, "schedule", struct{}{})
+			f.invokeAsync(ctx, &wg, struct{}{})
 			<-b.started
-			f.invokeAsync(ctx, &wg, "schedule", struct{}{})
+			f.invokeAsync(ctx, &wg, struct{}{})
 			time.Sleep(tc.hold)
 			close(b.release)
 			wg.Wait()
@@ -186,7 +186,7 @@ func TestAsyncRetries(t *testing.T) {
 			var reported atomic.Int64
 			f.report = func(string, string, error, time.Duration) { reported.Add(1) }
 			var wg sync.WaitGroup
-			f.invokeAsync(context.Background(), &wg, "schedule", struct{}{})
+			f.invokeAsync(context.Background(), &wg, struct{}{})
 			wg.Wait()
 			st := f.faults.stats()
 			if len(times) != tc.runs || st.Retries != tc.retries || st.Expired != tc.expired || int(reported.Load()) != tc.runs {

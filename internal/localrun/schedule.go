@@ -35,7 +35,7 @@ func schedule(ctx context.Context, wg *sync.WaitGroup, period time.Duration, reg
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
-				f.invokeAsync(ctx, wg, "schedule", scheduledEvent(region, account, "nodewright-"+f.name+"-schedule", now))
+				f.invokeAsync(ctx, wg, scheduledEvent(region, account, "nodewright-"+f.name+"-schedule", now))
 			}
 		}
 	})
