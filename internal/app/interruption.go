@@ -32,6 +32,7 @@ func (a *App) InterruptionDeps() (interruption.Deps, error) {
 			ICE:        a.EC2.ICE(),
 			Provision:  pass,
 			Requeue:    a.requeue("no work queue configured: drains continue on the lifecycle's schedule"),
+			Nudge:      a.nudge(),
 			Settings:   interruption.Settings{Rebalance: a.Settings.Rebalance},
 		}, nil
 	})

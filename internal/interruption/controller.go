@@ -88,7 +88,13 @@ type Deps struct {
 	Provision provisioning.Pass
 	// Requeue hands a claim to the lifecycle function (the drain carries on
 	// there); nil leaves it to the lifecycle's schedule.
-	Requeue  func(ctx context.Context, msg queue.Message, delay time.Duration) error
+	Requeue func(ctx context.Context, msg queue.Message, delay time.Duration) error
+	// Nudge asks the provisioner function for a pass (its queue). A batch
+	// that only drains hands its replacement to the provisioner when the
+	// lease is busy instead of waiting for it: waiting would hold one of
+	// the function's few concurrent executions while later spot warnings
+	// queue behind it, uncordoned. nil waits (ProvisionWait).
+	Nudge    func(ctx context.Context, msg queue.Message, delay time.Duration) error
 	Metrics  *metrics.Recorder
 	Log      *slog.Logger
 	Now      func() time.Time
@@ -143,8 +149,9 @@ const (
 	// ActionNone: acknowledged only (rebalance under ignore, other events,
 	// states that need nothing).
 	ActionNone Action = "none"
-	// ActionDrain: replacement capacity first, then cordon, taint, drain
-	// and terminate through the termination workflow.
+	// ActionDrain: cordon, taint and start the drain at once, then the
+	// replacement pass (or hand it to the provisioner when its lease is
+	// busy); the termination workflow terminates.
 	ActionDrain Action = "drain"
 	// ActionReplace: replacement capacity first; the drain starts only once
 	// the replacement was provisioned (rebalance under replace).
@@ -220,7 +227,7 @@ func (c *Controller) Process(ctx context.Context, items []Item) []Outcome {
 	// then the scheduler would keep binding pods to a node EC2 reclaims
 	// within two minutes (Karpenter, too, taints and drains at once).
 	c.drainAll(ctx, owned)
-	pass := c.replacementPass(ctx, needPass)
+	pass := c.replacementPass(ctx, needPass, mustWait(owned))
 	c.actAll(ctx, owned, pass)
 	return outs
 }
@@ -299,13 +306,19 @@ func (c *Controller) recordAll(ctx context.Context, owned []*work) (needPass boo
 	return needPass
 }
 
-// replacementPass is phase 2: one provisioning pass for the whole batch.
-func (c *Controller) replacementPass(ctx context.Context, needPass bool) batchPass {
+// replacementPass is phase 2: one provisioning pass for the whole batch,
+// or, when wait is false and the lease is busy, a nudge that has the
+// provisioner run it.
+func (c *Controller) replacementPass(ctx context.Context, needPass, wait bool) batchPass {
 	if !needPass {
 		return batchPass{}
 	}
-	res, err := c.provision(ctx)
+	res, err := c.provision(ctx, wait)
 	pass := batchPass{res: res, err: err, at: c.d.Now()}
+	if errors.Is(err, errPassHandedOver) {
+		c.log.InfoContext(ctx, "replacement capacity handed to the provisioner: its lease is busy")
+		return batchPass{res: res, at: pass.at}
+	}
 	if err != nil {
 		c.log.ErrorContext(ctx, "replacement capacity: provisioning pass failed", "error", err)
 	} else {
@@ -313,6 +326,18 @@ func (c *Controller) replacementPass(ctx context.Context, needPass bool) batchPa
 			"failed", len(res.Failed), "unschedulable", res.Unschedulable)
 	}
 	return pass
+}
+
+// mustWait reports whether the batch needs its pass's result: a rebalanced
+// node is drained only once its replacement launched (drainReplaced); an
+// interrupted one drains whatever the pass does.
+func mustWait(owned []*work) bool {
+	for _, w := range owned {
+		if w.out.Err == nil && w.out.Action == ActionReplace {
+			return true
+		}
+	}
+	return false
 }
 
 // actAll is phase 3: drain, or clean up; once per claim however often the

@@ -151,6 +151,12 @@ const (
 
 func newFixture(t *testing.T, rebalance string) *fixture {
 	t.Helper()
+	return newFixtureWith(t, rebalance, nil)
+}
+
+// newFixtureWith is newFixture with its Deps changed by change first.
+func newFixtureWith(t *testing.T, rebalance string, change func(*Deps)) *fixture {
+	t.Helper()
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/" + instanceID}}
 	f := &fixture{
 		st: newMemStore(&apis.NodeClaim{
@@ -172,7 +178,7 @@ func newFixture(t *testing.T, rebalance string) *fixture {
 	f.passFn = func(int) (provisioning.Result, error) {
 		return provisioning.Result{Launched: []string{"default-repl"}}, nil
 	}
-	h, err := NewHandler(Deps{
+	d := Deps{
 		Store: f.st, Cluster: f.kc, Terminator: f.term, Cloud: f.cloud, ICE: f.ice, Instances: f.ec2,
 		Provision: func(ctx context.Context) (provisioning.Result, error) {
 			f.passes++
@@ -187,7 +193,11 @@ func newFixture(t *testing.T, rebalance string) *fixture {
 		Log:      slog.New(slog.NewJSONHandler(f.logs, nil)),
 		Sleep:    func(context.Context, time.Duration) error { return nil },
 		Settings: Settings{Rebalance: rebalance, ProvisionWait: 50 * time.Millisecond, ProvisionRetry: time.Millisecond},
-	})
+	}
+	if change != nil {
+		change(&d)
+	}
+	h, err := NewHandler(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,6 +491,45 @@ func TestInterruptedNodeDrainsBeforeThePass(t *testing.T) {
 	end, _ := ctx.Deadline()
 	if got, ok := f.passCtx.Deadline(); !ok || got.After(end.Add(-passMargin)) {
 		t.Errorf("pass deadline %v (%v), want at least %s before the function's %v", got, ok, passMargin, end)
+	}
+}
+
+// TestBusyLeaseHandsThePassToTheProvisioner: a batch that only drains
+// does not wait for a busy provisioner lease (holding one of the
+// function's few executions while later spot warnings queue behind it):
+// the node is drained, the provisioner nudged to run the pass, the
+// message handled. A rebalance batch, which needs the pass's result,
+// still waits.
+func TestBusyLeaseHandsThePassToTheProvisioner(t *testing.T) {
+	var nudges []queue.Message
+	nudge := func(d *Deps) {
+		d.Nudge = func(_ context.Context, m queue.Message, _ time.Duration) error {
+			nudges = append(nudges, m)
+			return nil
+		}
+	}
+	f := newFixtureWith(t, "", nudge)
+	f.passFn = func(int) (provisioning.Result, error) { return provisioning.Result{Skipped: "lease held"}, nil }
+	if got := failures(f.handle(t, spot("e1", instanceID))); len(got) != 0 {
+		t.Fatalf("failures %v, want the drained message handled", got)
+	}
+	if f.passes != 1 || len(nudges) != 1 || nudges[0].Kind != queue.KindProvision {
+		t.Errorf("%d pass attempts and nudges %v; want one attempt and one provision nudge", f.passes, nudges)
+	}
+	if len(f.term.steps) != 1 || !f.node(t).Spec.Unschedulable {
+		t.Errorf("drain not started: steps %v, cordoned %v", f.term.steps, f.node(t).Spec.Unschedulable)
+	}
+
+	nudges = nil
+	f = newFixtureWith(t, RebalanceReplace, nudge)
+	f.passFn = func(n int) (provisioning.Result, error) {
+		if n < 3 {
+			return provisioning.Result{Skipped: "lease held"}, nil
+		}
+		return provisioning.Result{Launched: []string{"r"}}, nil
+	}
+	if got := failures(f.handle(t, rebalance(instanceID))); len(got) != 0 || f.passes != 3 || len(nudges) != 0 {
+		t.Fatalf("rebalance: failures %v, %d passes, nudges %v; want it to wait for the lease", got, f.passes, nudges)
 	}
 }
 

@@ -26,10 +26,15 @@ import (
 // for reporting the batch (its item failures) before Lambda's timeout.
 const passMargin = 5 * time.Second
 
+// errPassHandedOver: the lease was busy and the provisioner was nudged to
+// run the pass after the one holding it.
+var errPassHandedOver = errors.New("replacement pass handed to the provisioner")
+
 // provision runs the provisioning pass, waiting a bounded time for the
 // provisioner lease, and within the function's remaining time: a pass cut
-// off by Lambda's timeout would lose the whole batch's outcome.
-func (c *Controller) provision(ctx context.Context) (provisioning.Result, error) {
+// off by Lambda's timeout would lose the whole batch's outcome. Unless
+// wait, a busy lease hands the pass to the provisioner (Deps.Nudge).
+func (c *Controller) provision(ctx context.Context, wait bool) (provisioning.Result, error) {
 	deadline := c.d.Now().Add(c.d.Settings.ProvisionWait)
 	if end, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
@@ -45,6 +50,9 @@ func (c *Controller) provision(ctx context.Context) (provisioning.Result, error)
 		if res.Skipped == "" {
 			return res, nil
 		}
+		if !wait && c.handOver(ctx) {
+			return res, errPassHandedOver
+		}
 		if !c.d.Now().Before(deadline) {
 			return res, fmt.Errorf("provisioning pass not run within %s: %s", c.d.Settings.ProvisionWait, res.Skipped)
 		}
@@ -52,6 +60,22 @@ func (c *Controller) provision(ctx context.Context) (provisioning.Result, error)
 			return res, err
 		}
 	}
+}
+
+// handOver asks the provisioner for a pass: the one holding the lease may
+// have started before this batch's marks, so the message makes sure one
+// runs after them. False when there is no queue or the send failed (then
+// the batch waits for the lease itself).
+func (c *Controller) handOver(ctx context.Context) bool {
+	if c.d.Nudge == nil {
+		return false
+	}
+	msg := queue.Message{Kind: queue.KindProvision, Subject: "interruption", Reason: "replacement-capacity"}
+	if err := c.d.Nudge(ctx, msg, 0); err != nil {
+		c.log.WarnContext(ctx, "could not hand the replacement pass to the provisioner; waiting for its lease", "error", err)
+		return false
+	}
+	return true
 }
 
 func minTime(a, b time.Time) time.Time {
