@@ -113,6 +113,9 @@ type Settings struct {
 	// after run waits about twice as long each time.
 	ThrottleBackoff    time.Duration
 	MaxThrottleBackoff time.Duration
+	// LeaseHeldDelay is how long a nudge that found the lease held waits
+	// before it comes back (default 5 s: a pass takes seconds).
+	LeaseHeldDelay time.Duration
 }
 
 func (s *Settings) defaults() {
@@ -134,6 +137,7 @@ func (s *Settings) defaults() {
 	basedeps.Default(&s.RegistrationCheck, 30*time.Second)
 	basedeps.Default(&s.ThrottleBackoff, 5*time.Second)
 	basedeps.Default(&s.MaxThrottleBackoff, time.Minute)
+	basedeps.Default(&s.LeaseHeldDelay, 5*time.Second)
 	if s.MaxThrottleBackoff < s.ThrottleBackoff {
 		s.MaxThrottleBackoff = s.ThrottleBackoff
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nodewright/nodewright/internal/queue"
 	"github.com/nodewright/nodewright/internal/store"
 )
 
@@ -69,4 +70,26 @@ func allBefore(ts []time.Time, t time.Time) bool {
 		}
 	}
 	return true
+}
+
+// nudgeAfterHolder keeps a nudge that found the lease held: the run
+// holding it may have taken its snapshot before the pods (or the marked
+// nodes) the nudge is about, and dropping it would leave them to the
+// next schedule tick, a minute later. The nudge comes back after
+// LeaseHeldDelay with its own send time, so it is dropped as stale once
+// a run that started after it completes. Best effort: the tick remains.
+func (p *Provisioner) nudgeAfterHolder(ctx context.Context, tr Trigger) {
+	if tr.Source != TriggerNudge || p.d.Nudge == nil {
+		return
+	}
+	var latest time.Time
+	for _, t := range tr.Nudges {
+		if t.After(latest) {
+			latest = t
+		}
+	}
+	msg := queue.Message{Kind: queue.KindProvision, Subject: "after-lease", Reason: "lease-held", SentAt: latest}
+	if err := p.d.Nudge(ctx, msg, p.s.LeaseHeldDelay); err != nil {
+		p.log.WarnContext(ctx, "keeping a nudge that found the lease held", "error", err)
+	}
 }

@@ -184,7 +184,8 @@ func (p *Provisioner) Run(ctx context.Context, tr Trigger) (*Result, error) {
 	lease, err := p.d.Store.AcquireLease(ctx, LeaseName, p.holder, p.s.LeaseDuration)
 	if errors.Is(err, store.ErrLeaseHeld) {
 		res.Skipped = "lease held"
-		p.log.InfoContext(ctx, "provisioner run skipped: another run holds the lease; it will see the pending pods", "error", err.Error())
+		p.log.InfoContext(ctx, "provisioner run skipped: another run holds the lease", "error", err.Error())
+		p.nudgeAfterHolder(ctx, tr)
 		return res, nil
 	}
 	if err != nil {

@@ -164,6 +164,38 @@ func TestStaleNudgesAndHeldLease(t *testing.T) {
 	}
 }
 
+// TestNudgeKeptWhileTheLeaseIsHeld: a nudge that finds another run holding
+// the lease comes back after LeaseHeldDelay with its own send time (that
+// run's snapshot may predate what the nudge is about); a scheduled run
+// sends nothing (the next tick comes anyway).
+func TestNudgeKeptWhileTheLeaseIsHeld(t *testing.T) {
+	e := newEnv(t, poolOpts{}, pods("web", 1, "100m", "128Mi"))
+	p := e.provisioner()
+	type sent struct {
+		msg   queue.Message
+		delay time.Duration
+	}
+	var nudges []sent
+	p.d.Nudge = func(_ context.Context, msg queue.Message, d time.Duration) error {
+		nudges = append(nudges, sent{msg, d})
+		return nil
+	}
+	if _, err := e.store.AcquireLease(context.Background(), LeaseName, "someone-else", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := p.Run(context.Background(), Trigger{Source: TriggerSchedule}); err != nil || res.Skipped != "lease held" || len(nudges) != 0 {
+		t.Fatalf("scheduled run: %+v, %v, nudges %v; want skipped, nothing sent", res, err, nudges)
+	}
+	sentAt := e.clock.Now().Add(-time.Second)
+	res, err := p.Run(context.Background(), Trigger{Source: TriggerNudge, Nudges: []time.Time{sentAt.Add(-time.Second), sentAt}})
+	if err != nil || res.Skipped != "lease held" {
+		t.Fatalf("nudged run: %+v, %v; want skipped", res, err)
+	}
+	if len(nudges) != 1 || nudges[0].msg.Kind != queue.KindProvision || !nudges[0].msg.SentAt.Equal(sentAt) || nudges[0].delay != 5*time.Second {
+		t.Fatalf("nudges %+v; want one provision nudge sent at %v, delayed 5s", nudges, sentAt)
+	}
+}
+
 // Spot short everywhere: the claim is deleted and its pods re-planned onto
 // on-demand in the same run.
 func TestCapacityErrorReplansInSameRun(t *testing.T) {
