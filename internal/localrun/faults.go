@@ -1,7 +1,9 @@
 package localrun
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -95,6 +97,11 @@ type LambdaStats struct {
 	Duplicates int
 	// Delayed counts EventBridge events delivered late.
 	Delayed int
+	// Failed counts, by function, invocations that ran and returned an
+	// error other than a timeout: what Lambda's Errors metric shows
+	// besides timeouts, and what a pass that should absorb a bad item
+	// must not add to.
+	Failed map[string]int
 }
 
 // String is the counts as the demo prints them.
@@ -116,6 +123,8 @@ type faults struct {
 	rng *rand.Rand
 
 	throttles, retries, expired, timeouts, coldStarts, duplicates, delayed atomic.Int64
+	// failed is guarded by mu.
+	failed map[string]int
 }
 
 func newFaults(o LambdaOptions, tick time.Duration) *faults {
@@ -160,6 +169,24 @@ func (f *faults) lambdaTime(d time.Duration) time.Duration {
 }
 
 func (f *faults) stats() LambdaStats {
+	f.mu.Lock()
+	failed := maps.Clone(f.failed)
+	f.mu.Unlock()
 	return LambdaStats{Throttles: int(f.throttles.Load()), Retries: int(f.retries.Load()), Expired: int(f.expired.Load()),
-		Timeouts: int(f.timeouts.Load()), ColdStarts: int(f.coldStarts.Load()), Duplicates: int(f.duplicates.Load()), Delayed: int(f.delayed.Load())}
+		Timeouts: int(f.timeouts.Load()), ColdStarts: int(f.coldStarts.Load()), Duplicates: int(f.duplicates.Load()), Delayed: int(f.delayed.Load()),
+		Failed: failed}
+}
+
+// failure counts a failed invocation of fn (timeouts have their own count).
+func (f *faults) failure(fn string, err error) {
+	var timeout *timeoutError
+	if errors.As(err, &timeout) {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failed == nil {
+		f.failed = map[string]int{}
+	}
+	f.failed[fn]++
 }

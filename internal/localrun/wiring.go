@@ -92,6 +92,7 @@ func (s *System) handlerOf(a *app.App, fn string) (app.Handler, error) {
 
 // reportFailure records a failed invocation.
 func (s *System) reportFailure(fn, trigger string, err error, took time.Duration) {
+	s.faults.failure(fn, err)
 	s.errorf(fmt.Errorf("%s (%s) failed after %s: %w", fn, trigger, took.Round(time.Millisecond), err))
 }
 
