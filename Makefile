@@ -15,7 +15,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 export CDK_DISABLE_VERSION_CHECK := 1
 
-.PHONY: print-functions all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test aws-contract karpenter-aws-diff sim-mutation
+.PHONY: print-functions all prepare test test-announce test-short build lint vet fmt-check fuzz demo synth clean help iam-mutation karpenter-compare karpenter-compare-test karpenter-coexist-test aws-contract karpenter-aws-diff sim-mutation trouble
 
 all: build
 
@@ -33,6 +33,7 @@ help:
 	@echo "make karpenter-coexist-test  the real Karpenter (KWOK provider) beside nodewright on the local cloud (slow; first run builds Karpenter)"
 	@echo "make aws-contract  the real-account contract suite: doctor, dry-run launches, one real launch (needs NODEWRIGHT_CONTRACT_CLUSTER and AWS credentials)"
 	@echo "make sim-mutation turn each simulator rule off in turn (FIDELITY.md); its named test must fail"
+	@echo "make trouble     the day of realistic trouble: 1,000 steps on seeds 1 and 2 (internal/safety, TestDayOfTrouble; ~20 min)"
 	@echo "make karpenter-aws-diff  nodewright's CreateLaunchTemplate/CreateFleet requests against Karpenter-AWS's own builders (part of make test)"
 
 # Builds the local control plane (cold: ~8 min on 2 cores) and installs
@@ -83,6 +84,19 @@ sim-mutation: prepare
 			echo "killed   $$rule ($$test)"; \
 		else echo "SURVIVED $$rule: $$pkg $$test does not fail without it"; survived=$$((survived+1)); fi; \
 	done < $(or $(TMPDIR),/tmp)/nodewright-sim-rules.txt; echo "$$survived rules survived"; test $$survived -eq 0
+
+# The day of realistic trouble (internal/safety, TestDayOfTrouble): make test
+# runs 150 steps of seed 1; this runs TROUBLE_STEPS on each of TROUBLE_SEEDS
+# and prints each run's counts (the TROUBLE lines) and rules.
+TROUBLE_STEPS ?= 1000
+TROUBLE_SEEDS ?= 1 2
+trouble: prepare
+	@for seed in $(TROUBLE_SEEDS); do \
+		out=$(or $(TMPDIR),/tmp)/nodewright-trouble-$$seed.txt; \
+		NODEWRIGHT_TROUBLE_STEPS=$(TROUBLE_STEPS) NODEWRIGHT_TROUBLE_SEED=$$seed $(GO) test -count=1 -timeout 60m -run '^TestDayOfTrouble$$' -v ./internal/safety > $$out 2>&1; \
+		rc=$$?; grep -E 'TROUBLE|rule "|live |^--- |^(ok|FAIL)' $$out; \
+		if [ $$rc -ne 0 ]; then tail -80 $$out; exit 1; fi; \
+	done
 
 test-short:
 	$(GO) test -short ./...

@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -144,10 +143,8 @@ func (w *world) check1(r *rule, ok bool, format string, args ...any) {
 func newWorld(t *testing.T, seed uint64) *world {
 	e := cloudtest.NewEnv(t, shared, append(pool, cloudtest.Timeout(40*time.Minute), cloudtest.WorkQueue(), cloudtest.InterruptionQueue())...)
 	ctx, cloud, stack, cfg := e.Ctx, e.Cloud, e.Stack, e.Config
-	w := &world{t: t, ctx: ctx, cloud: cloud, rng: rand.New(rand.NewPCG(seed, 0x5afe)), pool: e.Pool, ns: e.Namespace,
-		table: e.Table, st: e.Store, owner: e.Owner(), work: e.WorkQueue, intr: e.InterruptionQueue,
-		reclaimedNodes: map[string]bool{}, podNode: map[string]string{}, launchedByClaim: map[string]map[string]bool{},
-		foreign: map[string]map[string]string{}, orphanSince: map[string]time.Time{}, disrupted: map[string]bool{}, fns: map[string]func(context.Context, json.RawMessage) (any, error){}}
+	w := blankWorld(t, ctx, cloud, seed)
+	w.pool, w.ns, w.table, w.st, w.owner, w.work, w.intr = e.Pool, e.Namespace, e.Table, e.Store, e.Owner(), e.WorkQueue, e.InterruptionQueue
 	// The functions, and the SQS event sources that feed them, run as the
 	// stack's controller role; w.ec2 and w.st stay the administrator's
 	// (foreign instances).
@@ -171,15 +168,18 @@ func newWorld(t *testing.T, seed uint64) *world {
 	return w
 }
 
+// blankWorld is a world with nothing seen yet, its stack's fields unset.
+func blankWorld(t *testing.T, ctx context.Context, cloud *localcloud.Cloud, seed uint64) *world {
+	return &world{t: t, ctx: ctx, cloud: cloud, rng: rand.New(rand.NewPCG(seed, 0x5afe)),
+		reclaimedNodes: map[string]bool{}, podNode: map[string]string{}, launchedByClaim: map[string]map[string]bool{},
+		foreign: map[string]map[string]string{}, orphanSince: map[string]time.Time{}, disrupted: map[string]bool{}, fns: map[string]func(context.Context, json.RawMessage) (any, error){}}
+}
+
 // foreignInstances launches, for the same cluster, an instance of another
 // nodewright stack (another owner) and one of another autoscaler (no
 // nodewright tags): neither may ever be touched.
 func (w *world) foreignInstances() {
-	awsCfg, err := config.LoadDefaultConfig(w.ctx)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	param, err := ssm.NewFromConfig(awsCfg).GetParameter(w.ctx, &ssm.GetParameterInput{Name: sdkaws.String(
+	param, err := ssm.NewFromConfig(w.cloud.AWS.ClientConfig()).GetParameter(w.ctx, &ssm.GetParameterInput{Name: sdkaws.String(
 		"/aws/service/eks/optimized-ami/" + w.cloud.AWS.Options().KubernetesVersion + "/amazon-linux-2023/x86_64/standard/recommended/image_id")})
 	if err != nil {
 		w.t.Fatal(err)
