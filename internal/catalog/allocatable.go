@@ -200,6 +200,7 @@ func (it *InstanceType) Capacity(o AllocatableOptions) corev1.ResourceList {
 	for name, n := range map[corev1.ResourceName]int64{
 		ResourceNVIDIAGPU: nvidia, ResourceAMDGPU: amd, ResourceHabanaGaudi: habana,
 		ResourceAWSNeuron: it.NeuronDevices, ResourceAWSNeuronCor: it.NeuronCores, ResourceEFA: it.EFA,
+		ResourcePodENI: BranchInterfaces(it.Name),
 	} {
 		if n > 0 {
 			c[name] = *resource.NewQuantity(n, resource.DecimalSI)
@@ -207,6 +208,15 @@ func (it *InstanceType) Capacity(o AllocatableOptions) corev1.ResourceList {
 	}
 	return c
 }
+
+// BranchInterfaces is the vpc.amazonaws.com/pod-eni capacity of a node of
+// the instance type (security groups for pods): the branch interfaces of a
+// type that supports ENI trunking, 0 for any other or unknown type. The VPC
+// resource controller advertises it on nodes with a trunk interface;
+// Karpenter-AWS puts it in every type's capacity (instancetype/types.go
+// awsPodENI, from its VPC limits table; AWS: "Security groups for Pods",
+// supported instance types). Not reserved, so allocatable equals capacity.
+func BranchInterfaces(instanceType string) int64 { return branchInterfaces[instanceType] }
 
 // kubeReservedCPUMilli is the tiered CPU reservation: 6% of the first core,
 // 1% of the second, 0.5% of the third and fourth, 0.25% of the rest.

@@ -9,6 +9,7 @@ import (
 )
 
 //go:generate go run ./internal/gen -src ../../../shared/aws-data -out data
+//go:generate go run ./internal/genpodeni
 
 // data holds ~120 common current-generation types (c/m/r/t/g families, x86
 // and Graviton, and a few accelerated types) with us-east-1 list prices and

@@ -62,6 +62,7 @@ var TypeLevelLabels = map[string]bool{
 	LabelInstanceGPUMemory: true, LabelInstanceAcceleratorName: true,
 	LabelInstanceAcceleratorManufacturer: true, LabelInstanceAcceleratorCount: true,
 	LabelInstanceHypervisor: true, LabelInstanceEncryptionInTransit: true, LabelInstanceLocalNVMe: true,
+	LabelInstanceTenancy: true, LabelInstanceCapabilityFlex: true, // labels_tenancy.go
 }
 
 // withKeys is a copy of set with keys added.
@@ -151,5 +152,6 @@ func TypeLabels(it *InstanceType, region string) map[string]string {
 	if it.CPUClockMHz > 0 {
 		l[LabelInstanceCPUSustainedClockMhz] = strconv.FormatInt(it.CPUClockMHz, 10)
 	}
+	addLaunchLabels(l, it)
 	return l
 }

@@ -320,6 +320,8 @@ func (h *harness) spotShort() {
 
 // One local cloud for the package, started by the first integration test;
 // short simulated delays so instances become Nodes within a second.
-var shared = cloudtest.NewShared("prov", cloudtest.ShuttingDown(500*time.Millisecond))
+// Security groups for pods is on (TestPodENIPodRunsEndToEnd), as on a
+// cluster whose VPC CNI sets ENABLE_POD_ENI: m5 nodes report pod-eni.
+var shared = cloudtest.NewShared("prov", cloudtest.ShuttingDown(500*time.Millisecond), cloudtest.PodENI())
 
 func TestMain(m *testing.M) { os.Exit(shared.Main(m)) }

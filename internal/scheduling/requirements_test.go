@@ -152,6 +152,18 @@ func TestPodRequests(t *testing.T) {
 		{"init before sidecar", corev1.PodSpec{InitContainers: []corev1.Container{c("2", "100Mi"), sidecar}, Containers: []corev1.Container{c("1", "1Gi")}}, "2", "1124Mi"},
 		{"overhead", corev1.PodSpec{Containers: []corev1.Container{c("1", "1Gi")}, Overhead: rl("cpu", "250m", "memory", "120Mi")}, "1250m", "1144Mi"},
 		{"limit as request", corev1.PodSpec{Containers: []corev1.Container{limitOnly}}, "300m", "0"},
+		// Pod-level resources (spec.resources) replace the container aggregate for what they set.
+		{"pod-level requests", podLevel(rl("cpu", "6", "memory", "12Gi"), nil, c("1", "1Gi")), "6", "12Gi"},
+		{"pod-level cpu only", podLevel(rl("cpu", "2"), nil, c("1", "1Gi")), "2", "1Gi"},
+		{"pod-level below init peak", corev1.PodSpec{InitContainers: []corev1.Container{c("3", "100Mi")}, Containers: []corev1.Container{c("1", "1Gi")},
+			Resources: &corev1.ResourceRequirements{Requests: rl("cpu", "2", "memory", "1Gi")}}, "2", "1Gi"},
+		// A pod-level limit without a request defaults the request to the limit
+		// where no container asks for the resource, else to the container aggregate.
+		{"pod-level limit only", podLevel(nil, rl("cpu", "4", "memory", "8Gi"), corev1.Container{}), "4", "8Gi"},
+		{"pod-level limit, container request", podLevel(nil, rl("cpu", "4", "memory", "8Gi"), corev1.Container{Resources: corev1.ResourceRequirements{Requests: rl("cpu", "1")}}), "1", "8Gi"},
+		{"pod-level limit, container limit", podLevel(nil, rl("cpu", "4"), limitOnly), "300m", "0"},
+		{"pod-level ignores other resources", podLevel(rl("ephemeral-storage", "5Gi"), nil, c("1", "1Gi")), "1", "1Gi"},
+		{"pod-level plus overhead", withOverhead(podLevel(rl("cpu", "2", "memory", "2Gi"), nil, c("1", "1Gi")), rl("cpu", "250m", "memory", "120Mi")), "2250m", "2168Mi"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,6 +175,26 @@ func TestPodRequests(t *testing.T) {
 				t.Errorf("memory = %s, want %s", q.String(), tc.mem)
 			}
 		})
+	}
+}
+
+// podLevel is a pod spec with pod-level requests and limits over containers.
+func podLevel(req, lim corev1.ResourceList, containers ...corev1.Container) corev1.PodSpec {
+	return corev1.PodSpec{Containers: containers, Resources: &corev1.ResourceRequirements{Requests: req, Limits: lim}}
+}
+
+func withOverhead(spec corev1.PodSpec, overhead corev1.ResourceList) corev1.PodSpec {
+	spec.Overhead = overhead
+	return spec
+}
+
+func TestPodRequestsPodLevelHugePages(t *testing.T) {
+	// Hugepages are not overcommittable: a pod-level limit without a request
+	// becomes the request even when containers ask for hugepages.
+	ctr := corev1.Container{Resources: corev1.ResourceRequirements{Requests: rl("hugepages-2Mi", "100Mi"), Limits: rl("hugepages-2Mi", "100Mi")}}
+	got := scheduling.PodRequests(&corev1.Pod{Spec: podLevel(nil, rl("hugepages-2Mi", "200Mi"), ctr)})
+	if q := got["hugepages-2Mi"]; q.Cmp(resource.MustParse("200Mi")) != 0 {
+		t.Errorf("hugepages-2Mi = %s, want 200Mi", q.String())
 	}
 }
 

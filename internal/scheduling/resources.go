@@ -12,12 +12,27 @@ import (
 )
 
 // PodRequests returns the resources the kube-scheduler reserves for a pod:
-// the larger of (regular containers + restartable init containers, i.e.
-// sidecars) and the peak during init (each non-restartable init container
-// plus the sidecars started before it), plus the pod overhead. A container
-// that sets a limit but no request is counted at its limit, as the API
-// server's defaulting would.
+// the container aggregate (containerAggregate), with the pod-level
+// requests of spec.resources in place of it for the resources they set
+// (applyPodLevel), plus the pod overhead. This is the rule of
+// k8s.io/component-helpers/resource PodRequests, which the kube-scheduler
+// and Karpenter (pkg/utils/resources Ceiling) call; it is written here
+// because that module is not in nodewright's module graph, and because
+// nodewright also reads pods the API server never defaulted (simulate's
+// manifests), so a limit without a request counts at the limit.
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
+	out := containerAggregate(pod)
+	applyPodLevel(out, pod.Spec.Resources)
+	addList(out, pod.Spec.Overhead)
+	return out
+}
+
+// containerAggregate is the larger of (regular containers + restartable
+// init containers, i.e. sidecars) and the peak during init (each
+// non-restartable init container plus the sidecars started before it). A
+// container that sets a limit but no request is counted at its limit, as
+// the API server's defaulting would (SetDefaults_Pod).
+func containerAggregate(pod *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	sidecars := corev1.ResourceList{}
 	initPeak := corev1.ResourceList{}
@@ -38,8 +53,43 @@ func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	}
 	addList(out, sidecars)
 	maxList(out, initPeak)
-	addList(out, pod.Spec.Overhead)
 	return out
+}
+
+// applyPodLevel puts the pod-level requests (PodLevelResources, beta and
+// on by default since Kubernetes 1.34) in place of the container aggregate
+// in out, for the resources pod-level resources support: cpu, memory and
+// hugepages-* (component-helpers IsSupportedPodLevelResource; others are
+// ignored, as validation refuses them). A pod-level limit without a
+// pod-level request defaults the request as the API server does
+// (k8s.io/kubernetes pkg/api/pod DefaultPodLevelResources, or
+// pkg/apis/core/v1 defaultPodRequests before PodLevelResourcesFixDefaulting):
+// to the container aggregate for cpu and memory when the containers ask
+// for it (which leaves out unchanged), to the limit otherwise.
+func applyPodLevel(out corev1.ResourceList, r *corev1.ResourceRequirements) {
+	if r == nil {
+		return
+	}
+	for name, q := range r.Requests {
+		if podLevelResource(name) {
+			out[name] = q
+		}
+	}
+	for name, q := range r.Limits {
+		if _, set := r.Requests[name]; set || !podLevelResource(name) {
+			continue
+		}
+		if _, asked := out[name]; asked && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+			continue
+		}
+		out[name] = q
+	}
+}
+
+// podLevelResource is component-helpers' IsSupportedPodLevelResource.
+func podLevelResource(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory ||
+		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
 // RequestCache holds pods' requests (PodRequests), each computed once: a

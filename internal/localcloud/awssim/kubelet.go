@@ -34,7 +34,7 @@ func (s *Server) setKubeClient(c kubernetes.Interface) {
 			return info, ok
 		},
 		After: s.after, RegistrationDelay: s.opts.Delays.NodeRegistration, Logger: s.logger,
-		KeepTerminatedNodes: s.opts.KeepTerminatedNodes,
+		KeepTerminatedNodes: s.opts.KeepTerminatedNodes, PodENI: s.opts.PodENI,
 	})
 	s.mu.Lock()
 	s.kubelet = k

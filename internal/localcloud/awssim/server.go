@@ -85,6 +85,10 @@ type Options struct {
 	// API server (NotReady) instead of deleting them like the AWS cloud
 	// controller manager does.
 	KeepTerminatedNodes bool
+	// PodENI turns security groups for pods on (ENABLE_POD_ENI on the VPC
+	// CNI): Nodes of ENI-trunking types report vpc.amazonaws.com/pod-eni
+	// as the VPC resource controller advertises it (kubelet.AttachTrunk).
+	PodENI bool
 
 	// RulesOff are simulator rules to leave off (package fidelity's names);
 	// NODEWRIGHT_SIM_RULES_OFF adds to them.

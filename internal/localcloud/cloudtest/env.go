@@ -86,6 +86,12 @@ func KeepTerminatedNodes() SimOption {
 	return func(o *localcloud.Options) { o.Sim.KeepTerminatedNodes = true }
 }
 
+// PodENI turns security groups for pods on: Nodes of ENI-trunking types
+// report vpc.amazonaws.com/pod-eni (awssim Options.PodENI).
+func PodENI() SimOption {
+	return func(o *localcloud.Options) { o.Sim.PodENI = true }
+}
+
 // Env is one test's slice of a shared local cloud: the process environment
 // pointing the SDKs at the cloud, a context bounding the test, its own
 // DynamoDB table (and queues when asked for) deployed as its own stack, its

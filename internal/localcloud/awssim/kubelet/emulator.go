@@ -34,7 +34,11 @@ type Config struct {
 	// KeepTerminatedNodes leaves Nodes of terminated instances in place
 	// (NotReady) instead of deleting them as the AWS cloud controller does.
 	KeepTerminatedNodes bool
-	Logger              *slog.Logger
+	// PodENI is security groups for pods turned on (ENABLE_POD_ENI on the
+	// VPC CNI): nodes of ENI-trunking types get a trunk interface and
+	// vpc.amazonaws.com/pod-eni (AttachTrunk).
+	PodENI bool
+	Logger *slog.Logger
 }
 
 // Event is one thing the emulator did, for tests and logs.
@@ -132,6 +136,9 @@ func (e *Emulator) register(inst ec2types.Instance, userData string) {
 	if err != nil {
 		fail(err)
 		return
+	}
+	if e.cfg.PodENI {
+		AttachTrunk(node)
 	}
 	ctx, cancel := e.ctx()
 	defer cancel()

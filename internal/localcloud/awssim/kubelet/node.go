@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/userdata"
 )
 
@@ -98,6 +99,34 @@ func BuildNode(inst ec2types.Instance, info ec2types.InstanceTypeInfo, boot *use
 			},
 		},
 	}, nil
+}
+
+// HasTrunkAttachedLabel is the label the VPC CNI's IPAMD puts on a node
+// with ENABLE_POD_ENI set: "false", then "true" once the VPC resource
+// controller has attached the node's trunk interface (amazon-vpc-cni-k8s
+// README, ENABLE_POD_ENI; amazon-vpc-resource-controller-k8s
+// HasTrunkAttachedLabel).
+const HasTrunkAttachedLabel = "vpc.amazonaws.com/has-trunk-attached"
+
+// AttachTrunk is what security groups for pods (ENABLE_POD_ENI on the VPC
+// CNI) does to a node of an ENI-trunking instance type: the VPC resource
+// controller attaches a trunk interface (IPAMD then labels the node
+// has-trunk-attached "true") and advertises the type's branch interfaces as the extended
+// resource vpc.amazonaws.com/pod-eni in capacity and allocatable (AWS EKS
+// user guide, "Security groups for Pods"; the controller's limits table,
+// which catalog.BranchInterfaces follows). A type without trunking keeps
+// the "false" label and no pod-eni. The real controller does this some
+// seconds after registration; the emulation posts it with the first status.
+func AttachTrunk(node *corev1.Node) {
+	branches := catalog.BranchInterfaces(node.Labels[corev1.LabelInstanceTypeStable])
+	if branches <= 0 {
+		node.Labels[HasTrunkAttachedLabel] = "false"
+		return
+	}
+	node.Labels[HasTrunkAttachedLabel] = "true"
+	q := *resource.NewQuantity(branches, resource.DecimalSI)
+	node.Status.Capacity[catalog.ResourcePodENI] = q
+	node.Status.Allocatable[catalog.ResourcePodENI] = q
 }
 
 func osImage(f userdata.Format) string {

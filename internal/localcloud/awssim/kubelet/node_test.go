@@ -1,6 +1,7 @@
 package kubelet_test
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -88,5 +89,34 @@ func TestNodeKubeReservedFromUserDataWins(t *testing.T) {
 	bare := buildNode(t, it, &userdata.Bootstrap{Format: userdata.FormatNone})
 	if cpu := bare.Status.Allocatable.Cpu(); cpu.MilliValue() != 2000 {
 		t.Errorf("allocatable cpu %s without user data, want all 2", cpu)
+	}
+}
+
+// With security groups for pods on, a node of an ENI-trunking type reports
+// its branch interfaces as vpc.amazonaws.com/pod-eni, as the VPC resource
+// controller advertises them; a t3 (no trunking) reports none, and neither
+// does any node while the feature is off.
+func TestAttachTrunkAdvertisesBranchInterfaces(t *testing.T) {
+	cat, err := catalog.Builtin("us-west-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]int64{"m5.large": 9, "c7g.16xlarge": 107, "t3.medium": 0} {
+		it, ok := cat.Get(name)
+		if !ok {
+			t.Fatalf("%s not in the catalog", name)
+		}
+		node := buildNode(t, it, &userdata.Bootstrap{Format: userdata.FormatAL2023})
+		if _, ok := node.Status.Capacity[catalog.ResourcePodENI]; ok {
+			t.Errorf("%s: pod-eni without ENABLE_POD_ENI", name)
+		}
+		kubelet.AttachTrunk(node)
+		c, a := node.Status.Capacity[catalog.ResourcePodENI], node.Status.Allocatable[catalog.ResourcePodENI]
+		if c.Value() != want || a.Value() != want {
+			t.Errorf("%s: pod-eni capacity %s allocatable %s, want %d", name, c.String(), a.String(), want)
+		}
+		if got, wantLabel := node.Labels[kubelet.HasTrunkAttachedLabel], strconv.FormatBool(want > 0); got != wantLabel {
+			t.Errorf("%s: %s=%q, want %q", name, kubelet.HasTrunkAttachedLabel, got, wantLabel)
+		}
 	}
 }
