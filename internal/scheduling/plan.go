@@ -134,6 +134,11 @@ func (st *state) plan() *Plan {
 		out.CostPerHour += cp.PricePerHour
 		out.ExpectedCostPerHour += cp.ExpectedPricePerHour
 	}
+	for _, p := range st.pools {
+		if p.skipped != "" {
+			out.SkippedNodePools = append(out.SkippedNodePools, SkippedNodePool{NodePool: p.np.Name, Reason: p.skipped})
+		}
+	}
 	out.Unschedulable = append(out.Unschedulable, st.failed...)
 	sort.SliceStable(out.Unschedulable, func(i, j int) bool { return out.Unschedulable[i].Pod < out.Unschedulable[j].Pod })
 	return out
