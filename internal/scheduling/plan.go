@@ -222,7 +222,8 @@ func capOptions(c *claimState, ranked []rankedOption) []rankedOption {
 }
 
 // claimLabels are the template's labels, the requirements' single values,
-// the type's labels, and the offering's.
+// a picked value for every other custom key (see customlabels.go), the
+// type's labels, and the offering's.
 func claimLabels(c *claimState, t *typeInfo, o Offering, ct string) map[string]string {
 	np := c.pool.np
 	labels := map[string]string{}
@@ -238,6 +239,7 @@ func claimLabels(c *claimState, t *typeInfo, o Offering, ct string) map[string]s
 			labels[r.Key] = v
 		}
 	}
+	customLabels(c.reqs, labels)
 	for k, v := range t.it.Labels {
 		labels[k] = v
 	}
