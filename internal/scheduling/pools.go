@@ -183,7 +183,7 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 	p := &poolState{np: np, taints: np.Taints, maskCache: map[string]bitset{}}
 	reqs := np.Requirements
 	for k, v := range np.Labels {
-		reqs = reqs.Add(Requirement{Key: k, values: []string{v}})
+		reqs = reqs.Add(Requirement{Key: NormalizedKey(k), values: []string{v}})
 	}
 	reqs = reqs.Add(Requirement{Key: LabelNodePool, values: []string{np.Name}})
 	if np.NodeClass != "" {
