@@ -178,6 +178,9 @@ func validateRequirement(v *validator, path string, r NodeSelectorRequirementWit
 			v.add(joinField(path, "key"), "%s", m)
 		}
 	}
+	if m := wellKnownValueProblem(r); m != "" {
+		v.add(joinField(path, "values"), "%s", m)
+	}
 	if r.Operator == "" {
 		v.add(joinField(path, "operator"), msgRequired)
 	} else {
@@ -224,63 +227,6 @@ func quoteList(vals []string) string {
 		q[i] = strconv.Quote(s)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
-}
-
-// Labels Karpenter lets users set or require although their domains are
-// otherwise restricted.
-var (
-	allowedKubernetesLabels = []string{
-		"beta.kubernetes.io/instance-type", "failure-domain.beta.kubernetes.io/region",
-		"beta.kubernetes.io/os", "beta.kubernetes.io/arch", "failure-domain.beta.kubernetes.io/zone",
-		"topology.kubernetes.io/zone", "topology.kubernetes.io/region", "node.kubernetes.io/instance-type",
-		"kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/windows-build",
-	}
-	allowedKarpenterLabels = []string{CapacityTypeLabelKey, NodePoolLabelKey}
-	allowedAWSLabels       = []string{
-		CapacityReservationIDLabelKey, CapacityReservationTypeLabelKey, CapacityReservationInterruptibleLabelKey,
-		PlacementGroupIDLabelKey, PlacementGroupPartitionLabelKey, "karpenter.k8s.aws/ec2nodeclass",
-		"karpenter.k8s.aws/instance-encryption-in-transit-supported", "karpenter.k8s.aws/instance-category",
-		"karpenter.k8s.aws/instance-hypervisor", "karpenter.k8s.aws/instance-family",
-		"karpenter.k8s.aws/instance-generation", "karpenter.k8s.aws/instance-local-nvme",
-		"karpenter.k8s.aws/instance-size", "karpenter.k8s.aws/instance-cpu",
-		"karpenter.k8s.aws/instance-cpu-manufacturer", "karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz",
-		"karpenter.k8s.aws/instance-memory", "karpenter.k8s.aws/instance-ebs-bandwidth",
-		"karpenter.k8s.aws/instance-network-bandwidth", "karpenter.k8s.aws/instance-gpu-name",
-		"karpenter.k8s.aws/instance-gpu-manufacturer", "karpenter.k8s.aws/instance-gpu-count",
-		"karpenter.k8s.aws/instance-gpu-memory", "karpenter.k8s.aws/instance-accelerator-name",
-		"karpenter.k8s.aws/instance-accelerator-manufacturer", "karpenter.k8s.aws/instance-accelerator-count",
-		"karpenter.k8s.aws/instance-capability-flex",
-	}
-)
-
-// labelKeyProblems returns every restriction a label key (template label or
-// requirement key) breaks, with Karpenter's messages.
-func labelKeyProblems(key string) []string {
-	if errs := validation.IsQualifiedName(key); len(errs) > 0 {
-		return []string{fmt.Sprintf("%q is not a valid label key: %s", key, strings.Join(errs, "; "))}
-	}
-	domain, _, _ := strings.Cut(key, "/")
-	var out []string
-	if !slices.Contains(allowedKubernetesLabels, key) && !strings.HasSuffix(domain, "node.kubernetes.io") &&
-		!strings.HasSuffix(domain, "node-restriction.kubernetes.io") && strings.HasSuffix(domain, "kubernetes.io") {
-		out = append(out, `label domain "kubernetes.io" is restricted`)
-	}
-	if !strings.HasSuffix(domain, "kops.k8s.io") && strings.HasSuffix(domain, "k8s.io") {
-		out = append(out, `label domain "k8s.io" is restricted`)
-	}
-	if !slices.Contains(allowedKarpenterLabels, key) && strings.HasSuffix(domain, "karpenter.sh") {
-		out = append(out, `label domain "karpenter.sh" is restricted`)
-	}
-	if !slices.Contains(allowedAWSLabels, key) && strings.HasSuffix(domain, "karpenter.k8s.aws") {
-		out = append(out, `label domain "karpenter.k8s.aws" is restricted`)
-	}
-	if key == NodePoolLabelKey {
-		out = append(out, `label "karpenter.sh/nodepool" is restricted`)
-	}
-	if key == corev1.LabelHostname {
-		out = append(out, `label "kubernetes.io/hostname" is restricted`)
-	}
-	return out
 }
 
 func validateTemplateLabels(v *validator, path string, labels map[string]string) {
@@ -382,6 +328,8 @@ var knownValues = map[string][]string{
 	CapacityTypeLabelKey:   {CapacityTypeSpot, CapacityTypeOnDemand, CapacityTypeReserved},
 	corev1.LabelArchStable: {"amd64", "arm64"},
 	corev1.LabelOSStable:   {"linux", "windows"},
+	// The provider's WellKnownValuesForRequirements (pkg/apis/v1/labels.go init).
+	"karpenter.k8s.aws/instance-tenancy": {"dedicated", "default"},
 }
 
 // lintNodePool returns warnings for requirements that can never be met.
@@ -389,8 +337,8 @@ func lintNodePool(np *NodePool) []fieldErr {
 	var out []fieldErr
 	for i, r := range np.Spec.Template.Spec.Requirements {
 		allowed, ok := knownValues[r.Key]
-		if !ok || r.Operator != corev1.NodeSelectorOpIn {
-			continue
+		if !ok || r.Operator != corev1.NodeSelectorOpIn || wellKnownValueProblem(r) != "" {
+			continue // an error already says so
 		}
 		for j, val := range r.Values {
 			if !slices.Contains(allowed, val) {

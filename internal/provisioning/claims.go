@@ -79,7 +79,8 @@ func podUIDs(pods []*corev1.Pod) []string {
 
 // newClaim turns a planned claim into the record written before launch. Its
 // labels are only what is certain before the instance exists (the
-// template's, single-valued requirements', the pool's and class's); the
+// template's, single-valued requirements', the values picked for other
+// custom keys, the pool's and class's); the
 // launched type's and zone's labels are added when the launch is recorded.
 func newClaim(name string, p *scheduling.NodeClaimPlan, np *apis.NodePool, nc *apis.EC2NodeClass, run string, now metav1.Time) *apis.NodeClaim {
 	tmpl := np.Spec.Template
@@ -96,6 +97,10 @@ func newClaim(name string, p *scheduling.NodeClaimPlan, np *apis.NodePool, nc *a
 		reqs = append(reqs, out)
 		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 && r.Key != catalog.LabelHostname {
 			labels[r.Key] = r.Values[0]
+		} else if v, ok := p.Labels[r.Key]; ok && !scheduling.IsWellKnownLabel(r.Key) && r.Key != catalog.LabelHostname {
+			// The value the plan picked for a custom key (scheduling's
+			// customlabels.go), as Karpenter labels its NodeClaims.
+			labels[r.Key] = v
 		}
 	}
 	labels[apis.NodePoolLabelKey] = np.Name

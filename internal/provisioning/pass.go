@@ -238,7 +238,19 @@ func (pa *pass) plan(ctx context.Context, round int, replan []*corev1.Pod) (*sta
 	if err != nil {
 		return nil, nil, fmt.Errorf("provisioner: solve: %w", err)
 	}
+	if round == 0 {
+		pa.skippedPools(ctx, plan.SkippedNodePools)
+	}
 	return cluster, plan, nil
+}
+
+// skippedPools logs the NodePools the solve left out, as Karpenter logs
+// "skipping, nodepool requirements filtered out all instance types" and
+// provisions from the other pools.
+func (pa *pass) skippedPools(ctx context.Context, skipped []scheduling.SkippedNodePool) {
+	for _, s := range skipped {
+		pa.p.log.WarnContext(ctx, "skipping nodepool: no claim can come from it", "nodepool", s.NodePool, "reason", s.Reason)
+	}
 }
 
 // giveUp reports the pods still short of capacity after the last re-plan.

@@ -210,11 +210,7 @@ func (st *state) buildPools() error {
 		if !ok {
 			its = st.in.DefaultInstanceTypes
 		}
-		p, err := newPoolState(np, its, st.space, daemons, st.in.Unavailable)
-		if err != nil {
-			return err
-		}
-		st.pools = append(st.pools, p)
+		st.pools = append(st.pools, newPoolState(np, its, st.space, daemons, st.in.Unavailable))
 	}
 	st.daemons = daemons
 	return nil

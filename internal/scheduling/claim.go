@@ -290,6 +290,9 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 // poolRejects says, after the pool's name, why pool p cannot take shape s
 // whatever the pod count, or returns the pool's types compatible with it.
 func (st *state) poolRejects(s *shape, p *poolState) (bitset, string) {
+	if p.skipped != "" {
+		return nil, " is skipped: " + p.skipped
+	}
 	if t := untoleratedTaint(s.tolerations, p.taints, !s.toleratePrefer); t != nil {
 		return nil, " taint " + taintString(t) + " is not tolerated"
 	}

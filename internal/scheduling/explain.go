@@ -14,6 +14,10 @@ func (st *state) explain(s *shape, reasons []string) string {
 	for i, r := range reasons {
 		if i < len(st.pools) {
 			p := st.pools[i]
+			if p.skipped != "" {
+				rest = append(rest, r)
+				continue
+			}
 			if t := untoleratedTaint(s.tolerations, p.taints, !s.toleratePrefer); t != nil {
 				ts := taintString(t)
 				if taint != "" && ts != taint {

@@ -134,6 +134,11 @@ func (st *state) plan() *Plan {
 		out.CostPerHour += cp.PricePerHour
 		out.ExpectedCostPerHour += cp.ExpectedPricePerHour
 	}
+	for _, p := range st.pools {
+		if p.skipped != "" {
+			out.SkippedNodePools = append(out.SkippedNodePools, SkippedNodePool{NodePool: p.np.Name, Reason: p.skipped})
+		}
+	}
 	out.Unschedulable = append(out.Unschedulable, st.failed...)
 	sort.SliceStable(out.Unschedulable, func(i, j int) bool { return out.Unschedulable[i].Pod < out.Unschedulable[j].Pod })
 	return out
@@ -217,7 +222,8 @@ func capOptions(c *claimState, ranked []rankedOption) []rankedOption {
 }
 
 // claimLabels are the template's labels, the requirements' single values,
-// the type's labels, and the offering's.
+// a picked value for every other custom key (see customlabels.go), the
+// type's labels, and the offering's.
 func claimLabels(c *claimState, t *typeInfo, o Offering, ct string) map[string]string {
 	np := c.pool.np
 	labels := map[string]string{}
@@ -233,6 +239,7 @@ func claimLabels(c *claimState, t *typeInfo, o Offering, ct string) map[string]s
 			labels[r.Key] = v
 		}
 	}
+	customLabels(c.reqs, labels)
 	for k, v := range t.it.Labels {
 		labels[k] = v
 	}

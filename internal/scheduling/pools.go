@@ -37,6 +37,8 @@ type poolState struct {
 	nodesLimited bool      // false: limits.nodes unset, nodesRemain unused
 	nodesRemain  int64
 	minValues    bool
+	// skipped says why no claim may come from the pool ("" when one may).
+	skipped string
 }
 
 // isTypeKey reports whether an instance type decides the label key.
@@ -175,21 +177,27 @@ func (d *daemon) matchesNode(labels map[string]string, taints []corev1.Taint) bo
 
 // newPoolState prepares NodePool np for a solve: its requirements (with its
 // labels, name and node class), the types it may launch, the room
-// DaemonSets leave on each, and its limits.
-func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemons []*daemon, unavailable map[OfferingKey]bool) (*poolState, error) {
+// DaemonSets leave on each, and its limits. A pool whose requirements
+// admit no value gets no types and says why it is skipped.
+func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemons []*daemon, unavailable map[OfferingKey]bool) *poolState {
 	p := &poolState{np: np, taints: np.Taints, maskCache: map[string]bitset{}}
 	reqs := np.Requirements
 	for k, v := range np.Labels {
-		reqs = reqs.Add(Requirement{Key: k, values: []string{v}})
+		reqs = reqs.Add(Requirement{Key: NormalizedKey(k), values: []string{v}})
 	}
 	reqs = reqs.Add(Requirement{Key: LabelNodePool, values: []string{np.Name}})
 	if np.NodeClass != "" {
 		reqs = reqs.Add(Requirement{Key: LabelNodeClass, values: []string{np.NodeClass}})
 	}
-	if ok, key := reqs.Satisfiable(); !ok {
-		return nil, fmt.Errorf("nodepool %s: requirements on %q admit no value", np.Name, key)
-	}
 	p.reqs = reqs
+	if ok, key := reqs.Satisfiable(); !ok {
+		// Karpenter's NewScheduler skips such a NodePool ("skipping,
+		// nodepool requirements filtered out all instance types",
+		// pkg/controllers/provisioning/scheduling/scheduler.go) and
+		// provisions from the others; its nodes still count.
+		p.skipped = fmt.Sprintf("its requirements on %q admit no value", key)
+		its = nil
+	}
 	for i := range reqs {
 		if reqs[i].MinValues > 0 {
 			p.minValues = true
@@ -198,7 +206,7 @@ func newPoolState(np *NodePool, its []*InstanceType, space *resourceSpace, daemo
 	p.addTypes(its, unavailable)
 	p.addOverhead(space, daemons)
 	p.addLimits()
-	return p, nil
+	return p
 }
 
 // addTypes keeps the instance types the pool's requirements allow, with

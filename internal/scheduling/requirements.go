@@ -66,7 +66,7 @@ type Requirement struct {
 
 // NewRequirement builds a requirement from a Kubernetes operator.
 func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string) (Requirement, error) {
-	r := Requirement{Key: key}
+	r := Requirement{Key: NormalizedKey(key)} // normalize.go
 	if err := ValidLabel(key, values...); err != nil {
 		return r, fmt.Errorf("requirement %s %s: %w", key, op, err)
 	}

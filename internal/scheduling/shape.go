@@ -391,7 +391,7 @@ func podNodeRequirements(pod *corev1.Pod) (Requirements, []Requirements, []weigh
 		if err := ValidLabel(k, v); err != nil {
 			return nil, nil, nil, fmt.Errorf("nodeSelector: %w", err)
 		}
-		base = base.Add(Requirement{Key: k, values: []string{v}})
+		base = base.Add(Requirement{Key: NormalizedKey(k), values: []string{v}})
 	}
 	var terms []Requirements
 	var prefs []weightedReqs

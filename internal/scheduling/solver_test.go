@@ -334,10 +334,12 @@ func TestDegenerateInputs(t *testing.T) {
 	if len(plan.NodeClaims) != 1 || len(plan.NodeClaims[0].Pods) != 3 {
 		t.Errorf("request-less pods: %v", summary(plan))
 	}
-	// Invalid input is an error naming what is wrong.
+	// A pool whose requirements admit no value is skipped, with the reason
+	// (skippedpool_test.go); invalid input is an error naming what is wrong.
 	bad := odOnly(&scheduling.NodePool{Name: "bad", Requirements: scheduling.NewRequirements(req("k", in, "a"), req("k", in, "b"))})
-	if _, err := scheduling.Solve(context.Background(), input(pods(1, podOpts{cpu: "1"}), bad)); err == nil || !strings.Contains(err.Error(), `nodepool bad: requirements on "k" admit no value`) {
-		t.Errorf("err %v", err)
+	plan = mustSolve(t, input(pods(1, podOpts{cpu: "1"}), bad))
+	if r := reasonOf(plan, "p0"); r != `NodePool "bad" is skipped: its requirements on "k" admit no value` {
+		t.Errorf("reason %q", r)
 	}
 	dup := input(append(pods(1, podOpts{cpu: "1"}), pods(1, podOpts{cpu: "1"})...))
 	if _, err := scheduling.Solve(context.Background(), dup); err == nil || !strings.Contains(err.Error(), "listed twice") {

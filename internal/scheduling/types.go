@@ -133,6 +133,16 @@ type Plan struct {
 	LowerBoundPerHour float64 `json:"lowerBoundPerHour"`
 	// ExpectedCostPerHour sums the claims' expected launch prices.
 	ExpectedCostPerHour float64 `json:"expectedCostPerHour"`
+	// SkippedNodePools are the NodePools the solve left out, with why (as
+	// Karpenter skips a NodePool whose requirements filter out all
+	// instance types, and provisions from the others).
+	SkippedNodePools []SkippedNodePool `json:"skippedNodePools,omitempty"`
+}
+
+// SkippedNodePool is a NodePool no claim can come from, with the reason.
+type SkippedNodePool struct {
+	NodePool string `json:"nodePool"`
+	Reason   string `json:"reason"`
 }
 
 // CostOverLowerBound is CostPerHour / LowerBoundPerHour, 1 for a plan
