@@ -132,6 +132,9 @@ type Config struct {
 	// Sized), for accounts whose concurrency quota cannot hold the
 	// defaults' 16 above Lambda's unreserved floor of 100.
 	ReservedConcurrency map[string]string
+	// ControllerSettings are Karpenter's controller settings by their
+	// context names (controllersettings.go).
+	ControllerSettings map[string]string
 }
 
 // Functions deployed by the stack, in the order of dist/<name>/bootstrap.
@@ -230,6 +233,7 @@ func FromContext(get ContextGetter) (Config, error) {
 	r.boolean(CtxPlaceholderAssets, &c.PlaceholderAssets)
 	r.pairs(CtxFunctionSizes, &c.FunctionSizes)
 	r.pairs(CtxReservedConcurrency, &c.ReservedConcurrency)
+	r.controllerSettings(&c.ControllerSettings)
 
 	var caFile string
 	r.str(CtxWebhookCABundleFile, &caFile)
@@ -401,6 +405,7 @@ func (c *Config) Validate() error {
 	c.validateNodeRoleContext(&p)
 	c.validateFunctionSizes(&p)
 	c.validateReservedConcurrency(&p)
+	c.validateControllerSettings(&p)
 	return errors.Join(p...)
 }
 

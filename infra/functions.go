@@ -126,7 +126,7 @@ type functionEnvs struct {
 
 func (b *builder) functionEnv() functionEnvs {
 	// Names from internal/settings, which every function reads.
-	return functionEnvs{
+	envs := functionEnvs{
 		common: map[string]*string{
 			settings.EnvClusterName:       jsii.String(b.cfg.ClusterName),
 			settings.EnvLogLevel:          jsii.String(b.cfg.LogLevel),
@@ -146,6 +146,8 @@ func (b *builder) functionEnv() functionEnvs {
 			settings.EnvInstanceProfile:   b.instanceProfile.InstanceProfileName(),
 		},
 	}
+	b.cfg.addControllerSettings(envs.controller)
+	return envs
 }
 
 // function creates one function and its log group.

@@ -20,9 +20,12 @@ const (
 	DoNotDisruptAnnotKey  = "karpenter.sh/do-not-disrupt"
 	NodePoolHashAnnotKey  = "karpenter.sh/nodepool-hash"
 	NodeClassHashAnnotKey = "karpenter.k8s.aws/ec2nodeclass-hash"
-	DisruptedTaintKey     = "karpenter.sh/disrupted"
-	UnregisteredTaintKey  = "karpenter.sh/unregistered"
-	TerminationFinalizer  = "karpenter.sh/termination"
+	// MinValuesRelaxedAnnotKey marks a claim made with fewer values than a
+	// minValues asked (Karpenter v1.14.1 NodeClaimMinValuesRelaxedAnnotationKey).
+	MinValuesRelaxedAnnotKey = "karpenter.sh/nodeclaim-min-values-relaxed"
+	DisruptedTaintKey        = "karpenter.sh/disrupted"
+	UnregisteredTaintKey     = "karpenter.sh/unregistered"
+	TerminationFinalizer     = "karpenter.sh/termination"
 	// NodewrightPrefix starts nodewright's own labels, annotations and tags
 	// (bookkeeping, not part of Karpenter's contract).
 	NodewrightPrefix = "nodewright.io/"

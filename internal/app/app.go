@@ -133,7 +133,8 @@ func New(ctx context.Context, s settings.Settings, o Options) (*App, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	ice := nwaws.NewICECache(awsstore.ICE{Store: st}, 3*time.Minute, o.Now)
-	provider, err := nwaws.New(nwaws.Options{ClusterName: s.ClusterName, Region: awsCfg.Region, Owner: s.Owner, Now: o.Now, Logger: base}, clients, ice)
+	provider, err := nwaws.New(nwaws.Options{ClusterName: s.ClusterName, Region: awsCfg.Region, Owner: s.Owner, Now: o.Now, Logger: base,
+		MinValuesBestEffort: s.Scheduling.MinValuesPolicy == settings.MinValuesBestEffort}, clients, ice)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,7 @@ func (a *App) DisruptionDeps() (disruption.Deps, error) {
 			return disruption.Deps{}, err
 		}
 		s.SpotToSpotConsolidation = a.Settings.FeatureGates.SpotToSpotConsolidation
+		s.Policy = a.policy()
 		s.SchedulePeriod = a.Settings.DisruptionSchedule
 		return disruption.Deps{
 			Store: a.Store, Cluster: a.Cluster, Cloud: a.Cloud, Config: a.Config, Metrics: a.Metrics, Log: a.Log, Now: a.Now,

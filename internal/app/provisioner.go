@@ -11,7 +11,7 @@ import (
 // the demo may wrap some of them (fault injection) before building a handler.
 func (a *App) ProvisionerDeps() (provisioning.Deps, error) {
 	return deps(a, "provisioner", func() (provisioning.Deps, error) {
-		s := provisioning.Settings{BatchIdle: a.Settings.BatchIdle, BatchMax: a.Settings.BatchMax}
+		s := provisioning.Settings{BatchIdle: a.Settings.BatchIdle, BatchMax: a.Settings.BatchMax, Policy: a.policy()}
 		if a.Settings.Shadow() {
 			// Shadow mode learns each claim's pods from the Nominated
 			// events, which cost it nothing: none is rate-limited.

@@ -56,6 +56,7 @@ func (a *App) ShadowFleet() (*shadow.Fleet, error) {
 			return nil, err
 		}
 		s.SpotToSpotConsolidation = a.Settings.FeatureGates.SpotToSpotConsolidation
+		s.Policy = a.policy()
 		return shadow.NewFleet(shadow.FleetDeps{
 			Cluster: a.Cluster, Store: a.Store, Config: a.Config, Log: a.Log, Now: a.Now, Settings: s,
 			Catalog:     a.catalog(),

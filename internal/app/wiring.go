@@ -10,6 +10,8 @@ import (
 	"github.com/nodewright/nodewright/internal/catalog"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/queue"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/settings"
 )
 
 // The wiring every controller function shares. Each XDeps method is deps
@@ -93,9 +95,29 @@ func (a *App) wakeup() func(ctx context.Context, msg queue.Message, delay time.D
 
 // catalog is the Deps.Catalog the provisioner plans with (and disruption
 // simulates with): EC2's instance types priced from the shared price cache,
-// with the capacity reservations the EC2NodeClasses select.
+// with the capacity reservations the EC2NodeClasses select and the
+// controller's allocatable settings.
 func (a *App) catalog() func(context.Context) (*catalog.Catalog, error) {
-	return provisioning.ForNodeClasses(provisioning.ProviderCatalog(a.EC2, awsstore.Prices{Store: a.Store}, a.AWSConfig.Region, a.Log), a.EC2, a.Config)
+	next := provisioning.ForNodeClasses(provisioning.ProviderCatalog(a.EC2, awsstore.Prices{Store: a.Store}, a.AWSConfig.Region, a.Log), a.EC2, a.Config)
+	sc := a.Settings.Scheduling
+	ctl := catalog.ControllerAllocatable{VMMemoryOverheadPercent: sc.VMMemoryOverheadPercent, ReservedENIs: sc.ReservedENIs}
+	return func(ctx context.Context) (*catalog.Catalog, error) {
+		cat, err := next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return cat.WithControllerAllocatable(ctl), nil
+	}
+}
+
+// policy is the planning policy of the settings (Karpenter's
+// MIN_VALUES_POLICY and PREFERENCE_POLICY).
+func (a *App) policy() scheduling.Policy {
+	s := a.Settings.Scheduling
+	return scheduling.Policy{
+		MinValuesBestEffort: s.MinValuesPolicy == settings.MinValuesBestEffort,
+		IgnorePreferences:   s.PreferencePolicy == settings.PreferencesIgnore,
+	}
 }
 
 // replacementPass is a provisioning pass over the provisioner function's

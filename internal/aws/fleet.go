@@ -148,7 +148,7 @@ func (p *Provider) templateConfigs(ctx context.Context, l *launch, zonal map[str
 	if err != nil {
 		return nil, nil, err
 	}
-	allocOpts := catalog.OptionsForNodeClass(l.nc)
+	allocOpts := l.allocatable()
 	type group struct {
 		template  string
 		overrides []ec2types.FleetLaunchTemplateOverridesRequest

@@ -51,6 +51,11 @@ type LaunchRequest struct {
 	// 0 for a claim never launched; a stale lower value is safe (see
 	// doc.go).
 	FirstAttempt int
+	// Allocatable are the options the planner computed the claim's types
+	// with (catalog.Catalog.OptionsFor): the launch template's max pods
+	// must be what it assumed. Nil: the node class's own
+	// (catalog.OptionsForNodeClass), for callers that plan nothing.
+	Allocatable *catalog.AllocatableOptions
 }
 
 // option is one instance type with the offerings a launch may use.
@@ -151,6 +156,16 @@ type launch struct {
 	lastErrs []string
 	// noSpot leaves spot out of the next attempts (spotfallback.go).
 	noSpot bool
+	// planned are LaunchRequest.Allocatable.
+	planned *catalog.AllocatableOptions
+}
+
+// allocatable are the options the launch's max pods come from.
+func (l *launch) allocatable() catalog.AllocatableOptions {
+	if l.planned != nil {
+		return *l.planned
+	}
+	return catalog.OptionsForNodeClass(l.nc)
 }
 
 // prepareLaunch discovers what does not change between attempts: the
@@ -161,7 +176,7 @@ func (p *Provider) prepareLaunch(ctx context.Context, req LaunchRequest) (*launc
 	types := slices.DeleteFunc(slices.Clone(req.InstanceTypes), func(it *catalog.InstanceType) bool {
 		return it != nil && !it.SupportsNodeClass(req.NodeClass)
 	})
-	l := &launch{claim: req.NodeClaim, nc: req.NodeClass, types: types}
+	l := &launch{claim: req.NodeClaim, nc: req.NodeClass, types: types, planned: req.Allocatable}
 	var err error
 	if l.cluster, err = p.Cluster(ctx); err != nil {
 		return nil, err
@@ -204,7 +219,7 @@ func (p *Provider) launchAttempt(ctx context.Context, l *launch, attempt int) (i
 		err := fmt.Errorf("%w: no available offering of %d instance types in zones %v", ErrInsufficientCapacity, len(l.types), zoneNames(zonal))
 		return Instance{}, true, &LaunchError{NodeClaim: name, Errors: l.lastErrs, Err: err}
 	}
-	if err := checkMinValues(l.claim.Spec.Requirements, opts); err != nil {
+	if err := checkMinValues(l.claim.Spec.Requirements, opts); err != nil && !p.opts.MinValuesBestEffort {
 		return Instance{}, true, &LaunchError{NodeClaim: name, Errors: l.lastErrs, Err: err}
 	}
 	in, fts, err := p.fleetInput(ctx, l, zonal, capacityType, opts, attempt)

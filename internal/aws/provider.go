@@ -39,6 +39,11 @@ type Options struct {
 	// the instance of an earlier launch with the same ClientToken before it
 	// gives up and returns ErrLaunchInDoubt (default 30 seconds).
 	LaunchConfirmWait time.Duration
+	// MinValuesBestEffort launches a claim whose launchable options no
+	// longer meet its minValues (Karpenter's MIN_VALUES_POLICY=BestEffort:
+	// InstanceTypes.Truncate refuses only under Strict, v1.14.1
+	// pkg/cloudprovider/types.go); false refuses it, as Strict does.
+	MinValuesBestEffort bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger receives structured logs (default slog.Default()).

@@ -203,6 +203,9 @@ type Catalog struct {
 	// placementGroups are the placement groups per EC2NodeClass name
 	// (WithPlacementGroups).
 	placementGroups map[string]PlacementGroup
+	// controller are the controller-wide allocatable settings
+	// (WithControllerAllocatable).
+	controller ControllerAllocatable
 }
 
 // New builds a catalog, sorting types by name and indexing them.
@@ -285,7 +288,7 @@ func (c *Catalog) Zone(name string) (Zone, bool) {
 // types, that keeps what c knows per EC2NodeClass.
 func (c *Catalog) derived(n int) *Catalog {
 	return &Catalog{Region: c.Region, Zones: c.Zones, Types: make([]*InstanceType, 0, n),
-		byName: make(map[string]*InstanceType, n), reservations: c.reservations, placementGroups: c.placementGroups}
+		byName: make(map[string]*InstanceType, n), reservations: c.reservations, placementGroups: c.placementGroups, controller: c.controller}
 }
 
 // Filter returns a catalog holding the types keep accepts. The types are

@@ -31,8 +31,9 @@ var ephemeralDevice = map[string]string{
 
 // OptionsForNodeClass derives the allocatable options an EC2NodeClass
 // implies: AMI family, kubelet overrides, ephemeral volume size and instance
-// store policy. Controller-level settings (VMMemoryOverheadPercent,
-// ReservedENIs) are left for the caller. A nil node class gives the defaults.
+// store policy. The controller-level settings (VMMemoryOverheadPercent,
+// ReservedENIs) are the catalog's: planners use Catalog.OptionsFor, which
+// adds them. A nil node class gives the defaults.
 func OptionsForNodeClass(nc *apis.EC2NodeClass) AllocatableOptions {
 	var o AllocatableOptions
 	if nc == nil {

@@ -15,6 +15,9 @@ import (
 
 // Settings tune disruption; zero values take the defaults.
 type Settings struct {
+	// Policy is the planning policy its simulations use (see
+	// scheduling.Policy; Karpenter's disruption uses the same options).
+	Policy scheduling.Policy
 	// ValidationDelay is how long a decision waits before it is validated
 	// again and acted on (Karpenter: 15 s; negative: at once).
 	ValidationDelay time.Duration

@@ -29,7 +29,7 @@ func (c *Controller) view(ctx context.Context, cached bool) (*View, error) {
 	var wg sync.WaitGroup
 	wg.Go(func() { insts = c.clusterInstances(ctx) })
 	wg.Go(func() { history = c.history(ctx) })
-	r := Reads{Cluster: c.d.Cluster, Store: c.d.Store, Catalog: c.d.Catalog, Unavailable: c.d.Unavailable, Config: c.d.Config, Log: c.log}
+	r := Reads{Cluster: c.d.Cluster, Store: c.d.Store, Catalog: c.d.Catalog, Unavailable: c.d.Unavailable, Config: c.d.Config, Log: c.log, Policy: c.s.Policy}
 	cl, snap, err := r.Read(ctx, kube.SnapshotOptions{Cached: cached}, nil)
 	wg.Wait()
 	if err != nil {
@@ -54,6 +54,7 @@ type Reads struct {
 	Unavailable func(ctx context.Context) (map[scheduling.OfferingKey]bool, error)
 	Config      *apis.Config
 	Log         *slog.Logger
+	Policy      scheduling.Policy
 }
 
 // Read snapshots the cluster and builds its state from the snapshot, the
@@ -96,7 +97,7 @@ func (r Reads) Read(ctx context.Context, opts kube.SnapshotOptions,
 	if extra != nil {
 		claims = append(claims, extra(snap, claims)...)
 	}
-	cl, err := state.Build(state.Sources{Snapshot: snap, Claims: claims, Config: r.Config, Catalog: cat, Unavailable: unavailable})
+	cl, err := state.Build(state.Sources{Snapshot: snap, Claims: claims, Config: r.Config, Catalog: cat, Unavailable: unavailable, Policy: r.Policy})
 	if err != nil {
 		return nil, nil, err
 	}

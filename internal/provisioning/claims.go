@@ -108,6 +108,9 @@ func newClaim(name string, p *scheduling.NodeClaimPlan, np *apis.NodePool, nc *a
 	for k, v := range tmpl.ObjectMeta.Annotations {
 		annotations[k] = v
 	}
+	if p.MinValuesRelaxed {
+		annotations[apis.MinValuesRelaxedAnnotKey] = "true"
+	}
 	cl := &apis.NodeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: apis.NodePoolAPIV1, Kind: apis.NodeClaimKind},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations, CreationTimestamp: now},

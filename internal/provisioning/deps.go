@@ -77,6 +77,9 @@ type Deps struct {
 
 // Settings tune the provisioner.
 type Settings struct {
+	// Policy is the planning policy (Karpenter's MIN_VALUES_POLICY and
+	// PREFERENCE_POLICY; zero: Strict, Respect).
+	Policy scheduling.Policy
 	// BatchIdle closes the batching window once no new pending pod appeared
 	// for this long (default 1 s); BatchMax bounds the window (default 10 s).
 	BatchIdle time.Duration

@@ -123,6 +123,7 @@ func (pa *pass) attempt(ctx context.Context, log *slog.Logger, j *job, nc *apis.
 	p := pa.p
 	cl := j.claim
 	types := launchTypes(pa.catalog, cl)
+	planned := pa.catalog.OptionsFor(nc)
 	var inst nwaws.Instance
 	var err error
 	first := cl.NextLaunchAttempt()
@@ -134,7 +135,7 @@ func (pa *pass) attempt(ctx context.Context, log *slog.Logger, j *job, nc *apis.
 			}
 		}
 		inst, err = p.d.Launcher.Launch(ctx, nwaws.LaunchRequest{NodeClaim: cl, NodeClass: nc, InstanceTypes: types, New: j.created && attempt == 0,
-			FirstAttempt: first})
+			FirstAttempt: first, Allocatable: &planned})
 		if next, ok := nwaws.NextAttempt(err); ok {
 			first = next // the settled attempts are not sent again
 		}
@@ -249,7 +250,7 @@ func (pa *pass) describe(cl *apis.NodeClaim, inst nwaws.Instance) launched {
 		off = catalog.Offering{Zone: inst.Zone, ZoneID: z.ID, CapacityType: inst.CapacityType}
 	}
 	out.labels = it.NodeLabels(off)
-	opts := catalog.OptionsForNodeClass(pa.nodeClass(cl))
+	opts := pa.catalog.OptionsFor(pa.nodeClass(cl))
 	out.capacity = it.Capacity(opts)
 	if alloc, err := it.Allocatable(opts); err == nil {
 		out.allocatable = alloc

@@ -347,7 +347,7 @@ func (pa *pass) cluster(ctx context.Context) (*state.Cluster, error) {
 	if err := pa.boundPodsIfNeeded(ctx, src.claims); err != nil {
 		return nil, err
 	}
-	c, err := state.Build(state.Sources{Snapshot: pa.snap, Claims: src.claims, Config: p.d.Config, Catalog: pa.catalog, Unavailable: src.unavailable})
+	c, err := state.Build(state.Sources{Snapshot: pa.snap, Claims: src.claims, Config: p.d.Config, Catalog: pa.catalog, Unavailable: src.unavailable, Policy: p.s.Policy})
 	if err != nil {
 		return nil, fmt.Errorf("provisioner: %w", err)
 	}

@@ -48,7 +48,7 @@ func NodePoolFromAPI(np *apis.NodePool) (*NodePool, error) {
 // because kubelet settings, AMI family and volumes change it, and types the
 // class cannot run on (catalog SupportsNodeClass) are left out.
 func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts *catalog.AllocatableOptions) ([]*InstanceType, error) {
-	o := catalog.OptionsForNodeClass(nc)
+	o := cat.OptionsFor(nc)
 	if opts != nil {
 		o = *opts
 	}

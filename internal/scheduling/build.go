@@ -135,13 +135,21 @@ func (st *state) initShape(s *shape, p *corev1.Pod, volReqs Requirements) {
 		s.invalid = err.Error()
 		return
 	}
+	ignore := st.in.Policy.IgnorePreferences
 	s.baseReqs = base.Intersect(volReqs)
 	s.requiredTerms = terms
-	s.preferredNode = prefs
+	if !ignore {
+		s.preferredNode = prefs
+	}
 	s.tolerations = p.Spec.Tolerations
 	s.ports = podHostPortsFast(p)
 	for i := range p.Spec.TopologySpreadConstraints {
 		c := &p.Spec.TopologySpreadConstraints[i]
+		// Karpenter's PreferencePolicy Ignore keeps only DoNotSchedule
+		// spreads (v1.14.1 scheduling/topology.go newForTopologies).
+		if ignore && c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
 		g, err := st.groups.spreadGroup(p, c, base, terms)
 		if err != nil {
 			s.invalid = err.Error()
@@ -151,11 +159,11 @@ func (st *state) initShape(s *shape, p *corev1.Pod, volReqs Requirements) {
 	}
 	if a := p.Spec.Affinity; a != nil {
 		if pa := a.PodAffinity; pa != nil && !st.affinityTerms(s, p, kindAffinity,
-			pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, &s.affinity, &s.prefAffinity) {
+			pa.RequiredDuringSchedulingIgnoredDuringExecution, st.preferred(pa.PreferredDuringSchedulingIgnoredDuringExecution), &s.affinity, &s.prefAffinity) {
 			return
 		}
 		if pa := a.PodAntiAffinity; pa != nil && !st.affinityTerms(s, p, kindAnti,
-			pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution, &s.antiAffinity, &s.prefAnti) {
+			pa.RequiredDuringSchedulingIgnoredDuringExecution, st.preferred(pa.PreferredDuringSchedulingIgnoredDuringExecution), &s.antiAffinity, &s.prefAnti) {
 			return
 		}
 		byWeight := func(ts []affinityTerm) {
@@ -165,6 +173,16 @@ func (st *state) initShape(s *shape, p *corev1.Pod, volReqs Requirements) {
 		byWeight(s.prefAnti)
 	}
 	st.activate(s)
+}
+
+// preferred is a pod's preferred (anti-)affinity terms, none under
+// PreferencePolicy Ignore (Karpenter v1.14.1 counts only required
+// anti-affinity then: scheduling/topology.go Update).
+func (st *state) preferred(terms []corev1.WeightedPodAffinityTerm) []corev1.WeightedPodAffinityTerm {
+	if st.in.Policy.IgnorePreferences {
+		return nil
+	}
+	return terms
 }
 
 // affinityTerms adds a pod's required and preferred terms of one kind
@@ -210,7 +228,9 @@ func (st *state) buildPools() error {
 		if !ok {
 			its = st.in.DefaultInstanceTypes
 		}
-		st.pools = append(st.pools, newPoolState(np, its, st.space, daemons, st.in.Unavailable))
+		p := newPoolState(np, its, st.space, daemons, st.in.Unavailable)
+		p.relaxMinValues = st.in.Policy.MinValuesBestEffort
+		st.pools = append(st.pools, p)
 	}
 	st.daemons = daemons
 	return nil

@@ -148,7 +148,8 @@ func (st *state) commitClaim(s *shape, nd *node, k int, narrow []narrowing, mask
 		return false
 	}
 	if c.pool.minValues {
-		if ok, _ := c.pool.satisfiesMinValues(reqs, opts); !ok {
+		var ok bool
+		if reqs, ok, _ = c.pool.keepMinValues(reqs, opts); !ok {
 			return false
 		}
 	}
@@ -264,7 +265,8 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 	hostname := fmt.Sprintf("hostname-placeholder-%05d", st.claimSeq)
 	reqs := p.reqs.Intersect(s.reqs).Add(Requirement{Key: LabelHostname, values: []string{hostname}})
 	if p.minValues {
-		if ok, why := p.satisfiesMinValues(reqs, opts); !ok {
+		var ok bool
+		if reqs, ok, why = p.keepMinValues(reqs, opts); !ok {
 			st.claimSeq--
 			return 0, name + ": minValues: " + why
 		}

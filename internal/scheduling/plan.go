@@ -192,6 +192,7 @@ func (st *state) finalize(nd *node) *NodeClaimPlan {
 	}
 	cp.InstanceTypeOptions = names
 	addClaimRequirements(cp, c.reqs, names, ct)
+	cp.MinValuesRelaxed = minValuesRelaxed(p.reqs, c.reqs)
 	used := nd.used.clone()
 	for j, v := range p.overhead[keep[0].idx] {
 		used[j] += v
@@ -287,4 +288,20 @@ func addClaimPods(cp *NodeClaimPlan, nd *node) {
 		}
 	}
 	cp.Name = cp.NodePool + "-" + hex.EncodeToString(h.Sum(nil))[:10]
+}
+
+// minValuesRelaxed reports a claim requirement whose minValues is below
+// its pool's (Policy.MinValuesBestEffort lowered it).
+func minValuesRelaxed(pool, claim Requirements) bool {
+	for i := range pool {
+		if pool[i].MinValues <= 0 {
+			continue
+		}
+		for j := range claim {
+			if claim[j].Key == pool[i].Key && claim[j].MinValues < pool[i].MinValues {
+				return true
+			}
+		}
+	}
+	return false
 }

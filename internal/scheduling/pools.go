@@ -39,6 +39,8 @@ type poolState struct {
 	minValues    bool
 	// skipped says why no claim may come from the pool ("" when one may).
 	skipped string
+	// relaxMinValues is Policy.MinValuesBestEffort.
+	relaxMinValues bool
 }
 
 // isTypeKey reports whether an instance type decides the label key.
@@ -431,27 +433,53 @@ func (p *poolState) satisfiesMinValues(reqs Requirements, options bitset) (bool,
 		if r.MinValues <= 0 {
 			continue
 		}
-		seen := map[string]bool{}
-		options.each(func(ti int) bool {
-			t := p.types[ti]
-			switch {
-			case isOfferingKey(r.Key):
-				for j := range t.offerings {
-					o := &t.offerings[j]
-					if v, ok := offeringLabel(o, r.Key); ok && o.Available && r.Has(v) {
-						seen[v] = true
-					}
-				}
-			default:
-				if v, ok := t.it.Labels[r.Key]; ok && r.Has(v) {
-					seen[v] = true
-				}
-			}
-			return len(seen) < r.MinValues
-		})
-		if len(seen) < r.MinValues {
-			return false, fmt.Sprintf("%s needs at least %d distinct values among instance types, only %d remain", shortKey(r.Key), r.MinValues, len(seen))
+		if n := p.distinctValues(r, options, r.MinValues); n < r.MinValues {
+			return false, fmt.Sprintf("%s needs at least %d distinct values among instance types, only %d remain", shortKey(r.Key), r.MinValues, n)
 		}
 	}
 	return true, ""
+}
+
+// keepMinValues returns reqs when options meet their minValues. When they
+// do not, under MinValuesPolicy BestEffort it returns reqs with each unmet
+// minValues lowered to the values the options still offer (Karpenter
+// v1.14.1 filterInstanceTypesByRequirements with relaxMinValues, which
+// also lowers the claim's requirement); under Strict it says why not.
+func (p *poolState) keepMinValues(reqs Requirements, options bitset) (Requirements, bool, string) {
+	ok, why := p.satisfiesMinValues(reqs, options)
+	if ok || !p.relaxMinValues {
+		return reqs, ok, why
+	}
+	out := make(Requirements, len(reqs))
+	copy(out, reqs)
+	for i := range out {
+		if r := &out[i]; r.MinValues > 0 {
+			r.MinValues = max(1, min(r.MinValues, p.distinctValues(r, options, r.MinValues)))
+		}
+	}
+	return out, true, ""
+}
+
+// distinctValues counts the values of r the options offer, stopping at
+// limit.
+func (p *poolState) distinctValues(r *Requirement, options bitset, limit int) int {
+	seen := map[string]bool{}
+	options.each(func(ti int) bool {
+		t := p.types[ti]
+		switch {
+		case isOfferingKey(r.Key):
+			for j := range t.offerings {
+				o := &t.offerings[j]
+				if v, ok := offeringLabel(o, r.Key); ok && o.Available && r.Has(v) {
+					seen[v] = true
+				}
+			}
+		default:
+			if v, ok := t.it.Labels[r.Key]; ok && r.Has(v) {
+				seen[v] = true
+			}
+		}
+		return len(seen) < limit
+	})
+	return len(seen)
 }

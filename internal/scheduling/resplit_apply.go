@@ -90,6 +90,8 @@ func (p *poolState) fittingOptions(reqs Requirements, used resVec, charged []int
 		return nil, false
 	}
 	if p.minValues {
+		// Strict even under BestEffort: a re-split is an optimisation and
+		// must not lower a claim's minValues the greedy plan kept.
 		if ok, _ := p.satisfiesMinValues(reqs, opts); !ok {
 			return nil, false
 		}

@@ -36,6 +36,22 @@ type Input struct {
 	// solves many times over one cluster (and made the nodes' digests
 	// with it).
 	Requests *RequestCache
+	// Policy holds the controller's planning settings.
+	Policy Policy
+}
+
+// Policy is Karpenter's two planning policies (v1.14.1
+// pkg/operator/options: MIN_VALUES_POLICY, PREFERENCE_POLICY); the zero
+// value is Karpenter's defaults, Strict and Respect.
+type Policy struct {
+	// MinValuesBestEffort makes a claim whose options cannot keep a
+	// requirement's minValues with the values there are, the claim's
+	// minValues lowered to match and MinValuesRelaxed set, where Strict
+	// makes no claim.
+	MinValuesBestEffort bool
+	// IgnorePreferences plans as if pods had no preferred node affinity,
+	// no preferred pod (anti-)affinity and no ScheduleAnyway spread.
+	IgnorePreferences bool
 }
 
 // OfferingKey names one launchable (instance type, zone, capacity type[,
@@ -174,17 +190,21 @@ type NodeClaimPlan struct {
 	ClaimSummary `json:",inline"`
 	// InstanceTypeOptions are the types CreateFleet may launch, cheapest
 	// first, at most 60.
-	InstanceTypeOptions []string                                 `json:"instanceTypeOptions"`
-	Requirements        []corev1.NodeSelectorRequirement         `json:"requirements"`
-	MinValues           map[string]int                           `json:"minValues,omitempty"`
-	Labels              map[string]string                        `json:"labels"`
-	Taints              []corev1.Taint                           `json:"taints"`
-	StartupTaints       []corev1.Taint                           `json:"startupTaints,omitempty"`
-	Allocatable         corev1.ResourceList                      `json:"allocatable"`
-	Requests            corev1.ResourceList                      `json:"requests"`
-	Pods                []string                                 `json:"pods"`
-	PodRefs             []*corev1.Pod                            `json:"-"`
-	OfferingPrices      map[string]map[string]map[string]float64 `json:"-"`
+	InstanceTypeOptions []string                         `json:"instanceTypeOptions"`
+	Requirements        []corev1.NodeSelectorRequirement `json:"requirements"`
+	MinValues           map[string]int                   `json:"minValues,omitempty"`
+	// MinValuesRelaxed says a minValues is lower than the NodePool's
+	// (Policy.MinValuesBestEffort); the claim carries Karpenter's
+	// karpenter.sh/nodeclaim-min-values-relaxed annotation.
+	MinValuesRelaxed bool                                     `json:"minValuesRelaxed,omitempty"`
+	Labels           map[string]string                        `json:"labels"`
+	Taints           []corev1.Taint                           `json:"taints"`
+	StartupTaints    []corev1.Taint                           `json:"startupTaints,omitempty"`
+	Allocatable      corev1.ResourceList                      `json:"allocatable"`
+	Requests         corev1.ResourceList                      `json:"requests"`
+	Pods             []string                                 `json:"pods"`
+	PodRefs          []*corev1.Pod                            `json:"-"`
+	OfferingPrices   map[string]map[string]map[string]float64 `json:"-"`
 }
 
 // NodePlacement lists pending pods placed on an existing or in-flight node.

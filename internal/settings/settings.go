@@ -93,6 +93,8 @@ type Settings struct {
 	DisruptionSchedule time.Duration
 	// Mode is ModeNormal or ModeShadow (see EnvMode).
 	Mode string
+	// Scheduling are Karpenter's planning settings (scheduling.go).
+	Scheduling Scheduling
 }
 
 // FromEnv reads Settings from getenv (os.Getenv in production).
@@ -152,6 +154,9 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 		return s, err
 	}
 	if s.Mode, err = parseMode(getenv(EnvMode)); err != nil {
+		return s, err
+	}
+	if s.Scheduling, err = schedulingFromEnv(getenv); err != nil {
 		return s, err
 	}
 	if v := getenv(EnvLogLevel); v != "" {

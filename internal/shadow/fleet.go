@@ -71,7 +71,7 @@ func (f *Fleet) Handle(ctx context.Context, _ json.RawMessage) (any, error) {
 // Pass decides and records; it changes nothing.
 func (f *Fleet) Pass(ctx context.Context) (*decision.Fleet, error) {
 	var owner map[string]string
-	r := disruption.Reads{Cluster: f.d.Cluster, Store: f.d.Store, Catalog: f.d.Catalog, Unavailable: f.d.Unavailable, Config: f.d.Config, Log: f.d.Log}
+	r := disruption.Reads{Cluster: f.d.Cluster, Store: f.d.Store, Catalog: f.d.Catalog, Unavailable: f.d.Unavailable, Config: f.d.Config, Log: f.d.Log, Policy: f.d.Settings.Policy}
 	cl, snap, err := r.Read(ctx, kube.SnapshotOptions{}, func(snap *kube.Snapshot, claims []*apis.NodeClaim) []*apis.NodeClaim {
 		var foreign []*apis.NodeClaim
 		foreign, owner = foreignClaims(snap.Nodes, claims, f.d.Config)

@@ -23,7 +23,7 @@ func input(cfg *apis.Config, cat *catalog.Catalog, wl *workload.Workload) (sched
 	}
 	optsByPool := map[string]catalog.AllocatableOptions{}
 	for _, np := range cfg.NodePools {
-		opts := catalog.OptionsForNodeClass(cfg.NodeClassFor(np))
+		opts := cat.OptionsFor(cfg.NodeClassFor(np))
 		if err := opts.Validate(); err != nil {
 			return in, fmt.Errorf("NodePool %s: node class: %w", np.Name, err)
 		}

@@ -43,6 +43,8 @@ type Sources struct {
 	Catalog *catalog.Catalog
 	// Unavailable is the ICE set: offerings no new claim may use.
 	Unavailable map[scheduling.OfferingKey]bool
+	// Policy is the controller's planning policy, carried into every Input.
+	Policy scheduling.Policy
 }
 
 // Cluster is the joined view of one pass. It is read-only once built.
@@ -72,6 +74,8 @@ type Cluster struct {
 
 	Config  *apis.Config
 	Catalog *catalog.Catalog
+	// Policy is Sources.Policy.
+	Policy scheduling.Policy
 
 	byName  map[string]*Node
 	byClaim map[string]*Node
@@ -163,6 +167,7 @@ func Build(src Sources) (*Cluster, error) {
 		StorageClasses:         snap.StorageClasses,
 		Config:                 src.Config,
 		Catalog:                src.Catalog,
+		Policy:                 src.Policy,
 		byName:                 map[string]*Node{},
 		byClaim:                map[string]*Node{},
 		requests:               &scheduling.RequestCache{},
@@ -351,7 +356,7 @@ func (c *Cluster) claimResources(cl *apis.NodeClaim) (corev1.ResourceList, corev
 	if len(cl.Status.Allocatable) > 0 && len(cl.Status.Capacity) > 0 {
 		return cl.Status.Allocatable, cl.Status.Capacity, nil
 	}
-	opts := catalog.OptionsForNodeClass(c.nodeClassOf(cl))
+	opts := c.Catalog.OptionsFor(c.nodeClassOf(cl))
 	var names []string
 	if t := cl.Labels[catalog.LabelInstanceType]; t != "" {
 		names = []string{t}
@@ -498,6 +503,7 @@ func (c *Cluster) Input(o InputOptions) (*scheduling.Input, error) {
 		Unavailable:            c.Unavailable,
 		Nodes:                  make([]*scheduling.ExistingNode, 0, len(c.Nodes)),
 		Requests:               c.requests,
+		Policy:                 c.Policy,
 	}
 	seen := make(map[string]bool, len(in.Pods))
 	for _, p := range in.Pods {

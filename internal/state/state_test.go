@@ -567,3 +567,29 @@ func TestStaticPoolsAreLeftOutOfThePodsInput(t *testing.T) {
 		t.Error("a dynamic pool has no static input")
 	}
 }
+
+// The controller's settings reach every solve over the view: the planning
+// policy through Input, the allocatable settings through the catalog (an
+// in-flight claim's capacity is what new nodes are planned with).
+func TestControllerSettingsReachTheInput(t *testing.T) {
+	cfg := loadConfig(t, nil)
+	zero := 0.0
+	cat := builtin(t).WithControllerAllocatable(catalog.ControllerAllocatable{VMMemoryOverheadPercent: &zero})
+	policy := scheduling.Policy{MinValuesBestEffort: true, IgnorePreferences: true}
+	c, err := state.Build(state.Sources{Snapshot: snapshot(nil, nil), Config: cfg, Catalog: cat, Policy: policy,
+		Claims: []*apis.NodeClaim{launchedClaim("default-aaaaa", "m5.large", "us-west-2a", "i-1")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := c.Input(state.InputOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Policy != policy {
+		t.Errorf("input policy %+v, want %+v", in.Policy, policy)
+	}
+	// m5.large: 7577Mi after 7.5 % overhead, 8192Mi without (then kube-reserved and eviction).
+	if mem := c.Nodes[0].Existing().Allocatable.Memory(); mem.Value() < 7000<<20 {
+		t.Errorf("in-flight allocatable memory %s: the catalog's zero VM overhead was not applied", mem)
+	}
+}
