@@ -295,7 +295,9 @@ func tolerates(tols ...corev1.Toleration) podOpt {
 }
 
 func spreads(cs ...corev1.TopologySpreadConstraint) podOpt {
-	return func(p *corev1.Pod) { p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, cs...) }
+	return func(p *corev1.Pod) {
+		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, cs...)
+	}
 }
 
 func hostPort(port int32) podOpt {

@@ -196,7 +196,9 @@ func containerResourceCases() []specCase {
 			check: podRequestsAre("p", "cpu", "10.9", "memory", "4.9Gi")},
 		{name: "Provisioning/PodLevelResources", src: f + "685",
 			pods: one("p", requests("cpu", "5", "memory", "1Gi"), initContainer("cpu", "6", "memory", "2Gi"), sidecar("cpu", "4", "memory", "2Gi"),
-				func(p *corev1.Pod) { p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "9.9", "memory", "3.9Gi")} }),
+				func(p *corev1.Pod) {
+					p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("cpu", "9.9", "memory", "3.9Gi")}
+				}),
 			check: podRequestsAre("p", "cpu", "9.9", "memory", "3.9Gi")},
 		{name: "Provisioning/Accelerators", src: f + "416",
 			pods:  []*corev1.Pod{kpod("nvidia", limits("nvidia.com/gpu", "1")), kpod("neuron", limits("aws.amazon.com/neuron", "1"))},
@@ -225,7 +227,9 @@ func limitCases() []specCase {
 	}
 	return []specCase{
 		{name: "ResourceLimits/ExceededByExistingClaim", src: f + "742", pools: limited("cpu", "20"), pods: one("p"),
-			edit:  func(_ *testing.T, in *scheduling.Input) { in.Nodes = []*scheduling.ExistingNode{inflightClaim("big", "default", "cpu", "100")} },
+			edit: func(_ *testing.T, in *scheduling.Input) {
+				in.Nodes = []*scheduling.ExistingNode{inflightClaim("big", "default", "cpu", "100")}
+			},
 			check: unsched("p")},
 		{name: "ResourceLimits/MetByATwoCPUNode", src: f + "765", pools: limited("cpu", "2"), pods: one("p", requests("cpu", "1.75")), check: sched("p")},
 		{name: "ResourceLimits/PartiallySchedule", src: f + "782", pools: limited("cpu", "3"), pods: kpods(2, "p", requests("cpu", "1.5"), anti),
@@ -244,7 +248,9 @@ func limitCases() []specCase {
 			return p
 		}(), pods: one("p", limits("nvidia.com/gpu", "1")), check: unsched("p")},
 		{name: "ResourceLimits/AfterAnEarlierRound", src: f + "863", pools: limited("cpu", "2"), pods: one("second", requests("cpu", "1.75")),
-			edit:  func(_ *testing.T, in *scheduling.Input) { in.Nodes = []*scheduling.ExistingNode{inflightClaim("first", "default", "cpu", "2")} },
+			edit: func(_ *testing.T, in *scheduling.Input) {
+				in.Nodes = []*scheduling.ExistingNode{inflightClaim("first", "default", "cpu", "2")}
+			},
 			check: unsched("second")},
 		{name: "ResourceLimits/NodeLimit", src: f + "891", pools: limited("nodes", "2"), pods: kpods(3, "p", requests("cpu", "1.5"), anti),
 			check: func(r *specRun) error {
