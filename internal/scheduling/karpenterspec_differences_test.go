@@ -1,5 +1,22 @@
 package scheduling_test
 
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Where nodewright differs from Karpenter on purpose, its case asserts
+// nodewright's behaviour and is listed here with the reason; the same
+// table is in CONTRIBUTING.md ("Karpenter's scheduling tests as the
+// spec"), which TestKarpenterSpecCounts keeps in step.
+var deliberateDifferences = []struct{ name, why string }{
+	{"PodAntiAffinity/ZoneTopologyOnePerZone", "Karpenter leaves a new node's zone open until it exists, so zonal " +
+		"self-anti-affinity places one pod per batch (three batches for three zones); nodewright pins each claim of a " +
+		"zonal anti-affinity group to one zone when it plans (the claim requires it), so one pass places one pod per zone"},
+}
+
 const honorTaintDomains = "nodeTaintsPolicy=Honor drops pods on untolerated nodes from the counts but keeps those nodes' " +
 	"(and tainted NodePools') domains, so an empty domain the pod can never use holds the global minimum at 0 (nobody fixing)"
 
@@ -19,4 +36,67 @@ var knownHoles = map[string]string{
 		"excludes, so their empty domains hold the global minimum at 0 (nobody fixing)",
 	"Provisioning/PodLevelResources": "pod-level resources (spec.resources, Kubernetes 1.34) are not read: the pod counts " +
 		"its containers' requests instead (pod-level resources, being fixed)",
+}
+
+// specTables is every table of the spec, for the counts.
+func specTables() [][]specCase {
+	return [][]specCase{customConstraintCases(), wellKnownLabelCases(), fallbackCases(), compatibilityCases(),
+		binpackingCases(), containerResourceCases(), limitCases(), inFlightCases(), existingNodeCases(),
+		zonalSpreadCases(), hostnameAndCapacityTypeCases(), spreadPolicyCases(), combinedSpreadCases(),
+		podAffinityCases(), podAntiAffinityCases(), taintCases()}
+}
+
+// The spec's counts (update with the tables; TestKarpenterSpecCounts
+// checks them):
+//
+//	behaviours ported:      see specPorted
+//	passing as Karpenter:   specPorted - specDifferent - specHoles
+//	deliberately different: specDifferent
+//	known holes:            specHoles
+const (
+	specPorted    = 202
+	specDifferent = 1
+	specHoles     = 7
+)
+
+func TestKarpenterSpecCounts(t *testing.T) {
+	seen := map[string]bool{}
+	for _, table := range specTables() {
+		for _, c := range table {
+			if seen[c.name] {
+				t.Errorf("case %q is listed twice", c.name)
+			}
+			seen[c.name] = true
+		}
+	}
+	for name := range knownHoles {
+		if !seen[name] {
+			t.Errorf("knownHoles names %q, which is no case", name)
+		}
+	}
+	contributing := readContributing(t)
+	for _, d := range deliberateDifferences {
+		if !seen[d.name] {
+			t.Errorf("deliberateDifferences names %q, which is no case", d.name)
+		}
+		if _, hole := knownHoles[d.name]; hole {
+			t.Errorf("%q is both a difference and a hole", d.name)
+		}
+		if !strings.Contains(contributing, "`"+d.name+"`") {
+			t.Errorf("CONTRIBUTING.md's table of deliberate differences lacks `%s`", d.name)
+		}
+	}
+	t.Logf("Karpenter behaviours ported: %d; passing as Karpenter: %d; deliberately different: %d; known holes: %d",
+		len(seen), len(seen)-len(deliberateDifferences)-len(knownHoles), len(deliberateDifferences), len(knownHoles))
+	if len(seen) != specPorted || len(deliberateDifferences) != specDifferent || len(knownHoles) != specHoles {
+		t.Errorf("counts changed: %d ported, %d different, %d holes; update the spec* constants", len(seen), len(deliberateDifferences), len(knownHoles))
+	}
+}
+
+func readContributing(t *testing.T) string {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "CONTRIBUTING.md"))
+	if err != nil {
+		t.Fatalf("read CONTRIBUTING.md: %v", err)
+	}
+	return string(b)
 }
