@@ -66,7 +66,8 @@ func specTables() [][]specCase {
 	return [][]specCase{customConstraintCases(), wellKnownLabelCases(), fallbackCases(), compatibilityCases(),
 		binpackingCases(), containerResourceCases(), limitCases(), inFlightCases(), existingNodeCases(),
 		zonalSpreadCases(), hostnameAndCapacityTypeCases(), spreadPolicyCases(), combinedSpreadCases(),
-		podAffinityCases(), podAntiAffinityCases(), taintCases(), daemonSetCases(), nodeClaimCases(), nodePoolChoiceCases(), volumeCases()}
+		podAffinityCases(), podAntiAffinityCases(), taintCases(), daemonSetCases(), nodeClaimCases(), nodePoolChoiceCases(), volumeCases(),
+		cheapestCases(), minValuesCases()}
 }
 
 // The spec's counts (update with the tables; TestKarpenterSpecCounts
@@ -77,7 +78,7 @@ func specTables() [][]specCase {
 //	deliberately different: specDifferent
 //	known holes:            specHoles
 const (
-	specPorted    = 262
+	specPorted    = 291
 	specDifferent = 1
 	specHoles     = 17
 )
