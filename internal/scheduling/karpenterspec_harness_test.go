@@ -466,25 +466,6 @@ func (r *specRun) countBy(key string, pods []*corev1.Pod) map[string]int {
 	return out
 }
 
-// skew is Karpenter's ExpectSkew: the sorted pod counts per domain of
-// key, over the pods given.
-func (r *specRun) skew(key string, pods []*corev1.Pod) []int {
-	var out []int
-	for _, n := range r.countBy(key, pods) {
-		out = append(out, n)
-	}
-	sort.Ints(out)
-	return out
-}
-
-func wantSkew(r *specRun, key string, pods []*corev1.Pod, want ...int) error {
-	got := r.skew(key, pods)
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		return fmt.Errorf("pods per %s domain %v (%v), want %v", shortLabel(key), got, r.countBy(key, pods), want)
-	}
-	return nil
-}
-
 func shortLabel(key string) string {
 	if i := strings.LastIndex(key, "/"); i >= 0 {
 		return key[i+1:]
