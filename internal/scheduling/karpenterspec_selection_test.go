@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -16,7 +17,7 @@ import (
 // becomes instance-cpu, its instance types the catalog's.
 
 func TestKarpenterSpecInstanceSelection(t *testing.T) {
-	runSpec(t, append(cheapestCases(), minValuesCases()...))
+	runSpec(t, append(append(cheapestCases(), minValuesCases()...), poolFilteringCases()...))
 }
 
 // offer is a filter on (type, offering): Karpenter's "one of the
@@ -165,5 +166,45 @@ func minValuesCases() []specCase {
 			pools: pool(withMin(req(scheduling.LabelZone, in, zone1, zone2, "us-east-1d"), 3)), pods: pod, check: unsched("p")},
 		{name: "MinValuesPolicy/Strict/ZonesMet", src: p + "3216",
 			pools: pool(withMin(req(scheduling.LabelZone, in, zone1, zone2, zone3), 3)), pods: pod, check: sched("p")},
+	}
+}
+
+// filteredOut: the pods are unschedulable and their reason says the
+// pool has no instance type left (Karpenter: "nodepool requirements
+// filtered out all available instance types").
+func filteredOut(pods ...string) func(r *specRun) error {
+	return func(r *specRun) error {
+		var errs []error
+		for _, p := range pods {
+			if why := reasonOf(r.plan, p); !strings.Contains(why, "no launchable instance types") {
+				errs = append(errs, fmt.Errorf("pod %s: reason %q, want the pool's instance types filtered out", p, why))
+			}
+		}
+		return errors.Join(append(errs, r.notScheduled(pods...))...)
+	}
+}
+
+func poolFilteringCases() []specCase {
+	const f = "scheduling/suite_test.go:"
+	only := func(reqs ...scheduling.Requirement) []*scheduling.NodePool {
+		return []*scheduling.NodePool{specPoolOnly("default", reqs...)}
+	}
+	return []specCase{
+		{name: "PoolRequirementFiltering/NoInstanceTypeLeft", src: f + "5197", pools: only(req(scheduling.LabelInstanceType, in, "non-existent-instance-type")),
+			pods: one("p", requests("cpu", "32", "memory", "256Gi")), check: filteredOut("p")},
+		{name: "PoolRequirementFiltering/MultiplePods", src: f + "5242", pools: only(req(scheduling.LabelArch, in, "non-existent-arch")),
+			pods: kpods(3, "p"), check: filteredOut("p-0", "p-1", "p-2")},
+		// Both arch values required: no type can be both. The pod is
+		// unschedulable with a reason; the solve itself must not fail.
+		{name: "PoolRequirementFiltering/ConflictingRequirements", src: f + "5273",
+			pools: only(req(scheduling.LabelArch, in, "amd64"), req(scheduling.LabelArch, in, "arm64")),
+			pods:  one("p"), check: func(r *specRun) error {
+				if reasonOf(r.plan, "p") == "" {
+					return fmt.Errorf("pod p: no reason given")
+				}
+				return r.notScheduled("p")
+			}},
+		{name: "PoolRequirementFiltering/ZoneFiltersAll", src: f + "5302", pools: only(req(scheduling.LabelZone, in, "non-existent-zone")),
+			pods: one("p"), check: filteredOut("p")},
 	}
 }
