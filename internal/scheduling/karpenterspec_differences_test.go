@@ -81,7 +81,7 @@ func specTables() [][]specCase {
 //	deliberately different: specDifferent
 //	known holes:            specHoles
 const (
-	specPorted    = 295
+	specPorted    = 296
 	specDifferent = 1
 	specHoles     = 18
 )

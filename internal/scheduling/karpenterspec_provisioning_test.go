@@ -266,6 +266,12 @@ func nodePoolChoiceCases() []specCase {
 				}
 				return err
 			}},
+		{name: "Provisioning/NoValidNodePools", src: f + "294", pools: []*scheduling.NodePool{}, pods: one("p"), check: func(r *specRun) error {
+			if why := reasonOf(r.plan, "p"); why != "no NodePools" {
+				return fmt.Errorf("reason %q, want no NodePools", why)
+			}
+			return r.notScheduled("p")
+		}},
 		{name: "MultipleNodePools/ExplicitlySelected", src: f + "2773", pools: []*scheduling.NodePool{specPool("default"), specPool("other")},
 			pods: one("p", selector(scheduling.LabelNodePool, "other")), check: poolIs("other", "p")},
 		{name: "MultipleNodePools/ByLabels", src: f + "2781", pools: []*scheduling.NodePool{specPool("default"), withLabels(specPool("other"), "foo", "bar")},
