@@ -1,0 +1,129 @@
+package scheduling_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Where nodewright differs from Karpenter on purpose, its case asserts
+// nodewright's behaviour and is listed here with the reason; the same
+// table is in CONTRIBUTING.md ("Karpenter's scheduling tests as the
+// spec"), which TestKarpenterSpecCounts keeps in step.
+var deliberateDifferences = []struct{ name, why string }{
+	{"PodAntiAffinity/ZoneTopologyOnePerZone", "Karpenter leaves a new node's zone open until it exists, so zonal " +
+		"self-anti-affinity places one pod per batch (three batches for three zones); nodewright pins each claim of a " +
+		"zonal anti-affinity group to one zone when it plans (the claim requires it), so one pass places one pod per zone"},
+}
+
+const honorTaintDomains = "nodeTaintsPolicy=Honor drops pods on untolerated nodes from the counts but keeps those nodes' " +
+	"(and tainted NodePools') domains, so an empty domain the pod can never use holds the global minimum at 0 (nobody fixing)"
+
+const localVolumeHostname = "a bound local or hostPath volume's hostname node affinity is kept, so the pod is unschedulable; " +
+	"Karpenter ignores hostname affinity of such volumes (the node is new) (nobody fixing)"
+
+const firstTermOnly = "only the first term of a PV's node affinity or of a StorageClass's allowedTopologies is used; " +
+	"Karpenter takes them as alternatives (nobody fixing)"
+
+// knownHoles lists the ported behaviours where nodewright is wrong today:
+// test name -> the hole. runSpec inverts these cases, so each still fails
+// as written and the fix makes the test fail until its entry is deleted.
+var knownHoles = map[string]string{
+	"InstanceTypeCompatibility/DifferentOSDifferentNodes": "no Windows types: the catalog labels every type kubernetes.io/os=linux " +
+		"(Windows os label, being fixed)",
+	"InstanceTypeCompatibility/DifferentInstanceTypeSelectors": "beta labels (beta.kubernetes.io/instance-type, -arch, -os, " +
+		"failure-domain.beta.kubernetes.io/zone, -region) are not normalized to the stable keys as Karpenter's " +
+		"v1.NormalizedLabels does; a pod selecting one is unschedulable (nobody fixing)",
+	"Topology/NodeTaintsPolicy/Honor":                           honorTaintDomains,
+	"Topology/NodeTaintsPolicy/HonorDiscoveredFromPool":         honorTaintDomains,
+	"Topology/NodeTaintsPolicy/HonorExclusivePoolsShareDomains": honorTaintDomains,
+	"Topology/NodeAffinityPolicy/Honor": "nodeAffinityPolicy=Honor keeps the domains of existing nodes the pod's node selector " +
+		"excludes, so their empty domains hold the global minimum at 0 (nobody fixing)",
+	"Daemonsets/CountedWithStartupTaint": "a DaemonSet that does not tolerate the NodePool's startup taints is left out of the " +
+		"node's overhead (pools.go compatibleWith); Karpenter checks only the template's taints (scheduler.go isDaemonPodCompatible), " +
+		"since startup taints go away and the daemon then starts, so nodewright under-reserves (nobody fixing)",
+	"Daemonsets/HostPortsOfDaemonsNotOnTheNode": "the host ports of every DaemonSet of the pool block a pod, also of daemons that " +
+		"run only on other instance types than the ones the pod can use (pools.go addOverhead collects them per pool, not per " +
+		"type) (nobody fixing)",
+	"Labels/LabelNodes": "NodePool requirements on custom keys with NotIn, Lt, Gt or Exists give the node no label; Karpenter " +
+		"labels it with a value the requirement admits (custom-key requirements labelling, being fixed)",
+	"VolumeTopology/EmptyStorageClassUnbound": "an unbound claim with storageClassName \"\" (static binding only) imposes " +
+		"nothing and the pod gets a node; Karpenter leaves it pending until a volume is bound (nobody fixing)",
+	"VolumeTopology/LocalVolumeHostnameIgnored":    localVolumeHostname,
+	"VolumeTopology/HostPathVolumeHostnameIgnored": localVolumeHostname,
+	"VolumeUsage/PVWithMultipleZones":              firstTermOnly,
+	"VolumeUsage/StorageClassWithMultipleZones":    firstTermOnly,
+	"VolumeUsage/UnboundImmediateVolume": "an unbound claim of an Immediate-binding class imposes nothing and the pod gets a " +
+		"node (volume.go says so on purpose, but no user document does); Karpenter waits for the volume to bind (nobody fixing)",
+	"VolumeUsage/DeletingClaim": "a pod whose claim is being deleted gets a node; Karpenter leaves it pending (nobody fixing)",
+	"PoolRequirementFiltering/ConflictingRequirements": "a NodePool whose requirements admit no value fails the whole solve " +
+		"(an error, no plan for any pod) instead of leaving its pods unschedulable (one impossible NodePool failing the whole " +
+		"solve, being fixed)",
+	"Provisioning/PodLevelResources": "pod-level resources (spec.resources, Kubernetes 1.34) are not read: the pod counts " +
+		"its containers' requests instead (pod-level resources, being fixed)",
+}
+
+// specTables is every table of the spec, for the counts.
+func specTables() [][]specCase {
+	return [][]specCase{customConstraintCases(), wellKnownLabelCases(), fallbackCases(), compatibilityCases(),
+		binpackingCases(), containerResourceCases(), limitCases(), inFlightCases(), existingNodeCases(),
+		zonalSpreadCases(), hostnameAndCapacityTypeCases(), spreadPolicyCases(), combinedSpreadCases(),
+		podAffinityCases(), podAntiAffinityCases(), taintCases(), daemonSetCases(), nodeClaimCases(), nodePoolChoiceCases(), volumeCases(),
+		cheapestCases(), minValuesCases(), poolFilteringCases()}
+}
+
+// The spec's counts (update with the tables; TestKarpenterSpecCounts
+// checks them):
+//
+//	behaviours ported:      see specPorted
+//	passing as Karpenter:   specPorted - specDifferent - specHoles
+//	deliberately different: specDifferent
+//	known holes:            specHoles
+const (
+	specPorted    = 296
+	specDifferent = 1
+	specHoles     = 18
+)
+
+func TestKarpenterSpecCounts(t *testing.T) {
+	seen := map[string]bool{}
+	for _, table := range specTables() {
+		for _, c := range table {
+			if seen[c.name] {
+				t.Errorf("case %q is listed twice", c.name)
+			}
+			seen[c.name] = true
+		}
+	}
+	for name := range knownHoles {
+		if !seen[name] {
+			t.Errorf("knownHoles names %q, which is no case", name)
+		}
+	}
+	contributing := readContributing(t)
+	for _, d := range deliberateDifferences {
+		if !seen[d.name] {
+			t.Errorf("deliberateDifferences names %q, which is no case", d.name)
+		}
+		if _, hole := knownHoles[d.name]; hole {
+			t.Errorf("%q is both a difference and a hole", d.name)
+		}
+		if !strings.Contains(contributing, "`"+d.name+"`") {
+			t.Errorf("CONTRIBUTING.md's table of deliberate differences lacks `%s`", d.name)
+		}
+	}
+	t.Logf("Karpenter behaviours ported: %d; passing as Karpenter: %d; deliberately different: %d; known holes: %d",
+		len(seen), len(seen)-len(deliberateDifferences)-len(knownHoles), len(deliberateDifferences), len(knownHoles))
+	if len(seen) != specPorted || len(deliberateDifferences) != specDifferent || len(knownHoles) != specHoles {
+		t.Errorf("counts changed: %d ported, %d different, %d holes; update the spec* constants", len(seen), len(deliberateDifferences), len(knownHoles))
+	}
+}
+
+func readContributing(t *testing.T) string {
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), "CONTRIBUTING.md"))
+	if err != nil {
+		t.Fatalf("read CONTRIBUTING.md: %v", err)
+	}
+	return string(b)
+}
