@@ -46,8 +46,6 @@ var knownHoles = map[string]string{
 	"Daemonsets/HostPortsOfDaemonsNotOnTheNode": "the host ports of every DaemonSet of the pool block a pod, also of daemons that " +
 		"run only on other instance types than the ones the pod can use (pools.go addOverhead collects them per pool, not per " +
 		"type) (nobody fixing)",
-	"Labels/LabelNodes": "NodePool requirements on custom keys with NotIn, Lt, Gt or Exists give the node no label; Karpenter " +
-		"labels it with a value the requirement admits (custom-key requirements labelling, being fixed)",
 	"VolumeTopology/EmptyStorageClassUnbound": "an unbound claim with storageClassName \"\" (static binding only) imposes " +
 		"nothing and the pod gets a node; Karpenter leaves it pending until a volume is bound (nobody fixing)",
 	"VolumeTopology/LocalVolumeHostnameIgnored":    localVolumeHostname,
@@ -57,11 +55,6 @@ var knownHoles = map[string]string{
 	"VolumeUsage/UnboundImmediateVolume": "an unbound claim of an Immediate-binding class imposes nothing and the pod gets a " +
 		"node (volume.go says so on purpose, but no user document does); Karpenter waits for the volume to bind (nobody fixing)",
 	"VolumeUsage/DeletingClaim": "a pod whose claim is being deleted gets a node; Karpenter leaves it pending (nobody fixing)",
-	"PoolRequirementFiltering/ConflictingRequirements": "a NodePool whose requirements admit no value fails the whole solve " +
-		"(an error, no plan for any pod) instead of leaving its pods unschedulable (one impossible NodePool failing the whole " +
-		"solve, being fixed)",
-	"Provisioning/PodLevelResources": "pod-level resources (spec.resources, Kubernetes 1.34) are not read: the pod counts " +
-		"its containers' requests instead (pod-level resources, being fixed)",
 }
 
 // specTables is every table of the spec, for the counts.
@@ -83,7 +76,7 @@ func specTables() [][]specCase {
 const (
 	specPorted    = 296
 	specDifferent = 1
-	specHoles     = 18
+	specHoles     = 15
 )
 
 func TestKarpenterSpecCounts(t *testing.T) {
