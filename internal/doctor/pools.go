@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"maps"
 	"slices"
 	"sort"
 
@@ -35,6 +36,7 @@ func poolTypes(cat *catalog.Catalog, np *apis.NodePool, nc *apis.EC2NodeClass) [
 				continue
 			}
 			labels := it.NodeLabels(o)
+			maps.Copy(labels, it.LabelsForNodeClass(nc)) // the class's os
 			for k, v := range pool.Labels {
 				labels[k] = v
 			}
