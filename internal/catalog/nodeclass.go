@@ -51,7 +51,7 @@ func WindowsBuild(nc *apis.EC2NodeClass) (string, bool) {
 // computeRequirements sets them (getOS, and the Windows Build label). The
 // type's own Labels are never changed (the catalog is shared).
 func (it *InstanceType) LabelsForNodeClass(nc *apis.EC2NodeClass) map[string]string {
-	build, windows := WindowsBuild(nc)
+	_, windows := WindowsBuild(nc)
 	_, hasBuild := it.Labels[LabelWindowsBuild]
 	if !windows && it.Labels[LabelOS] == "linux" && !hasBuild {
 		return it.Labels
@@ -60,14 +60,29 @@ func (it *InstanceType) LabelsForNodeClass(nc *apis.EC2NodeClass) map[string]str
 	if l == nil {
 		l = map[string]string{}
 	}
+	setNodeClassOS(l, nc)
+	return l
+}
+
+// NodeLabelsForNodeClass are NodeLabels(o) as a node of the class carries
+// them (the class's os, LabelsForNodeClass): what a launched claim records.
+func (it *InstanceType) NodeLabelsForNodeClass(o Offering, nc *apis.EC2NodeClass) map[string]string {
+	l := it.NodeLabels(o)
+	setNodeClassOS(l, nc)
+	return l
+}
+
+// setNodeClassOS sets the os and windows-build labels of the class's AMI
+// family in l.
+func setNodeClassOS(l map[string]string, nc *apis.EC2NodeClass) {
+	build, windows := WindowsBuild(nc)
 	if !windows {
 		l[LabelOS] = "linux"
 		delete(l, LabelWindowsBuild)
-		return l
+		return
 	}
 	l[LabelOS] = "windows"
 	l[LabelWindowsBuild] = build
-	return l
 }
 
 // ephemeralDevice is the device backing ephemeral storage per AMI family

@@ -110,6 +110,10 @@ func TestNodeClassOSLabels(t *testing.T) {
 			if l[LabelInstanceType] != "m5.large" || l[LabelArch] != "amd64" {
 				t.Errorf("type labels lost: %v", l)
 			}
+			nl := m5.NodeLabelsForNodeClass(m5.Offerings[0], tc.nc)
+			if nl[LabelOS] != tc.os || nl[LabelWindowsBuild] != tc.build || nl[LabelTopologyZone] != m5.Offerings[0].Zone {
+				t.Errorf("m5.large node labels: os %q build %q zone %q", nl[LabelOS], nl[LabelWindowsBuild], nl[LabelTopologyZone])
+			}
 			if got := m6g.SupportsNodeClass(tc.nc); got != tc.runsOnArm6 {
 				t.Errorf("arm64 m6g.large supports the class: %v, want %v", got, tc.runsOnArm6)
 			}

@@ -1,7 +1,6 @@
 package doctor
 
 import (
-	"maps"
 	"slices"
 	"sort"
 
@@ -35,8 +34,7 @@ func poolTypes(cat *catalog.Catalog, np *apis.NodePool, nc *apis.EC2NodeClass) [
 			if !o.Available || o.CapacityType == catalog.CapacityTypeReserved {
 				continue
 			}
-			labels := it.NodeLabels(o)
-			maps.Copy(labels, it.LabelsForNodeClass(nc)) // the class's os
+			labels := it.NodeLabelsForNodeClass(o, nc)
 			for k, v := range pool.Labels {
 				labels[k] = v
 			}

@@ -22,7 +22,7 @@ func isWindowsBootstrap(doc string) bool {
 
 // parseWindows reads the bootstrap call's -EKSClusterName and the kubelet
 // flags of its -KubeletExtraArgs (what Start-EKSBootstrap.ps1 hands to the
-// kubelet). PowerShell quoting: '...' with '' for a quote, or "...".
+// kubelet). PowerShell quoting: '...' (a doubled quote in it is one quote) or "...".
 func parseWindows(doc string) (*Bootstrap, error) {
 	b := newBootstrap(FormatWindows)
 	for _, line := range strings.Split(doc, "\n") {
@@ -71,7 +71,7 @@ func bootstrapCall(line string) (string, bool) {
 	return "", false
 }
 
-// psWords splits PowerShell arguments: '' inside '...' is one quote.
+// psWords splits PowerShell arguments: ” inside '...' is one quote.
 func psWords(s string) ([]string, error) {
 	var out []string
 	var cur strings.Builder
@@ -79,15 +79,15 @@ func psWords(s string) ([]string, error) {
 	rs := []rune(s)
 	for i := 0; i < len(rs); i++ {
 		r := rs[i]
-		switch {
-		case r == '\'' || r == '"':
+		switch r {
+		case '\'', '"':
 			end, err := closingQuote(rs, i)
 			if err != nil {
 				return nil, err
 			}
 			cur.WriteString(strings.ReplaceAll(string(rs[i+1:end]), string([]rune{r, r}), string(r)))
 			inWord, i = true, end
-		case r == ' ' || r == '\t' || r == '\r':
+		case ' ', '\t', '\r':
 			if inWord {
 				out = append(out, cur.String())
 				cur.Reset()
