@@ -274,3 +274,24 @@ func (m *memPrices) SavePrices(_ context.Context, s *nwaws.PriceSnapshot) error 
 	m.saved = &cp
 	return nil
 }
+
+// windows2019/2022@latest resolve to the region's EKS-optimized Windows
+// Server Core image through its ami-windows-latest parameter, amd64 only;
+// the cluster (1.33) predates Windows Server 2025 images, so windows2025
+// finds none, as Karpenter-AWS (amifamily/ami.go) refuses it before 1.35.
+func TestWindowsAMIAliasResolution(t *testing.T) {
+	e := newEnv(t, false)
+	for _, year := range []string{"2019", "2022"} {
+		amis, err := e.p.AMIs(e.ctx, nodeClass("windows"+year+"@latest"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, ok := e.sim.EC2().SSMParameter("/aws/service/ami-windows-latest/Windows_Server-" + year + "-English-Core-EKS_Optimized-1.33/image_id")
+		if !ok || len(amis) != 1 || amis[0].ID != want || amis[0].Architecture != "amd64" {
+			t.Errorf("windows%s@latest resolved to %+v, the parameter holds %q", year, amis, want)
+		}
+	}
+	if amis, err := e.p.AMIs(e.ctx, nodeClass("windows2025@latest")); err == nil {
+		t.Errorf("windows2025@latest on Kubernetes 1.33 resolved to %+v", amis)
+	}
+}

@@ -59,7 +59,7 @@ type AllocatableOptions struct {
 	// network card: they take ENIs without carrying pod IPs.
 	EFAOnlyENIs int
 	// AMIFamily of the EC2NodeClass: AL2, AL2023 (default), Bottlerocket,
-	// Windows2019, Windows2022, Windows2025, Custom. Windows is not ENI-limited and ignores podsPerCore.
+	// Windows2019, Windows2022, Windows2025, Custom. Windows is not ENI-limited; Bottlerocket ignores podsPerCore.
 	AMIFamily string
 	Kubelet   KubeletOptions
 	// RootVolumeSize is the size of the volume backing ephemeral storage; nil
@@ -146,7 +146,10 @@ func (it *InstanceType) MaxPods(o AllocatableOptions) int64 {
 	default:
 		n = DefaultMaxPods
 	}
-	if o.Kubelet.PodsPerCore != nil && *o.Kubelet.PodsPerCore > 0 && !o.windows() {
+	// Every family but Bottlerocket applies podsPerCore, Windows included
+	// (Karpenter-AWS amifamily FeatureFlags PodsPerCoreEnabled; Bottlerocket's
+	// settings cannot pass it, the Windows bootstrap passes --pods-per-core).
+	if o.Kubelet.PodsPerCore != nil && *o.Kubelet.PodsPerCore > 0 && !strings.EqualFold(o.AMIFamily, "Bottlerocket") {
 		n = min(n, int64(*o.Kubelet.PodsPerCore)*it.VCPU)
 	}
 	return n
@@ -177,6 +180,10 @@ func (it *InstanceType) ephemeralStorage(o AllocatableOptions) resource.Quantity
 	return *resource.NewQuantity(DefaultRootVolumeGiB<<30, resource.BinarySI)
 }
 
+// ResourcePrivateIPv4Address is the VPC resource controller's resource
+// for a Windows pod's IPv4 address.
+const ResourcePrivateIPv4Address corev1.ResourceName = "vpc.amazonaws.com/PrivateIPv4Address"
+
 // Capacity is what the node's kubelet will report as capacity. Extended
 // resources appear only when the type has them.
 func (it *InstanceType) Capacity(o AllocatableOptions) corev1.ResourceList {
@@ -196,6 +203,13 @@ func (it *InstanceType) Capacity(o AllocatableOptions) corev1.ResourceList {
 		case "Habana":
 			habana += g.Count
 		}
+	}
+	if o.windows() && it.IPv4PerENI > 1 {
+		// Karpenter-AWS newInstanceType (privateIPv4Address): a Windows
+		// node offers the VPC resource controller's secondary IPv4
+		// addresses, one ENI's less its primary, which the controller's
+		// webhook adds to every Windows pod's requests.
+		c[ResourcePrivateIPv4Address] = *resource.NewQuantity(it.IPv4PerENI-1, resource.DecimalSI)
 	}
 	for name, n := range map[corev1.ResourceName]int64{
 		ResourceNVIDIAGPU: nvidia, ResourceAMDGPU: amd, ResourceHabanaGaudi: habana,

@@ -106,8 +106,17 @@ func TestAllocatableOverrides(t *testing.T) {
 			map[corev1.ResourceName]string{"cpu": "1930m", "memory": "7518Mi", "pods": "29", "ephemeral-storage": "17Gi", "vpc.amazonaws.com/pod-eni": "9"}},
 		{"root volume 100Gi", m5, AllocatableOptions{RootVolumeSize: ptr(resource.MustParse("100Gi"))},
 			map[corev1.ResourceName]string{"cpu": "1930m", "memory": "6903Mi", "pods": "29", "ephemeral-storage": "89Gi", "vpc.amazonaws.com/pod-eni": "9"}},
+		// Windows nodes also offer the VPC resource controller's private
+		// IPv4 addresses: 10 per ENI - 1.
 		{"windows is not ENI limited", m5, AllocatableOptions{AMIFamily: "Windows2022"},
-			map[corev1.ResourceName]string{"cpu": "1930m", "memory": "6012Mi", "pods": "110", "ephemeral-storage": "17Gi", "vpc.amazonaws.com/pod-eni": "9"}},
+			map[corev1.ResourceName]string{"cpu": "1930m", "memory": "6012Mi", "pods": "110", "ephemeral-storage": "17Gi", "vpc.amazonaws.com/PrivateIPv4Address": "9", "vpc.amazonaws.com/pod-eni": "9"}},
+		// Karpenter's Windows family enables podsPerCore (amifamily/windows.go
+		// FeatureFlags) and its bootstrap passes --pods-per-core: min(110, 4*2) = 8 -> 343Mi.
+		{"windows podsPerCore caps 110", m5, AllocatableOptions{AMIFamily: "Windows2022", Kubelet: KubeletOptions{PodsPerCore: ptr[int32](4)}},
+			map[corev1.ResourceName]string{"cpu": "1930m", "memory": "7134Mi", "pods": "8", "ephemeral-storage": "17Gi", "vpc.amazonaws.com/PrivateIPv4Address": "9", "vpc.amazonaws.com/pod-eni": "9"}},
+		// Bottlerocket's does not (amifamily/bottlerocket.go): ENI-limited 29 pods.
+		{"bottlerocket ignores podsPerCore", m5, AllocatableOptions{AMIFamily: "Bottlerocket", Kubelet: KubeletOptions{PodsPerCore: ptr[int32](4)}},
+			map[corev1.ResourceName]string{"cpu": "1930m", "memory": "6903Mi", "pods": "29", "ephemeral-storage": "17Gi", "vpc.amazonaws.com/pod-eni": "9"}},
 		{"reserved ENIs", m5, AllocatableOptions{ReservedENIs: 1},
 			// 2 x 9 + 2 = 20 pods -> 475Mi
 			map[corev1.ResourceName]string{"cpu": "1930m", "memory": "7002Mi", "pods": "20", "ephemeral-storage": "17Gi", "vpc.amazonaws.com/pod-eni": "9"}},

@@ -68,3 +68,61 @@ func TestNodeClassAllocatable(t *testing.T) {
 		t.Errorf("evictionSoft changed allocatable memory: %s vs %s", withSoft.Memory(), without.Memory())
 	}
 }
+
+// The os and windows-build labels of a type come from its class's AMI
+// family, and Windows families run on amd64 only (Karpenter-AWS
+// instancetype computeRequirements and getOS).
+func TestNodeClassOSLabels(t *testing.T) {
+	m5, m6g := builtinType(t, "m5.large"), builtinType(t, "m6g.large")
+	class := func(family, alias string) *apis.EC2NodeClass {
+		nc := &apis.EC2NodeClass{}
+		if family != "" {
+			nc.Spec.AMIFamily = ptr(family)
+		}
+		if alias != "" {
+			nc.Spec.AMISelectorTerms = []apis.AMISelectorTerm{{Alias: alias}}
+		}
+		return nc
+	}
+	cases := []struct {
+		name       string
+		nc         *apis.EC2NodeClass
+		os, build  string
+		runsOnArm6 bool
+	}{
+		{"no class", nil, "linux", "", true},
+		{"al2023 alias", class("", "al2023@latest"), "linux", "", true},
+		{"bottlerocket alias", class("", "bottlerocket@latest"), "linux", "", true},
+		{"windows2019 alias", class("", "windows2019@latest"), "windows", "10.0.17763", false},
+		{"windows2022 alias", class("", "windows2022@latest"), "windows", "10.0.20348", false},
+		{"windows2025 alias", class("", "windows2025@latest"), "windows", "10.0.26100", false},
+		{"amiFamily Windows2022", class(apis.AMIFamilyWindows2022, ""), "windows", "10.0.20348", false},
+		// Karpenter's AMIFamily(): spec.amiFamily wins over the alias.
+		{"Custom with a windows alias", class(apis.AMIFamilyCustom, "windows2022@latest"), "linux", "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := m5.LabelsForNodeClass(tc.nc)
+			build, has := l[LabelWindowsBuild]
+			if l[LabelOS] != tc.os || build != tc.build || has != (tc.build != "") {
+				t.Errorf("m5.large: os %q build %q (set %v), want %q %q", l[LabelOS], build, has, tc.os, tc.build)
+			}
+			if l[LabelInstanceType] != "m5.large" || l[LabelArch] != "amd64" {
+				t.Errorf("type labels lost: %v", l)
+			}
+			nl := m5.NodeLabelsForNodeClass(m5.Offerings[0], tc.nc)
+			if nl[LabelOS] != tc.os || nl[LabelWindowsBuild] != tc.build || nl[LabelTopologyZone] != m5.Offerings[0].Zone {
+				t.Errorf("m5.large node labels: os %q build %q zone %q", nl[LabelOS], nl[LabelWindowsBuild], nl[LabelTopologyZone])
+			}
+			if got := m6g.SupportsNodeClass(tc.nc); got != tc.runsOnArm6 {
+				t.Errorf("arm64 m6g.large supports the class: %v, want %v", got, tc.runsOnArm6)
+			}
+			if !m5.SupportsNodeClass(tc.nc) {
+				t.Error("amd64 m5.large must support every family")
+			}
+		})
+	}
+	if m5.Labels[LabelOS] != "linux" || m5.Labels[LabelWindowsBuild] != "" {
+		t.Errorf("a Windows class changed the shared type's labels: %v", m5.Labels)
+	}
+}

@@ -34,7 +34,7 @@ func poolTypes(cat *catalog.Catalog, np *apis.NodePool, nc *apis.EC2NodeClass) [
 			if !o.Available || o.CapacityType == catalog.CapacityTypeReserved {
 				continue
 			}
-			labels := it.NodeLabels(o)
+			labels := it.NodeLabelsForNodeClass(o, nc)
 			for k, v := range pool.Labels {
 				labels[k] = v
 			}

@@ -70,6 +70,7 @@ type poolSpec struct {
 	types  string            // JSON list of instance types
 	ct     string            // JSON list of capacity types
 	limits map[string]string // spec.limits, e.g. {"cpu": "4"}
+	alias  string            // the class's AMI alias ("": al2023@latest)
 }
 
 // options are the cloudtest pool options of ps: m5.large and m5.xlarge
@@ -89,7 +90,7 @@ func (ps poolSpec) options(t testing.TB) []cloudtest.Option {
 	}
 	return []cloudtest.Option{
 		cloudtest.PoolLabel("nodewright.io/test"), cloudtest.InstanceTypes(types...), cloudtest.CapacityTypes(cts...),
-		cloudtest.PoolSpec(func(p *apistest.Pool) { p.Limits = ps.limits }),
+		cloudtest.PoolSpec(func(p *apistest.Pool) { p.Limits = ps.limits }), cloudtest.AMIAlias(ps.alias),
 	}
 }
 

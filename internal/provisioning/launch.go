@@ -249,8 +249,9 @@ func (pa *pass) describe(cl *apis.NodeClaim, inst nwaws.Instance) launched {
 		z, _ := pa.catalog.Zone(inst.Zone)
 		off = catalog.Offering{Zone: inst.Zone, ZoneID: z.ID, CapacityType: inst.CapacityType}
 	}
-	out.labels = it.NodeLabels(off)
-	opts := pa.catalog.OptionsFor(pa.nodeClass(cl))
+	nc := pa.nodeClass(cl)
+	out.labels = it.NodeLabelsForNodeClass(off, nc)
+	opts := pa.catalog.OptionsFor(nc)
 	out.capacity = it.Capacity(opts)
 	if alloc, err := it.Allocatable(opts); err == nil {
 		out.allocatable = alloc

@@ -45,7 +45,8 @@ func NodePoolFromAPI(np *apis.NodePool) (*NodePool, error) {
 
 // InstanceTypesFromCatalog prepares a catalog's types for pools using the
 // node class (nil = defaults): allocatable is computed per node class
-// because kubelet settings, AMI family and volumes change it, and types the
+// because kubelet settings, AMI family and volumes change it, labels too
+// (the AMI family sets the os, catalog LabelsForNodeClass), and types the
 // class cannot run on (catalog SupportsNodeClass) are left out.
 func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts *catalog.AllocatableOptions) ([]*InstanceType, error) {
 	o := cat.OptionsFor(nc)
@@ -68,7 +69,9 @@ func InstanceTypesFromCatalog(cat *catalog.Catalog, nc *apis.EC2NodeClass, opts 
 		if err != nil {
 			return nil, fmt.Errorf("instance types: %w", err)
 		}
-		t := &InstanceType{Name: it.Name, Labels: it.Labels, Capacity: it.Capacity(o), Allocatable: alloc}
+		// The one place a type's labels meet its class: the os and
+		// windows-build come from the class's AMI family.
+		t := &InstanceType{Name: it.Name, Labels: it.LabelsForNodeClass(nc), Capacity: it.Capacity(o), Allocatable: alloc}
 		for _, off := range it.Offerings {
 			t.Offerings = append(t.Offerings, Offering{Zone: off.Zone, ZoneID: off.ZoneID, CapacityType: off.CapacityType, Price: off.Price,
 				Available: off.Available, ReservationID: off.ReservationID, ReservationCapacity: off.ReservationCapacity,

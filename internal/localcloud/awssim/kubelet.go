@@ -33,6 +33,7 @@ func (s *Server) setKubeClient(c kubernetes.Interface) {
 			info, ok := cat.Types[n]
 			return info, ok
 		},
+		Image: s.ec2.Image,
 		After: s.after, RegistrationDelay: s.opts.Delays.NodeRegistration, Logger: s.logger,
 		KeepTerminatedNodes: s.opts.KeepTerminatedNodes, PodENI: s.opts.PodENI,
 	})

@@ -82,6 +82,10 @@ func TestImagesSSMAndDrift(t *testing.T) {
 		{"/aws/service/eks/optimized-ami/1.36/amazon-linux-2-gpu/recommended/image_id", "amazon-eks-gpu-node-1.36-v"},
 		{"/aws/service/bottlerocket/aws-k8s-1.36/x86_64/latest/image_id", "bottlerocket-aws-k8s-1.36-x86_64-v1.50.0"},
 		{"/aws/service/bottlerocket/aws-k8s-1.36-nvidia/x86_64/latest/image_id", "bottlerocket-aws-k8s-1.36-nvidia-x86_64-v"},
+		// Karpenter-AWS amifamily/windows.go's parameters.
+		{"/aws/service/ami-windows-latest/Windows_Server-2019-English-Core-EKS_Optimized-1.36/image_id", "Windows_Server-2019-English-Core-EKS_Optimized-1.36-"},
+		{"/aws/service/ami-windows-latest/Windows_Server-2022-English-Core-EKS_Optimized-1.36/image_id", "Windows_Server-2022-English-Core-EKS_Optimized-1.36-"},
+		{"/aws/service/ami-windows-latest/Windows_Server-2025-English-Core-EKS_Optimized-1.36/image_id", "Windows_Server-2025-English-Core-EKS_Optimized-1.36-"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.param, func(t *testing.T) {
@@ -92,6 +96,10 @@ func TestImagesSSMAndDrift(t *testing.T) {
 			img, err := c.DescribeImages(ctx(t), &ec2.DescribeImagesInput{ImageIds: []string{*out.Parameter.Value}})
 			if err != nil || !strings.HasPrefix(*img.Images[0].Name, tc.namePrefix) {
 				t.Fatalf("image %v %v", img, err)
+			}
+			if windows := strings.HasPrefix(tc.namePrefix, "Windows"); windows != (img.Images[0].Platform == types.PlatformValuesWindows) ||
+				windows && img.Images[0].Architecture != types.ArchitectureValuesX8664 {
+				t.Errorf("%s: platform %q architecture %q", *img.Images[0].Name, img.Images[0].Platform, img.Images[0].Architecture)
 			}
 		})
 	}

@@ -135,6 +135,7 @@ type envOptions struct {
 	timeout   time.Duration
 	pool      string
 	nodeClass string
+	amiAlias  string
 	edits     []func(*apistest.Pool)
 	yaml      string
 	work      bool
@@ -156,6 +157,10 @@ func PoolName(name string) Option { return func(o *envOptions) { o.pool = name }
 // NodeClass names the EC2NodeClass the pool refers to (default: the
 // pool's name).
 func NodeClass(name string) Option { return func(o *envOptions) { o.nodeClass = name } }
+
+// AMIAlias gives the EC2NodeClass an AMI alias other than al2023@latest
+// (e.g. windows2022@latest).
+func AMIAlias(alias string) Option { return func(o *envOptions) { o.amiAlias = alias } }
 
 // PoolLabel labels the pool's nodes key=<pool name>, so pods selecting it
 // land on this test's nodes only.
@@ -279,7 +284,9 @@ func (o envOptions) loadPool(t testing.TB, pool, cluster string) (dir string, cf
 		}
 		doc = spec.YAML()
 	}
-	return loadConfig(t, apistest.Doc(doc, nodeClass(class, cluster).YAML()))
+	nc := nodeClass(class, cluster)
+	nc.AMIAlias = o.amiAlias
+	return loadConfig(t, apistest.Doc(doc, nc.YAML()))
 }
 
 // resources creates the queues o asks for and returns the stack's

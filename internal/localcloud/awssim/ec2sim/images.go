@@ -13,12 +13,16 @@ const (
 	FamilyAL2023       = "al2023"
 	FamilyAL2          = "al2"
 	FamilyBottlerocket = "bottlerocket"
+	FamilyWindows2019  = "windows2019"
+	FamilyWindows2022  = "windows2022"
+	FamilyWindows2025  = "windows2025"
 )
 
 // Account ids that own the public EKS-optimized AMIs.
 const (
 	eksAMIOwner          = "602401143452"
 	bottlerocketAMIOwner = "092701018921"
+	windowsAMIOwner      = "801119661308" // "amazon", the Windows Server AMIs' owner
 )
 
 type amiVariant struct {
@@ -38,18 +42,23 @@ func (c *Cloud) seedImages() {
 	for _, fam := range []string{FamilyAL2023, FamilyAL2, FamilyBottlerocket} {
 		c.publishLocked(fam)
 	}
+	for _, fam := range []string{FamilyWindows2019, FamilyWindows2022, FamilyWindows2025} {
+		c.publishWindowsLocked(fam)
+	}
 }
 
 // PublishAMI releases a new version of every image of family (al2023, al2,
-// bottlerocket) for the cluster's Kubernetes version and points the SSM
+// bottlerocket, windows2019, windows2022, windows2025) for the cluster's Kubernetes version and points the SSM
 // "recommended"/"latest" parameters at it, as an EKS AMI release does.
 func (c *Cloud) PublishAMI(family string) ([]types.Image, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch family {
 	case FamilyAL2023, FamilyAL2, FamilyBottlerocket:
+	case FamilyWindows2019, FamilyWindows2022, FamilyWindows2025:
+		return c.publishWindowsLocked(family), nil
 	default:
-		return nil, fmt.Errorf("publish ami: unknown family %q (want al2023, al2 or bottlerocket)", family)
+		return nil, fmt.Errorf("publish ami: unknown family %q (want al2023, al2, bottlerocket or windows2019/2022/2025)", family)
 	}
 	return c.publishLocked(family), nil
 }
@@ -168,6 +177,16 @@ func (c *Cloud) SSMParameter(name string) (string, bool) {
 	defer c.mu.Unlock()
 	v, ok := c.ssm[name]
 	return v, ok
+}
+
+// Image returns the image with id as DescribeImages describes it.
+func (c *Cloud) Image(id string) (types.Image, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if img := c.imageByID(id); img != nil {
+		return *img, true
+	}
+	return types.Image{}, false
 }
 
 func (c *Cloud) imageByID(id string) *types.Image {

@@ -127,6 +127,11 @@ func (c *Cloud) newInstance(in *ec2.CreateFleetInput, cd *candidate, life types.
 			PrivateIpAddresses: []types.InstancePrivateIpAddress{{Primary: aws.Bool(true), PrivateIpAddress: aws.String(ip), PrivateDnsName: aws.String(dns)}},
 		}},
 	}
+	if cd.image.Platform == types.PlatformValuesWindows {
+		// EC2 describes an instance of a Windows image as Windows.
+		inst.Platform = types.PlatformValuesWindows
+		inst.PlatformDetails = cd.image.PlatformDetails
+	}
 	return inst
 }
 

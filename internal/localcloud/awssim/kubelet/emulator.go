@@ -27,6 +27,8 @@ type Config struct {
 	KubernetesVersion string
 	// TypeInfo returns the instance type's description (capacity).
 	TypeInfo func(instanceType string) (ec2types.InstanceTypeInfo, bool)
+	// Image returns an image's description (its platform); nil: unknown.
+	Image func(imageID string) (ec2types.Image, bool)
 	// After runs f after d of simulated time.
 	After func(d time.Duration, f func())
 	// RegistrationDelay is the time from running to Node registration.
@@ -132,7 +134,11 @@ func (e *Emulator) register(inst ec2types.Instance, userData string) {
 		fail(fmt.Errorf("unknown instance type %s", inst.InstanceType))
 		return
 	}
-	node, err := BuildNode(inst, info, boot, e.cfg.Region, e.cfg.KubernetesVersion)
+	var img ec2types.Image
+	if e.cfg.Image != nil {
+		img, _ = e.cfg.Image(aws.ToString(inst.ImageId))
+	}
+	node, err := BuildNode(inst, img, info, boot, e.cfg.Region, e.cfg.KubernetesVersion)
 	if err != nil {
 		fail(err)
 		return

@@ -32,8 +32,9 @@ const memoryVisiblePercent = 97
 // defaultEphemeralGi is the root volume of the EKS AMIs (20 GiB gp3).
 const defaultEphemeralGi = 20
 
-// BuildNode is the Node a bootstrap registers for an instance.
-func BuildNode(inst ec2types.Instance, info ec2types.InstanceTypeInfo, boot *userdata.Bootstrap, region, k8sVersion string) (*corev1.Node, error) {
+// BuildNode is the Node a bootstrap registers for an instance launched
+// from img (its zero value when unknown: a Linux image).
+func BuildNode(inst ec2types.Instance, img ec2types.Image, info ec2types.InstanceTypeInfo, boot *userdata.Bootstrap, region, k8sVersion string) (*corev1.Node, error) {
 	name := aws.ToString(inst.PrivateDnsName)
 	if name == "" {
 		return nil, fmt.Errorf("instance %s has no private DNS name", aws.ToString(inst.InstanceId))
@@ -46,13 +47,17 @@ func BuildNode(inst ec2types.Instance, info ec2types.InstanceTypeInfo, boot *use
 	if inst.Architecture == ec2types.ArchitectureValuesArm64 {
 		arch = "arm64"
 	}
+	host := hostOS(inst, img, boot)
 	labels := map[string]string{}
 	for k, v := range boot.Labels {
 		labels[k] = v
 	}
+	if host.windowsBuild != "" {
+		labels[corev1.LabelWindowsBuild] = host.windowsBuild
+	}
 	for k, v := range map[string]string{
-		corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: arch,
-		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": arch,
+		corev1.LabelHostname: name, corev1.LabelOSStable: host.os, corev1.LabelArchStable: arch,
+		"beta.kubernetes.io/os": host.os, "beta.kubernetes.io/arch": arch,
 		corev1.LabelInstanceTypeStable: string(inst.InstanceType), "beta.kubernetes.io/instance-type": string(inst.InstanceType),
 		corev1.LabelTopologyRegion: region, corev1.LabelTopologyZone: zone,
 		"failure-domain.beta.kubernetes.io/region": region, "failure-domain.beta.kubernetes.io/zone": zone,
@@ -60,7 +65,7 @@ func BuildNode(inst ec2types.Instance, info ec2types.InstanceTypeInfo, boot *use
 		labels[k] = v
 	}
 
-	capacity, err := capacityOf(info, boot)
+	capacity, err := capacityOf(info, boot, host.os == "windows")
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", name, err)
 	}
@@ -94,8 +99,8 @@ func BuildNode(inst ec2types.Instance, info ec2types.InstanceTypeInfo, boot *use
 			},
 			NodeInfo: corev1.NodeSystemInfo{
 				MachineID: strings.TrimPrefix(aws.ToString(inst.InstanceId), "i-"), SystemUUID: "ec2" + strings.TrimPrefix(aws.ToString(inst.InstanceId), "i-"),
-				KernelVersion: "6.12.0-localcloud", OSImage: osImage(boot.Format), ContainerRuntimeVersion: "containerd://2.1.0",
-				KubeletVersion: "v" + k8sVersion + ".0-eks-localcloud", OperatingSystem: "linux", Architecture: arch,
+				KernelVersion: host.kernel, OSImage: host.image, ContainerRuntimeVersion: "containerd://2.1.0",
+				KubeletVersion: "v" + k8sVersion + ".0-eks-localcloud", OperatingSystem: host.os, Architecture: arch,
 			},
 		},
 	}, nil
@@ -129,16 +134,6 @@ func AttachTrunk(node *corev1.Node) {
 	node.Status.Allocatable[catalog.ResourcePodENI] = q
 }
 
-func osImage(f userdata.Format) string {
-	switch f {
-	case userdata.FormatAL2:
-		return "Amazon Linux 2"
-	case userdata.FormatBottlerocket:
-		return "Bottlerocket OS 1.50.0 (aws-k8s)"
-	}
-	return "Amazon Linux 2023.9.20261101"
-}
-
 // DefaultMaxPods is the EKS AMIs' ENI-limited pod count: ENIs x (IPv4 per ENI - 1) + 2.
 func DefaultMaxPods(info ec2types.InstanceTypeInfo) int {
 	if info.NetworkInfo == nil || info.NetworkInfo.MaximumNetworkInterfaces == nil || info.NetworkInfo.Ipv4AddressesPerInterface == nil {
@@ -147,12 +142,16 @@ func DefaultMaxPods(info ec2types.InstanceTypeInfo) int {
 	return int(*info.NetworkInfo.MaximumNetworkInterfaces)*(int(*info.NetworkInfo.Ipv4AddressesPerInterface)-1) + 2
 }
 
-func capacityOf(info ec2types.InstanceTypeInfo, boot *userdata.Bootstrap) (corev1.ResourceList, error) {
+func capacityOf(info ec2types.InstanceTypeInfo, boot *userdata.Bootstrap, windows bool) (corev1.ResourceList, error) {
 	if info.VCpuInfo == nil || info.VCpuInfo.DefaultVCpus == nil || info.MemoryInfo == nil || info.MemoryInfo.SizeInMiB == nil {
 		return nil, fmt.Errorf("instance type %s lacks vCPU or memory information", info.InstanceType)
 	}
 	pods := boot.MaxPods
-	if pods == 0 {
+	switch {
+	case pods != 0:
+	case windows:
+		pods = 110 // the kubelet's default: Windows pod IPs are not ENI-limited
+	default:
 		pods = DefaultMaxPods(info)
 	}
 	memKi := int64(math.Floor(float64(*info.MemoryInfo.SizeInMiB) * 1024 * memoryVisiblePercent / 100))
@@ -161,6 +160,11 @@ func capacityOf(info ec2types.InstanceTypeInfo, boot *userdata.Bootstrap) (corev
 		corev1.ResourceMemory:           *resource.NewQuantity(memKi*1024, resource.BinarySI),
 		corev1.ResourcePods:             *resource.NewQuantity(int64(pods), resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(defaultEphemeralGi<<30, resource.BinarySI),
+	}
+	if n := info.NetworkInfo; windows && n != nil && aws.ToInt32(n.Ipv4AddressesPerInterface) > 1 {
+		// The VPC resource controller advertises a Windows node's
+		// secondary IPv4 addresses of its primary ENI.
+		rl[privateIPv4Address] = *resource.NewQuantity(int64(aws.ToInt32(n.Ipv4AddressesPerInterface))-1, resource.DecimalSI)
 	}
 	if g := info.GpuInfo; g != nil {
 		var n int64

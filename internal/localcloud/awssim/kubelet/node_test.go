@@ -28,7 +28,7 @@ func buildNode(t *testing.T, it *catalog.InstanceType, boot *userdata.Bootstrap)
 	t.Helper()
 	inst := ec2types.Instance{InstanceId: aws.String("i-0123"), InstanceType: ec2types.InstanceType(it.Name),
 		Placement: &ec2types.Placement{AvailabilityZone: aws.String("us-west-2a")}, PrivateDnsName: aws.String("ip-10-0-0-1")}
-	n, err := kubelet.BuildNode(inst, typeInfo(it), boot, "us-west-2", "1.36")
+	n, err := kubelet.BuildNode(inst, ec2types.Image{}, typeInfo(it), boot, "us-west-2", "1.36")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,5 +118,45 @@ func TestAttachTrunkAdvertisesBranchInterfaces(t *testing.T) {
 		if got, wantLabel := node.Labels[kubelet.HasTrunkAttachedLabel], strconv.FormatBool(want > 0); got != wantLabel {
 			t.Errorf("%s: %s=%q, want %q", name, kubelet.HasTrunkAttachedLabel, got, wantLabel)
 		}
+	}
+}
+
+// An instance of a Windows Server 2022 image registers as a Windows node:
+// os windows with the image's build, Windows node info, the kubelet's 110
+// pods and the VPC resource controller's private IPv4 addresses, which is
+// what the planner expects of a Windows2022 class's m5.large.
+func TestWindowsInstanceRegistersAWindowsNode(t *testing.T) {
+	cat, err := catalog.Builtin("us-west-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, _ := cat.Get("m5.large")
+	inst := ec2types.Instance{InstanceId: aws.String("i-0123"), InstanceType: "m5.large", Platform: ec2types.PlatformValuesWindows,
+		Placement: &ec2types.Placement{AvailabilityZone: aws.String("us-west-2a")}, PrivateDnsName: aws.String("ip-10-0-0-1")}
+	img := ec2types.Image{Name: aws.String("Windows_Server-2022-English-Core-EKS_Optimized-1.36-2026.11.01"), Platform: ec2types.PlatformValuesWindows}
+	boot := &userdata.Bootstrap{Format: userdata.FormatWindows, Labels: map[string]string{"karpenter.sh/nodepool": "windows"}}
+	n, err := kubelet.BuildNode(inst, img, typeInfo(it), boot, "us-west-2", "1.36")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := n.Labels
+	if l[corev1.LabelOSStable] != "windows" || l["beta.kubernetes.io/os"] != "windows" || l[corev1.LabelWindowsBuild] != "10.0.20348" || l["karpenter.sh/nodepool"] != "windows" {
+		t.Errorf("labels %v", l)
+	}
+	if n.Status.NodeInfo.OperatingSystem != "windows" || n.Status.NodeInfo.OSImage != "Windows Server 2022 Datacenter" {
+		t.Errorf("node info %+v", n.Status.NodeInfo)
+	}
+	planned, err := it.Allocatable(catalog.AllocatableOptions{AMIFamily: "Windows2022"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourcePods, catalog.ResourcePrivateIPv4Address} {
+		if g, p := n.Status.Allocatable[res], planned[res]; g.Cmp(p) != 0 {
+			t.Errorf("allocatable %s %s, the planner expects %s", res, g.String(), p.String())
+		}
+	}
+	linux := buildNode(t, it, &userdata.Bootstrap{Format: userdata.FormatAL2023})
+	if linux.Labels[corev1.LabelOSStable] != "linux" || linux.Labels[corev1.LabelWindowsBuild] != "" {
+		t.Errorf("linux node labels %v", linux.Labels)
 	}
 }

@@ -1,7 +1,8 @@
 // Package userdata reads what a node's bootstrap would read from EC2 user
 // data: node labels, taints, max pods and reserved resources, from AL2023
 // nodeadm NodeConfig (plain or in MIME multipart), AL2 bootstrap.sh
-// arguments and Bottlerocket TOML settings.
+// arguments, Bottlerocket TOML settings and the Windows AMIs' PowerShell
+// Start-EKSBootstrap.ps1 call.
 package userdata
 
 import (
@@ -57,6 +58,8 @@ func Parse(doc string) (*Bootstrap, error) {
 	switch {
 	case trimmed == "":
 		return newBootstrap(FormatNone), nil
+	case isWindowsBootstrap(doc):
+		return parseWindows(doc)
 	case strings.Contains(doc, "Content-Type: multipart/"), strings.HasPrefix(trimmed, "MIME-Version:"):
 		return parseMIME(doc)
 	case strings.Contains(doc, "node.eks.aws/") && strings.Contains(doc, "NodeConfig"):

@@ -65,6 +65,14 @@ max-pods = 110 # comment
 cpu = "80m"
 `
 
+// windows is Karpenter-AWS's Windows user data (bootstrap/windows.go
+// Script): the class's PowerShell, then the Start-EKSBootstrap.ps1 call.
+const windows = `<powershell>
+New-Item -Path 'C:\temp\' -ItemType Directory
+[string]$EKSBootstrapScriptFile = "$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1"
+& $EKSBootstrapScriptFile -EKSClusterName 'test' -APIServerEndpoint 'https://example' -Base64ClusterCA 'abc' -KubeletExtraArgs '--node-labels="karpenter.sh/nodepool=windows,team=it''s" --register-with-taints="karpenter.sh/unregistered:NoExecute,os=windows:NoSchedule" --max-pods=110 --kube-reserved="cpu=80m"' -DNSClusterIP '10.100.0.10'
+</powershell>`
+
 func TestParse(t *testing.T) {
 	tests := []struct {
 		name string
@@ -83,6 +91,10 @@ func TestParse(t *testing.T) {
 			Labels:       map[string]string{"karpenter.sh/nodepool": "default"},
 			Taints:       []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}, {Key: "dedicated", Value: "gpu", Effect: "NoSchedule"}},
 			KubeReserved: map[string]string{"cpu": "80m"}, SystemReserved: map[string]string{}, EvictionHard: map[string]string{}}},
+		{"windows", windows, Bootstrap{Format: FormatWindows, ClusterName: "test", MaxPods: 110,
+			Labels:       map[string]string{"karpenter.sh/nodepool": "windows", "team": "it's"},
+			Taints:       []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: "NoExecute"}, {Key: "os", Value: "windows", Effect: "NoSchedule"}},
+			KubeReserved: map[string]string{"cpu": "80m"}, SystemReserved: map[string]string{}, EvictionHard: map[string]string{}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -99,9 +111,10 @@ func TestParse(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for name, doc := range map[string]string{
-		"bad taint effect": "[settings.kubernetes.node-taints]\n\"a\" = [\"b:Sometimes\"]\n",
-		"bad max pods":     "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      maxPods: lots\n",
-		"unterminated":     "/etc/eks/bootstrap.sh c --kubelet-extra-args '--max-pods=3\n",
+		"bad taint effect":     "[settings.kubernetes.node-taints]\n\"a\" = [\"b:Sometimes\"]\n",
+		"bad max pods":         "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      maxPods: lots\n",
+		"unterminated":         "/etc/eks/bootstrap.sh c --kubelet-extra-args '--max-pods=3\n",
+		"windows unterminated": "<powershell>\n& $EKSBootstrapScriptFile -EKSClusterName 'c' -KubeletExtraArgs '--max-pods=3\n# Start-EKSBootstrap.ps1\n</powershell>",
 	} {
 		if _, err := Parse(doc); err == nil {
 			t.Errorf("%s: no error", name)
