@@ -33,7 +33,7 @@ const firstTermOnly = "only the first term of a PV's node affinity or of a Stora
 var knownHoles = map[string]string{
 	"InstanceTypeCompatibility/DifferentInstanceTypeSelectors": "beta labels (beta.kubernetes.io/instance-type, -arch, -os, " +
 		"failure-domain.beta.kubernetes.io/zone, -region) are not normalized to the stable keys as Karpenter's " +
-		"v1.NormalizedLabels does; a pod selecting one is unschedulable (the solver now normalizes beta keys in pools, "+
+		"v1.NormalizedLabels does; a pod selecting one is unschedulable (the solver now normalizes beta keys in pools, " +
 		"labels, affinity and nodeSelector, yet this case still fails: open)",
 	"Topology/NodeTaintsPolicy/Honor":                           honorTaintDomains,
 	"Topology/NodeTaintsPolicy/HonorDiscoveredFromPool":         honorTaintDomains,

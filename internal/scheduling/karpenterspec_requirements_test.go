@@ -288,7 +288,7 @@ func compatibilityCases() []specCase {
 		{name: "InstanceTypeCompatibility/ProviderArchExcludesTheOnlyFit", src: f + "1327", pools: archPool("arm64"),
 			pods: one("p", limits("cpu", "70")), check: unsched("p")},
 		{name: "InstanceTypeCompatibility/DifferentOSDifferentNodes", src: f + "1342", pools: archPool("arm64", "amd64"),
-			pods:  []*corev1.Pod{kpod("linux", selector(scheduling.LabelOS, "linux")), kpod("windows", selector(scheduling.LabelOS, "windows"))},
+			pods: []*corev1.Pod{kpod("linux", selector(scheduling.LabelOS, "linux")), kpod("windows", selector(scheduling.LabelOS, "windows"))},
 			// Deliberately different: see deliberateDifferences.
 			check: func(r *specRun) error { return errors.Join(r.scheduled("linux"), r.notScheduled("windows")) }},
 		// The first pod uses the beta instance-type label, which Karpenter
