@@ -333,6 +333,14 @@ func (b *builder) interruptionRules() {
 			Source: jsii.Strings("aws.ec2"), DetailType: jsii.Strings("EC2 Instance State-change Notification"),
 			Detail: &map[string]interface{}{"state": []string{"stopping", "stopped", "shutting-down", "terminated"}},
 		}},
+		// Karpenter-AWS v1.14.1 parses this detail-type and drains the node
+		// (interruption/messages/capacityreservationinterruption); EC2 sends
+		// it two minutes before it terminates an instance of an
+		// interruptible Capacity Reservation (EC2 User Guide, "Monitor
+		// interruptible Capacity Reservations with EventBridge").
+		{"CapacityReservationInterruptionRule", &awsevents.EventPattern{
+			Source: jsii.Strings("aws.ec2"), DetailType: jsii.Strings("EC2 Capacity Reservation Instance Interruption Warning"),
+		}},
 		{"ScheduledChangeRule", &awsevents.EventPattern{
 			Source: jsii.Strings("aws.health"), DetailType: jsii.Strings("AWS Health Event"),
 			Detail: &map[string]interface{}{"service": []string{"EC2"}, "eventTypeCategory": []string{"scheduledChange"}},

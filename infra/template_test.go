@@ -60,7 +60,8 @@ func TestQueuesAndRules(t *testing.T) {
 			t.Errorf("queue %s is not encrypted", q.ID)
 		}
 	}
-	for _, detail := range []string{"EC2 Spot Instance Interruption Warning", "EC2 Instance Rebalance Recommendation", "EC2 Instance State-change Notification", "AWS Health Event"} {
+	for _, detail := range []string{"EC2 Spot Instance Interruption Warning", "EC2 Instance Rebalance Recommendation", "EC2 Instance State-change Notification", "AWS Health Event",
+		"EC2 Capacity Reservation Instance Interruption Warning"} {
 		check(t, "rule "+detail, func() {
 			tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), map[string]interface{}{
 				"EventPattern": assertions.Match_ObjectLike(&map[string]interface{}{"detail-type": []interface{}{detail}}),
@@ -70,7 +71,7 @@ func TestQueuesAndRules(t *testing.T) {
 		})
 	}
 
-	// The queue policy lets in only the four rules.
+	// The queue policy lets in only the five rules.
 	iq := logicalID(t, j, "AWS::SQS::Queue", "InterruptionQueue")
 	var ruleArns []string
 	for _, r := range resources(j, "AWS::Events::Rule") {
@@ -78,8 +79,8 @@ func TestQueuesAndRules(t *testing.T) {
 			ruleArns = append(ruleArns, js(map[string]interface{}{"Fn::GetAtt": []interface{}{r.ID, "Arn"}}))
 		}
 	}
-	if len(ruleArns) != 4 {
-		t.Fatalf("interruption rules = %d, want 4", len(ruleArns))
+	if len(ruleArns) != 5 {
+		t.Fatalf("interruption rules = %d, want 5", len(ruleArns))
 	}
 	var allowed []string
 	for _, p := range resources(j, "AWS::SQS::QueuePolicy") {

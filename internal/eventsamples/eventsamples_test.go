@@ -95,6 +95,32 @@ func TestEventBridgeSamples(t *testing.T) {
 	}
 }
 
+// The capacity reservation warning's detail (EC2 User Guide, "Monitor
+// interruptible Capacity Reservations with EventBridge and CloudTrail").
+type capacityReservationDetail struct {
+	InstanceID              string    `json:"instance-id"`
+	InstanceAction          string    `json:"instance-action"`
+	InstanceTerminationTime time.Time `json:"instance-termination-time"`
+	AZID                    string    `json:"azId"`
+}
+
+func TestCapacityReservationInterruptionSample(t *testing.T) {
+	var ev events.CloudWatchEvent
+	decodeStrict(t, readSample(t, "capacity-reservation-interruption-warning.json"), &ev)
+	if ev.DetailType != "EC2 Capacity Reservation Instance Interruption Warning" || ev.Source != "aws.ec2" || ev.Region != "us-west-2" || ev.AccountID != "123456789012" {
+		t.Errorf("envelope %+v", ev)
+	}
+	var d capacityReservationDetail
+	decodeStrict(t, ev.Detail, &d)
+	if d.InstanceID != "i-0a1b2c3d4e5f60718" || d.InstanceAction != "terminate" || d.AZID == "" || len(ev.Resources) != 1 || filepath.Base(ev.Resources[0]) != d.InstanceID {
+		t.Errorf("detail %+v resources %v", d, ev.Resources)
+	}
+	// The warning comes two minutes before the termination.
+	if got := d.InstanceTerminationTime.Sub(ev.Time); got != 2*time.Minute {
+		t.Errorf("instance-termination-time is %s after the event, want 2m", got)
+	}
+}
+
 func TestHealthSample(t *testing.T) {
 	var ev events.CloudWatchEvent
 	decodeStrict(t, readSample(t, "health-scheduled-change.json"), &ev)
@@ -204,6 +230,7 @@ func TestAllSamplesPresent(t *testing.T) {
 		"spot-interruption-warning.json": true, "rebalance-recommendation.json": true,
 		"state-change-stopping.json": true, "state-change-terminated.json": true,
 		"health-scheduled-change.json": true, "sqs-batch.json": true,
+		"capacity-reservation-interruption-warning.json":  true,
 		"admission-review-pods-status-unschedulable.json": true,
 	}
 	for _, f := range files {

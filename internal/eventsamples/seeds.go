@@ -37,12 +37,13 @@ func Read(tb testing.TB, name string) []byte {
 
 // InterruptionBodies are the SQS message bodies the interruption queue
 // receives: every EventBridge envelope sample (spot warning, rebalance,
-// state changes, AWS Health) and the bodies of the SQS batch sample.
+// state changes, AWS Health, capacity reservation warning) and the bodies of the SQS batch sample.
 func InterruptionBodies(tb testing.TB) []string {
 	tb.Helper()
 	var out []string
 	for _, name := range []string{"spot-interruption-warning.json", "rebalance-recommendation.json", "state-change-stopping.json",
-		"state-change-terminated.json", "health-scheduled-change.json", "health-scheduled-change-dedicated-host.json"} {
+		"state-change-terminated.json", "health-scheduled-change.json", "health-scheduled-change-dedicated-host.json",
+		"capacity-reservation-interruption-warning.json"} {
 		out = append(out, strings.TrimSpace(string(Read(tb, name))))
 	}
 	var batch events.SQSEvent

@@ -32,6 +32,9 @@ const (
 	ReasonInstanceStopping    = "InstanceStopping"
 	ReasonInstanceTerminating = "InstanceTerminating"
 	ReasonInstanceUnhealthy   = "InstanceUnhealthy"
+	// ReasonCapacityReservationInterrupted is Karpenter-AWS v1.14.1's
+	// (interruption/events.CapacityReservationInstanceInterrupted).
+	ReasonCapacityReservationInterrupted = "CapacityReservationInstanceInterrupted"
 )
 
 // spotICETTL is how long an interrupted spot offering stays out of launches

@@ -29,28 +29,54 @@ func (c *Controller) acknowledge(ctx context.Context, w *work) {
 	w.log.DebugContext(ctx, "interruption message needs no action")
 }
 
-// markICE keeps an interrupted spot offering out of launches for the ICE
-// TTL, shared with every function through the store.
+// markICE keeps the offering an interruption takes away out of launches
+// for the ICE TTL, shared with every function through the store, so the
+// batch's replacement pass does not launch into it again: a spot warning's
+// spot offering (Karpenter-AWS v1.14.1 interruption/utils.go
+// markUnavailableOfferings), a capacity reservation warning's reservation
+// (there, capacityReservationProvider.MarkUnavailable: no instance is
+// launched into it until its availability is read again).
 func (c *Controller) markICE(ctx context.Context, w *work) {
-	if w.item.Msg.Kind != SpotInterruption || c.d.ICE == nil {
+	if c.d.ICE == nil {
 		return
 	}
-	cl := w.claim
-	key := nwaws.OfferingKey{
-		InstanceType: cl.Labels[catalog.LabelInstanceType],
-		Zone:         cl.Labels[catalog.LabelTopologyZone],
-		CapacityType: apis.CapacityTypeSpot,
+	key, reason, ok := iceKeyFor(w.item.Msg.Kind, w.claim.Labels)
+	if !ok {
+		if reason != "" {
+			w.log.WarnContext(ctx, "interrupted claim lacks the labels of its offering; nothing marked unavailable", "missing", reason)
+		}
+		return
+	}
+	if err := c.d.ICE.MarkUnavailable(ctx, key, reason); err != nil {
+		// The local set holds it for this function; the launch goes on.
+		w.log.WarnContext(ctx, "recording the interrupted offering", "offering", key.String(), "error", err)
+		return
+	}
+	w.log.InfoContext(ctx, "interrupted offering marked unavailable", "offering", key.String(), "ttl", spotICETTL.String())
+}
+
+// iceKeyFor is the offering a message of kind takes away from a claim with
+// labels, and the ICE reason; ok is false when there is none (then reason,
+// if set, names the labels that are missing).
+func iceKeyFor(kind Kind, labels map[string]string) (key nwaws.OfferingKey, reason string, ok bool) {
+	key = nwaws.OfferingKey{InstanceType: labels[catalog.LabelInstanceType], Zone: labels[catalog.LabelTopologyZone]}
+	switch kind {
+	case SpotInterruption:
+		key.CapacityType = apis.CapacityTypeSpot
+		reason = "SpotInterruptionWarning"
+	case CapacityReservationInterruption:
+		key.CapacityType, key.ReservationID = apis.CapacityTypeReserved, labels[apis.CapacityReservationIDLabelKey]
+		if key.ReservationID == "" {
+			return key, "capacity-reservation-id", false
+		}
+		reason = "CapacityReservationInterruptionWarning"
+	default:
+		return key, "", false
 	}
 	if key.InstanceType == "" || key.Zone == "" {
-		w.log.WarnContext(ctx, "interrupted spot claim lacks its instance type or zone; offering not marked unavailable")
-		return
+		return key, "instance-type or zone", false
 	}
-	if err := c.d.ICE.MarkUnavailable(ctx, key, "SpotInterruptionWarning"); err != nil {
-		// The local set holds it for this function; the launch goes on.
-		w.log.WarnContext(ctx, "recording the interrupted spot offering", "offering", key.String(), "error", err)
-		return
-	}
-	w.log.InfoContext(ctx, "spot offering marked unavailable", "offering", key.String(), "ttl", spotICETTL.String())
+	return key, reason, true
 }
 
 // mark sets the claim's deletion mark through termination.Mark (kept if
@@ -139,6 +165,8 @@ func eventFor(m Message) (reason, text string) {
 		return ReasonSpotInterrupted, "Spot interruption warning was triggered"
 	case RebalanceRecommended:
 		return ReasonRebalance, "Spot rebalance recommendation was triggered; replacing the node (rebalance policy replace)"
+	case CapacityReservationInterruption:
+		return ReasonCapacityReservationInterrupted, "Capacity Reservation interruption warning was triggered"
 	case ScheduledChange:
 		return ReasonInstanceUnhealthy, "An unhealthy warning was triggered for the instance (AWS Health scheduled change)"
 	case StateChange:

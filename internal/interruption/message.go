@@ -6,14 +6,16 @@
 //   - malformed messages are batch item failures, logged with their message
 //     ID, so the queue's redrive policy parks them in the DLQ; instances
 //     without a NodeClaim are acknowledged and nothing is touched;
-//   - spot interruption warnings, AWS Health scheduled changes and
-//     stopping / shutting-down instances: the spot offering is marked
-//     unavailable in the shared ICE set (spot warnings), the claim is marked
-//     for deletion (apis.NodeClaim.MarkForDeletion, reason Interrupted), one
-//     provisioning pass for the whole batch launches replacement capacity
-//     for the pods that fit nowhere else, then the node is cordoned and the
-//     first termination step taints it and starts the evictions; the
-//     lifecycle function carries the drain on (a requeued work message);
+//   - spot interruption warnings, capacity reservation interruption
+//     warnings, AWS Health scheduled changes and stopping / shutting-down
+//     instances: the spot offering (spot warnings) or the reservation
+//     (capacity reservation warnings) is marked unavailable in the shared
+//     ICE set, the claim is marked for deletion (apis.NodeClaim.
+//     MarkForDeletion, reason Interrupted), one provisioning pass for the
+//     whole batch launches replacement capacity for the pods that fit
+//     nowhere else, then the node is cordoned and the first termination
+//     step taints it and starts the evictions; the lifecycle function
+//     carries the drain on (a requeued work message);
 //   - stopped / terminated instances: claim and Node are removed at once
 //     (after the same replacement pass), the pods deleted, a stopped
 //     instance terminated;
@@ -55,17 +57,30 @@ type Kind string
 // Kinds, named like Karpenter's message types (they become the
 // message_type metric dimension).
 const (
-	SpotInterruption      Kind = "spot_interrupted"
-	RebalanceRecommended  Kind = "rebalance_recommendation"
-	ScheduledChange       Kind = "scheduled_change"
-	StateChange           Kind = "state_change"
-	Unknown               Kind = "no_op"
-	detailTypeSpot             = "EC2 Spot Instance Interruption Warning"
-	detailTypeRebalance        = "EC2 Instance Rebalance Recommendation"
-	detailTypeStateChange      = "EC2 Instance State-change Notification"
-	detailTypeHealth           = "AWS Health Event"
-	sourceEC2                  = "aws.ec2"
-	sourceHealth               = "aws.health"
+	SpotInterruption     Kind = "spot_interrupted"
+	RebalanceRecommended Kind = "rebalance_recommendation"
+	ScheduledChange      Kind = "scheduled_change"
+	StateChange          Kind = "state_change"
+	// CapacityReservationInterruption: EC2 takes an instance of an
+	// interruptible Capacity Reservation back in two minutes.
+	CapacityReservationInterruption Kind = "capacity_reservation_interrupted"
+	Unknown                         Kind = "no_op"
+)
+
+// The EventBridge detail-types and sources the interruption rules forward.
+const (
+	detailTypeSpot        = "EC2 Spot Instance Interruption Warning"
+	detailTypeRebalance   = "EC2 Instance Rebalance Recommendation"
+	detailTypeStateChange = "EC2 Instance State-change Notification"
+	detailTypeHealth      = "AWS Health Event"
+	// detailTypeCapacityReservation is the warning EC2 sends two minutes
+	// before it terminates an instance of an interruptible Capacity
+	// Reservation (EC2 User Guide, "Monitor interruptible Capacity
+	// Reservations with EventBridge and CloudTrail"; Karpenter-AWS v1.14.1
+	// messages/capacityreservationinterruption parses the same type).
+	detailTypeCapacityReservation = "EC2 Capacity Reservation Instance Interruption Warning"
+	sourceEC2                     = "aws.ec2"
+	sourceHealth                  = "aws.health"
 )
 
 // Message is a parsed interruption event.
@@ -85,7 +100,7 @@ type Message struct {
 // the controller applies that setting.
 func (m Message) Actionable() bool {
 	switch m.Kind {
-	case SpotInterruption, ScheduledChange, RebalanceRecommended:
+	case SpotInterruption, ScheduledChange, RebalanceRecommended, CapacityReservationInterruption:
 		return true
 	case StateChange:
 		return m.State == "stopping" || m.State == "stopped" || m.State == "shutting-down" || m.State == "terminated"
@@ -112,6 +127,11 @@ type envelope struct {
 	Region     string          `json:"region"`
 	Resources  []string        `json:"resources"`
 	Detail     json.RawMessage `json:"detail"`
+}
+
+// ec2DetailTypes are the aws.ec2 events whose detail names one instance.
+var ec2DetailTypes = map[string]bool{
+	detailTypeSpot: true, detailTypeRebalance: true, detailTypeStateChange: true, detailTypeCapacityReservation: true,
 }
 
 type ec2Detail struct {
@@ -141,7 +161,7 @@ func Parse(body string) (Message, error) {
 	}
 	m := Message{ID: env.ID, DetailType: env.DetailType, Time: env.Time, Kind: Unknown}
 	switch {
-	case env.Source == sourceEC2 && (env.DetailType == detailTypeSpot || env.DetailType == detailTypeRebalance || env.DetailType == detailTypeStateChange):
+	case env.Source == sourceEC2 && ec2DetailTypes[env.DetailType]:
 		var d ec2Detail
 		if err := json.Unmarshal(env.Detail, &d); err != nil {
 			return Message{}, fmt.Errorf("%w: %s detail: %w", ErrMalformed, env.DetailType, err)
@@ -155,6 +175,8 @@ func Parse(body string) (Message, error) {
 			m.Kind = SpotInterruption
 		case detailTypeRebalance:
 			m.Kind = RebalanceRecommended
+		case detailTypeCapacityReservation:
+			m.Kind = CapacityReservationInterruption
 		default:
 			if d.State == "" {
 				return Message{}, fmt.Errorf("%w: state-change without a state", ErrMalformed)

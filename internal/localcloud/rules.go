@@ -15,11 +15,13 @@ var interruptionRules = [...]struct{ name, source, detailType string }{
 	{"SpotInterruptionRule", "aws.ec2", "EC2 Spot Instance Interruption Warning"},
 	{"RebalanceRule", "aws.ec2", "EC2 Instance Rebalance Recommendation"},
 	{"InstanceStateChangeRule", "aws.ec2", "EC2 Instance State-change Notification"},
+	{"CapacityReservationInterruptionRule", "aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning"},
 	{"ScheduledChangeRule", "aws.health", "AWS Health Event"},
 }
 
-// RouteInterruptionEvents puts the stack's four rules (spot interruption
-// warning, rebalance recommendation, instance state change, AWS Health) on
+// RouteInterruptionEvents puts the stack's five rules (spot interruption
+// warning, rebalance recommendation, instance state change, capacity
+// reservation interruption warning, AWS Health) on
 // the simulator's event bus, named prefix + the rule's name, each
 // targeting the SQS queue queueARN: the simulator's own events then reach
 // the interruption queue as in AWS.

@@ -1,12 +1,14 @@
 package awssim
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/nodewright/nodewright/internal/localcloud/awssim/ec2sim"
@@ -15,12 +17,15 @@ import (
 
 // Detail types of the events EC2 and AWS Health put on the default bus.
 const (
-	DetailStateChange  = "EC2 Instance State-change Notification"
-	DetailSpotWarning  = "EC2 Spot Instance Interruption Warning"
-	DetailRebalance    = "EC2 Instance Rebalance Recommendation"
-	DetailHealthEvent  = "AWS Health Event"
-	healthRetirement   = "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"
-	spotTerminatReason = "Server.SpotInstanceTermination: Spot instance termination"
+	DetailStateChange = "EC2 Instance State-change Notification"
+	DetailSpotWarning = "EC2 Spot Instance Interruption Warning"
+	DetailRebalance   = "EC2 Instance Rebalance Recommendation"
+	DetailHealthEvent = "AWS Health Event"
+	// DetailCapacityReservationWarning: EC2 User Guide, "Monitor
+	// interruptible Capacity Reservations with EventBridge and CloudTrail".
+	DetailCapacityReservationWarning = "EC2 Capacity Reservation Instance Interruption Warning"
+	healthRetirement                 = "AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED"
+	spotTerminatReason               = "Server.SpotInstanceTermination: Spot instance termination"
 )
 
 func (s *Server) deliverToSQS(arn, body string) error {
@@ -89,6 +94,48 @@ func (s *Server) ReclaimSpot(instanceID string) error {
 	s.after(s.opts.Delays.SpotInterruption, func() {
 		if err := s.ec2.Terminate(instanceID, spotTerminatReason); err != nil {
 			s.logger.Warn("spot reclaim", "instance", instanceID, "error", err)
+		}
+	})
+	return nil
+}
+
+// ReclaimCapacityReservation takes an instance of an interruptible
+// Capacity Reservation back the way EC2 does (EC2 User Guide, "Monitor
+// interruptible Capacity Reservations with EventBridge and CloudTrail"):
+// the "EC2 Capacity Reservation Instance Interruption Warning" now, with
+// its instance-termination-time and the reservation's zone id, and
+// termination two minutes later (Delays.SpotInterruption, the same notice,
+// time scaled). The reservation itself is not shrunk: the slot comes back
+// when the instance terminates.
+func (s *Server) ReclaimCapacityReservation(instanceID string) error {
+	inst, _, ok := s.ec2.Instance(instanceID)
+	if !ok {
+		return fmt.Errorf("reclaim capacity reservation %s: no such instance", instanceID)
+	}
+	crID := aws.ToString(inst.CapacityReservationId)
+	if crID == "" {
+		return fmt.Errorf("reclaim capacity reservation %s: instance is in no capacity reservation", instanceID)
+	}
+	out, err := s.ec2.DescribeCapacityReservations(context.Background(), &ec2.DescribeCapacityReservationsInput{CapacityReservationIds: []string{crID}})
+	if err != nil || len(out.CapacityReservations) != 1 {
+		return fmt.Errorf("reclaim capacity reservation %s: describe %s: %w", instanceID, crID, err)
+	}
+	cr := out.CapacityReservations[0]
+	if !aws.ToBool(cr.Interruptible) {
+		return fmt.Errorf("reclaim capacity reservation %s: reservation %s is not interruptible", instanceID, crID)
+	}
+	if inst.State.Name != types.InstanceStateNamePending && inst.State.Name != types.InstanceStateNameRunning {
+		return fmt.Errorf("reclaim capacity reservation %s: instance is %s", instanceID, inst.State.Name)
+	}
+	// instance-termination-time is stated in cloud time (the notice
+	// unscaled), as the spot warning's two minutes are.
+	at := s.opts.Now().Add(s.opts.Delays.SpotInterruption).UTC().Format(time.RFC3339)
+	s.publish("aws.ec2", DetailCapacityReservationWarning, map[string]string{
+		"instance-id": instanceID, "instance-action": "terminate", "instance-termination-time": at, "azId": aws.ToString(cr.AvailabilityZoneId),
+	}, s.instanceARN(instanceID))
+	s.after(s.opts.Delays.SpotInterruption, func() {
+		if err := s.ec2.Terminate(instanceID, "Server.InterruptibleCapacityReservationReclaimed"); err != nil {
+			s.logger.Warn("capacity reservation reclaim", "instance", instanceID, "error", err)
 		}
 	})
 	return nil

@@ -150,9 +150,10 @@ func nodeClass(name, cluster string) apistest.NodeClass {
 	return apistest.NodeClass{Name: name, Role: "KarpenterNodeRole-" + cluster, Discovery: cluster}
 }
 
-// RouteInterruptionEvents puts the CDK stack's four EventBridge rules on
+// RouteInterruptionEvents puts the CDK stack's five EventBridge rules on
 // the simulator's bus (spot interruption warning, rebalance recommendation,
-// instance state change, AWS Health; named prefix-SpotInterruptionRule,
+// instance state change, capacity reservation interruption warning, AWS
+// Health; named prefix-SpotInterruptionRule,
 // ...), each targeting the SQS queue named queue.
 func RouteInterruptionEvents(t testing.TB, sim *awssim.Server, prefix, queue string) {
 	t.Helper()

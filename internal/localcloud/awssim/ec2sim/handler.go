@@ -28,6 +28,7 @@ var handlers = map[string]handler{
 	"DescribeLaunchTemplates":       op((*Cloud).DescribeLaunchTemplates),
 	"DeleteLaunchTemplate":          op((*Cloud).DeleteLaunchTemplate),
 	"DescribeInstances":             op((*Cloud).DescribeInstances),
+	"DescribeInstanceStatus":        op((*Cloud).DescribeInstanceStatus),
 	"TerminateInstances":            op((*Cloud).TerminateInstances),
 	"CreateTags":                    op((*Cloud).CreateTags),
 	"DescribeSubnets":               op((*Cloud).DescribeSubnets),

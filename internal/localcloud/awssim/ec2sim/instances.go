@@ -28,6 +28,10 @@ type instance struct {
 	// volumeKeys are the customer managed KMS keys its encrypted volumes
 	// name (rule kms-grant).
 	volumeKeys []string
+	// instanceImpaired and systemImpaired are when its instance or system
+	// status check started failing (zero: passing), as a test set them
+	// (FailStatusCheck); DescribeInstanceStatus reports them.
+	instanceImpaired, systemImpaired time.Time
 }
 
 var stateCodes = map[types.InstanceStateName]int32{

@@ -126,6 +126,7 @@ var Actions = map[string]ActionSpec{
 	"ec2:DescribeCapacityReservations":  noResource("ec2:DescribeCapacityReservations", "ec2:Region"),
 	"ec2:DescribeImages":                noResource("ec2:DescribeImages", "ec2:Region"),
 	"ec2:DescribeInstances":             noResource("ec2:DescribeInstances", "ec2:Region"),
+	"ec2:DescribeInstanceStatus":        noResource("ec2:DescribeInstanceStatus", "ec2:Region"),
 	"ec2:DescribeInstanceTypeOfferings": noResource("ec2:DescribeInstanceTypeOfferings", "ec2:Region"),
 	"ec2:DescribeInstanceTypes":         noResource("ec2:DescribeInstanceTypes", "ec2:Region"),
 	"ec2:DescribeLaunchTemplates":       noResource("ec2:DescribeLaunchTemplates", "ec2:Region"),
