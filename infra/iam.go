@@ -241,7 +241,7 @@ func (p *controllerPolicy) readStatements() {
 		Sid: jsii.String("RegionalRead"),
 		Actions: jsii.Strings(
 			"ec2:DescribeAvailabilityZones", "ec2:DescribeCapacityReservations", "ec2:DescribeImages",
-			"ec2:DescribeInstances", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
+			"ec2:DescribeInstances", "ec2:DescribeInstanceStatus", "ec2:DescribeInstanceTypeOfferings", "ec2:DescribeInstanceTypes",
 			"ec2:DescribeLaunchTemplates", "ec2:DescribePlacementGroups", "ec2:DescribeSecurityGroups",
 			"ec2:DescribeSpotPriceHistory", "ec2:DescribeSubnets",
 		),

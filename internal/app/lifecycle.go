@@ -19,6 +19,7 @@ func (a *App) LifecycleDeps() (lifecycle.Deps, error) {
 			Holder:    holder("lifecycle"),
 			Settings: lifecycle.Settings{GCMaxShare: a.Settings.GCMaxShare, GCMaxInstances: a.Settings.GCMaxInstances,
 				NodeRepair: a.Settings.FeatureGates.NodeRepair},
+			ImpairedInstances: a.EC2.ImpairedInstances,
 		}, nil
 	})
 }

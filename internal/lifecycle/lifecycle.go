@@ -142,6 +142,10 @@ type Deps struct {
 	// Holder names this invocation for leases (default: a constant).
 	Holder   string
 	Settings Settings
+	// ImpairedInstances lists the instances failing an EC2 status check
+	// and since when (Provider.ImpairedInstances); node repair replaces
+	// them too. Nil: repair reads node conditions only.
+	ImpairedInstances func(ctx context.Context) (map[string]time.Time, error)
 }
 
 // Settings tune the controller; zero values take Karpenter's defaults.

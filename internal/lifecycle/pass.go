@@ -263,6 +263,17 @@ type snapView struct {
 	// chains are the claims' work-chain records.
 	chains map[string]chainRecord
 	lazy   *lazyView
+	// status are the impaired instances, read once per pass on first use.
+	status struct {
+		once sync.Once
+		m    map[string]time.Time
+		err  error
+	}
+}
+
+func (v *snapView) impaired(ctx context.Context) (map[string]time.Time, error) {
+	v.status.once.Do(func() { v.status.m, v.status.err = v.lazy.impaired(ctx) })
+	return v.status.m, v.status.err
 }
 
 func newSnapView(c *Controller, snap *kube.Snapshot, instances []nwaws.Instance, claims []*apis.NodeClaim) *snapView {

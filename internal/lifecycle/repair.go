@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodewright/nodewright/internal/apis"
+	nwaws "github.com/nodewright/nodewright/internal/aws"
 	"github.com/nodewright/nodewright/internal/kube"
 	"github.com/nodewright/nodewright/internal/termination"
 )
@@ -58,17 +60,53 @@ func unhealthy(n *corev1.Node) (cond *corev1.NodeCondition, due time.Time, ok bo
 	return nil, time.Time{}, false
 }
 
-// repair replaces the claim's Node once a condition has been unhealthy for
-// longer than its toleration, unless too much of the NodePool is unhealthy.
+// statusCheckToleration is how long an EC2 status check may have failed
+// before the node is repaired (Karpenter v1.14.1
+// pkg/providers/instancestatus UnhealthyThreshold).
+const statusCheckToleration = 120 * time.Second
+
+// healthProblem is why a node needs repair and when repair is due.
+type healthProblem struct {
+	what string
+	due  time.Time
+}
+
+// problemOf is n's first unhealthy condition, else its instance's failed
+// EC2 status check (impaired: instance ID -> failing since).
+func problemOf(n *corev1.Node, cl *apis.NodeClaim, impaired map[string]time.Time) (healthProblem, bool) {
+	if cond, due, ok := unhealthy(n); ok {
+		since := cond.LastTransitionTime.UTC().Format(time.RFC3339)
+		return healthProblem{what: fmt.Sprintf("%s is %s since %s", cond.Type, cond.Status, since), due: due}, true
+	}
+	if _, id, err := nwaws.ParseProviderID(cl.Status.ProviderID); err == nil {
+		if since, ok := impaired[id]; ok {
+			return healthProblem{what: "instance " + id + " fails its EC2 status check since " + since.UTC().Format(time.RFC3339),
+				due: since.Add(statusCheckToleration)}, true
+		}
+	}
+	return healthProblem{}, false
+}
+
+// repair replaces the claim's Node once a condition has been unhealthy, or
+// its instance has failed an EC2 status check, for longer than the
+// toleration, unless too much of the NodePool is unhealthy. Karpenter acts
+// on status checks always and outside its repair gate and share guard
+// (its interruption controller); nodewright keeps both behind NodeRepair
+// and its 20 % guard, since the replacement is forceful.
 func (c *Controller) repair(ctx context.Context, s *claimState) (bool, error) {
 	if !c.s.NodeRepair || s.node == nil {
 		return false, nil
 	}
-	cond, due, ok := unhealthy(s.node)
-	if !ok || s.now.Before(due) {
+	impaired, err := s.v.impaired(ctx)
+	if err != nil {
+		// Conditions still repair; the checks are read again next pass.
+		s.log.WarnContext(ctx, "node repair without status checks", "error", err)
+	}
+	p, ok := problemOf(s.node, s.cl, impaired)
+	if !ok || s.now.Before(p.due) {
 		return false, nil
 	}
-	blocked, err := c.repairBlocked(ctx, s)
+	blocked, err := c.repairBlocked(ctx, s, impaired)
 	if err != nil || blocked != "" {
 		if blocked != "" {
 			s.log.WarnContext(ctx, "node repair blocked", "node", s.node.Name, "reason", blocked)
@@ -76,8 +114,8 @@ func (c *Controller) repair(ctx context.Context, s *claimState) (bool, error) {
 		}
 		return false, err
 	}
-	msg := fmt.Sprintf("node %s: %s is %s since %s", s.node.Name, cond.Type, cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339))
-	s.log.WarnContext(ctx, "repairing unhealthy node", "node", s.node.Name, "condition", string(cond.Type), "status", string(cond.Status))
+	msg := fmt.Sprintf("node %s: %s", s.node.Name, p.what)
+	s.log.WarnContext(ctx, "repairing unhealthy node", "node", s.node.Name, "problem", p.what)
 	marked, newly, err := termination.MarkForceful(ctx, c.d.Store, s.cl.Name, ReasonUnhealthy, msg, s.now)
 	if err != nil {
 		return true, fmt.Errorf("lifecycle: repair nodeclaim %s: %w", s.cl.Name, err)
@@ -94,8 +132,8 @@ func (c *Controller) repair(ctx context.Context, s *claimState) (bool, error) {
 
 // repairBlocked says why the NodePool is too unhealthy to repair in ("":
 // it is not): more than repairMaxUnhealthyShare of its nodes (rounded up)
-// are unhealthy, whatever their tolerations.
-func (c *Controller) repairBlocked(ctx context.Context, s *claimState) (string, error) {
+// are unhealthy or fail a status check, whatever their tolerations.
+func (c *Controller) repairBlocked(ctx context.Context, s *claimState, impaired map[string]time.Time) (string, error) {
 	claims, err := s.v.poolClaims(ctx, s.cl.NodePoolName())
 	if err != nil {
 		return "", fmt.Errorf("lifecycle: repair nodeclaim %s: %w", s.cl.Name, err)
@@ -110,7 +148,7 @@ func (c *Controller) repairBlocked(ctx context.Context, s *claimState) (string, 
 			continue
 		}
 		total++
-		if _, _, ok := unhealthy(n); ok {
+		if _, ok := problemOf(n, cl, impaired); ok {
 			bad++
 		}
 	}

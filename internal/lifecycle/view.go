@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -22,6 +23,9 @@ type view interface {
 	instance(ctx context.Context, id string) (inst nwaws.Instance, gone bool, err error)
 	poolClaims(ctx context.Context, pool string) ([]*apis.NodeClaim, error)
 	nodeReady(ctx context.Context, cl *apis.NodeClaim) bool
+	// impaired are the instances failing an EC2 status check, with since
+	// when (nil when the controller reads none).
+	impaired(ctx context.Context) (map[string]time.Time, error)
 }
 
 // lazyView reads only what one claim needs.
@@ -46,6 +50,17 @@ func (v *lazyView) instance(ctx context.Context, id string) (nwaws.Instance, boo
 		return nwaws.Instance{}, false, fmt.Errorf("describe instance %s: %w", id, err)
 	}
 	return inst, instanceGone(inst.State), nil
+}
+
+func (v *lazyView) impaired(ctx context.Context) (map[string]time.Time, error) {
+	if v.c.d.ImpairedInstances == nil {
+		return nil, nil
+	}
+	out, err := v.c.d.ImpairedInstances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("instance status checks: %w", err)
+	}
+	return out, nil
 }
 
 func instanceGone(state string) bool { return state == "terminated" || state == "shutting-down" }

@@ -124,6 +124,12 @@ func (e *nwEC2) DescribePlacementGroups(context.Context, *ec2.DescribePlacementG
 	return &ec2.DescribePlacementGroupsOutput{}, nil
 }
 
+// DescribeInstanceStatus: the world's instances never fail a check (the
+// launch requests are what is compared).
+func (e *nwEC2) DescribeInstanceStatus(context.Context, *ec2.DescribeInstanceStatusInput, ...func(*ec2.Options)) (*ec2.DescribeInstanceStatusOutput, error) {
+	return &ec2.DescribeInstanceStatusOutput{}, nil
+}
+
 // discovery is what nodewright's provider finds for a class in the world:
 // Karpenter's class status is filled from it, so both launch from the same
 // subnets and security groups.
