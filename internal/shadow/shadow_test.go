@@ -29,7 +29,8 @@ var reads = map[string]map[string]bool{
 	"cloud.go": {"AMIs": true, "Cluster": true, "Subnets": true, "SecurityGroups": true, "Resolve": true, "Drift": true,
 		"GetInstance": true, "ListClusterInstances": true, "Owns": true, "Catalog": true, "ApplyICE": true, "Tags": true, "PoolTags": true,
 		"LaunchTemplates": true, "Prices": true, "ICE": true, "InvalidateDiscovery": true, "CapacityReservations": true,
-		"WithReservations": true, "PlanLaunch": true, "PlacementGroup": true, "WithPlacementGroups": true, "InvisibleLongEnough": true},
+		"WithReservations": true, "PlanLaunch": true, "PlacementGroup": true, "WithPlacementGroups": true, "InvisibleLongEnough": true,
+		"ImpairedInstances": true},
 }
 
 func TestEveryWriteIsReplaced(t *testing.T) {
