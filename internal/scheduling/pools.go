@@ -146,10 +146,9 @@ func digestDaemonSets(dss []*appsv1.DaemonSet) ([]*daemon, error) {
 	return out, nil
 }
 
-// compatibleWithPool reports whether the daemon would run on a node of
-// type t from this pool: it tolerates the pool's taints (startup taints
-// included, or it could never start there) and one of its node affinity
-// terms fits the pool's requirements and the type.
+// compatibleWith reports whether the daemon would run on a node of type t
+// from this pool: it tolerates the pool's taints and one of its node
+// affinity terms fits the pool's requirements and the type.
 func (d *daemon) compatibleWith(reqs Requirements, taints []corev1.Taint, t *typeInfo) bool {
 	if untoleratedTaint(d.tols, taints, false) != nil {
 		return false
@@ -243,17 +242,20 @@ func (p *poolState) addTypes(its []*InstanceType, unavailable map[OfferingKey]bo
 }
 
 // addOverhead works out, per type, the DaemonSet pods a node of the pool
-// will run (those that tolerate its taints and startup taints and match
-// its labels) and the room they leave, and the host ports they hold.
+// will run (those that tolerate its taints and match its labels) and the
+// room they leave, and the host ports they hold. Startup taints are left
+// out, as Karpenter v1.14.1 does (scheduler.go isDaemonPodCompatible
+// checks the template's taints only): they go away once the node's agent
+// is ready, and a daemon that waits for that still takes its room.
 func (p *poolState) addOverhead(space *resourceSpace, daemons []*daemon) {
 	np := p.np
 	p.all = newBitset(len(p.types))
-	startupAndTaints := append(append([]corev1.Taint(nil), np.Taints...), np.StartupTaints...)
+	taints := np.Taints
 	for i, t := range p.types {
 		alloc := space.vector(t.it.Allocatable, false)
 		over := make(resVec, space.dim())
 		for _, d := range daemons {
-			if d.compatibleWith(p.reqs, startupAndTaints, t) {
+			if d.compatibleWith(p.reqs, taints, t) {
 				v := space.vector(d.req, false)
 				over.addScaled(v, 1)
 				over[resPods]++
@@ -268,7 +270,7 @@ func (p *poolState) addOverhead(space *resourceSpace, daemons []*daemon) {
 		p.all.set(i)
 	}
 	for _, d := range daemons {
-		if d.compatibleWith(p.reqs, startupAndTaints, nil) {
+		if d.compatibleWith(p.reqs, taints, nil) {
 			p.daemons = append(p.daemons, d.ports...)
 		}
 	}
