@@ -87,8 +87,11 @@ func instanceFromEC2(in ec2types.Instance) Instance {
 	switch {
 	case in.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:
 		out.CapacityType = "spot"
-	case sdkaws.ToString(in.CapacityReservationId) != "":
-		// As Karpenter: an instance in a reservation is reserved capacity.
+	case sdkaws.ToString(in.CapacityReservationId) != "" && targetedReservation(in):
+		// As Karpenter (instance.capacityTypeFromInstance): an instance
+		// launched into its reservation is reserved capacity; one that EC2
+		// put into an open reservation stays on-demand, or its class's
+		// reservation selectors would call it drifted.
 		out.CapacityType = catalog.CapacityTypeReserved
 		out.Reservation = &catalog.Offering{CapacityType: catalog.CapacityTypeReserved, ReservationID: *in.CapacityReservationId,
 			ReservationType: catalog.ReservationTypeDefault}
@@ -314,4 +317,12 @@ func (p *Provider) Terminate(ctx context.Context, ids ...string) error {
 // unknown) counts as long ago.
 func (p *Provider) InvisibleLongEnough(launchedAt, now time.Time) bool {
 	return launchedAt.IsZero() || now.Sub(launchedAt) > p.opts.LaunchConfirmWait
+}
+
+// targetedReservation tells whether in was launched to run only in a
+// capacity reservation (preference capacity-reservations-only), as every
+// reserved launch of nodewright and Karpenter is.
+func targetedReservation(in ec2types.Instance) bool {
+	spec := in.CapacityReservationSpecification
+	return spec != nil && spec.CapacityReservationPreference == ec2types.CapacityReservationPreferenceCapacityReservationsOnly
 }

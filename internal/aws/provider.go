@@ -90,9 +90,12 @@ type Provider struct {
 	amis    *ttlCache[[]AMI]
 	// placementGroups by selector.
 	placementGroups *ttlCache[PlacementGroup]
-	templates       *ttlCache[string] // launch template name -> id, for names known to exist
-	catalogs        catalogCache
-	userData        userDataMemo
+	// reservationIDs are the active reservations a class selects, by class
+	// and selector (drift only: launches read reservations afresh).
+	reservationIDs *ttlCache[[]string]
+	templates      *ttlCache[string] // launch template name -> id, for names known to exist
+	catalogs       catalogCache
+	userData       userDataMemo
 
 	// spot is set when spot launches cannot succeed for a while (the spot
 	// service-linked role is missing: spotfallback.go).
@@ -124,6 +127,7 @@ func New(opts Options, clients Clients, ice *ICECache) (*Provider, error) {
 		groups:          newTTLCache[[]SecurityGroup](opts.DiscoveryTTL, opts.Now),
 		amis:            newTTLCache[[]AMI](opts.DiscoveryTTL, opts.Now),
 		placementGroups: newTTLCache[PlacementGroup](opts.DiscoveryTTL, opts.Now),
+		reservationIDs:  newTTLCache[[]string](opts.DiscoveryTTL, opts.Now),
 		templates:       newTTLCache[string](time.Hour, opts.Now),
 	}, nil
 }
@@ -135,6 +139,7 @@ func (p *Provider) ICE() *ICECache { return p.ice }
 // groups, AMIs, placement groups, cluster facts); the next call asks AWS again.
 func (p *Provider) InvalidateDiscovery() {
 	p.placementGroups.invalidateAll()
+	p.reservationIDs.invalidateAll()
 	p.cluster.invalidateAll()
 	p.subnets.invalidateAll()
 	p.groups.invalidateAll()

@@ -27,7 +27,8 @@ type View struct {
 	PDBs    []*policyv1.PodDisruptionBudget
 	Now     time.Time
 	// CloudDrift maps a claim name to the reason EC2 says its instance
-	// drifted (aws.DriftAMI, DriftSubnet, DriftSecurityGroup).
+	// drifted (aws.DriftAMI, DriftSubnet, DriftSecurityGroup,
+	// DriftCapacityReservation, DriftPlacementGroup).
 	CloudDrift map[string]string
 	Settings   Settings
 	// History are recent actions (flip-flop protection).

@@ -200,6 +200,28 @@ func reservationOf(cd *candidate) string {
 	return aws.ToString(spec.CapacityReservationTarget.CapacityReservationId)
 }
 
+// reservationSpecOf is the targeting DescribeInstances reports for an
+// instance launched from cd's template: the template's preference (open when
+// it sets none: EC2 User Guide "Capacity Reservation instance eligibility",
+// an instance without a specification runs in matching open reservations)
+// and its target. Karpenter's provider reads the preference back to tell a
+// reserved launch (capacity-reservations-only) from an on-demand instance
+// that EC2 put into an open reservation (instance.capacityTypeFromInstance).
+func reservationSpecOf(cd *candidate) *types.CapacityReservationSpecificationResponse {
+	out := &types.CapacityReservationSpecificationResponse{CapacityReservationPreference: types.CapacityReservationPreferenceOpen}
+	spec := cd.lt.data.CapacityReservationSpecification
+	if spec == nil {
+		return out
+	}
+	if spec.CapacityReservationPreference != "" {
+		out.CapacityReservationPreference = spec.CapacityReservationPreference
+	}
+	if t := spec.CapacityReservationTarget; t != nil && t.CapacityReservationId != nil {
+		out.CapacityReservationTarget = &types.CapacityReservationTargetResponse{CapacityReservationId: t.CapacityReservationId}
+	}
+	return out
+}
+
 // reservationUnavailable explains why a targeted reservation cannot take
 // one more instance of the candidate. Caller holds mu.
 func (c *Cloud) reservationUnavailable(cd *candidate, id string) (string, string) {
@@ -219,6 +241,7 @@ func (c *Cloud) reservationUnavailable(cd *candidate, id string) (string, string
 // joinReservation puts a launched instance into the reservation it targets,
 // or into a matching open one when its template allows that. Caller holds mu.
 func (c *Cloud) joinReservation(inst *instance, cd *candidate, life types.InstanceLifecycle) {
+	inst.CapacityReservationSpecification = reservationSpecOf(cd)
 	id := reservationOf(cd)
 	if id == "" && life == types.InstanceLifecycleOnDemand {
 		spec := cd.lt.data.CapacityReservationSpecification
