@@ -138,7 +138,7 @@ func (e *env) controllers() {
 	var err error
 	e.prov, err = provisioning.New(provisioning.Deps{
 		Store: e.st, Cluster: e.kc, Launcher: e.p, Config: e.cfg,
-		Catalog:     provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil),
+		Catalog:     provisioning.ForNodeClasses(provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil), e.p, e.cfg),
 		Unavailable: provisioning.ProviderICE(e.p),
 		Requeue:     requeue,
 		Settings:    provisioning.Settings{BatchIdle: 200 * time.Millisecond, BatchMax: 2 * time.Second, RegistrationCheck: time.Second},
@@ -152,7 +152,7 @@ func (e *env) controllers() {
 	}
 	e.dis, err = disruption.New(disruption.Deps{
 		Store: e.st, Cluster: e.kc, Cloud: e.p, Config: e.cfg,
-		Catalog:     provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil),
+		Catalog:     provisioning.ForNodeClasses(provisioning.ProviderCatalog(e.p, nil, e.cloud.Region, nil), e.p, e.cfg),
 		Unavailable: provisioning.ProviderICE(e.p),
 		Provision:   e.prov.Pass(),
 		Requeue:     requeue,
