@@ -171,7 +171,7 @@ func (u *volumeUsage) add(as []attachment) {
 // scheduler would still bind there).
 func (u *volumeUsage) pick(pods [][]attachment, limit int) []int {
 	var out []int
-	extra := map[string]map[string]bool{} // claims the picked pods add
+	var extra map[string]map[string]bool // claims the picked pods add
 	for i, as := range pods {
 		if len(out) == limit {
 			break
@@ -182,6 +182,9 @@ func (u *volumeUsage) pick(pods [][]attachment, limit int) []int {
 		for _, a := range as {
 			if _, limited := u.limits[a.driver]; !limited || u.used[a.driver][a.claim] {
 				continue
+			}
+			if extra == nil {
+				extra = map[string]map[string]bool{}
 			}
 			if extra[a.driver] == nil {
 				extra[a.driver] = map[string]bool{}
@@ -194,16 +197,20 @@ func (u *volumeUsage) pick(pods [][]attachment, limit int) []int {
 }
 
 // fits reports whether the claims as adds, beyond those attached and
-// extra, stay within every limit (as is sorted and free of duplicates).
+// extra, stay within every limit. as is sorted by driver, so each driver's
+// new claims are counted in one run, without allocating.
 func (u *volumeUsage) fits(as []attachment, extra map[string]map[string]bool) bool {
-	adds := map[string]int{}
+	adds, driver := 0, ""
 	for _, a := range as {
+		if a.driver != driver {
+			adds, driver = 0, a.driver
+		}
 		limit, limited := u.limits[a.driver]
 		if !limited || u.used[a.driver][a.claim] || extra[a.driver][a.claim] {
 			continue
 		}
-		adds[a.driver]++
-		if len(u.used[a.driver])+len(extra[a.driver])+adds[a.driver] > limit {
+		adds++
+		if len(u.used[a.driver])+len(extra[a.driver])+adds > limit {
 			return false
 		}
 	}
