@@ -9,7 +9,8 @@ import (
 
 func (st *state) buildShapes() error {
 	selectorKeys := collectSelectorKeys(st.in.Pods, st.in.Nodes)
-	vols := newVolumeIndex(st.in)
+	st.volIdx = newVolumeIndex(st.in)
+	vols := st.volIdx
 	byKey := map[string]*shape{}
 	var w keyWriter
 	names := make(map[string]bool, len(st.in.Pods))
@@ -60,6 +61,7 @@ func (st *state) buildShapes() error {
 			s.req = append(s.req, make(resVec, st.space.dim()-len(s.req))...)
 		}
 		sort.SliceStable(s.pods, func(i, j int) bool { return podLess(s.pods[i], s.pods[j]) })
+		s.attach = st.shapeAttachments(s)
 		if st.minReq == nil {
 			st.minReq = s.req.clone()
 		}

@@ -64,6 +64,11 @@ func (st *state) tryExisting(s *shape, nd *node, limit int) (placed int, never b
 	if k == 0 {
 		return 0, true
 	}
+	// None of the shape's pods can attach here: the node's volumes only
+	// grow, so for good.
+	if k = st.attachLimit(s, nd, k); k == 0 {
+		return 0, true
+	}
 	tr := st.topology(s, nd, k)
 	if tr.allow == 0 {
 		return 0, tr.permanent
@@ -216,6 +221,7 @@ func keepOptions(c *claimState, mask bitset, used resVec, reqs Requirements, cha
 // commit records k pods of s on nd (capacity already checked).
 func (st *state) commit(s *shape, nd *node, k int) {
 	nd.used.addScaled(s.req, int64(k))
+	st.attachPlaced(s, nd, k)
 	if len(s.ports) > 0 {
 		nd.ports = append(nd.ports, s.ports...)
 	}

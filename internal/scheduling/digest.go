@@ -24,6 +24,8 @@ type NodeDigest struct {
 	// daemons are the DaemonSets with a pod here, by UID and by
 	// namespace/name.
 	daemons map[string]bool
+	// claimPods are the pods that mount claims (for attach limits).
+	claimPods []*corev1.Pod
 }
 
 // resValue is one resource's value in the solver's units (quantityValue).
@@ -48,6 +50,9 @@ func DigestNode(en *ExistingNode, reqs *RequestCache) *NodeDigest {
 			}
 		}
 		d.ports = append(d.ports, podHostPorts(p)...)
+		if hasClaimVolume(p) {
+			d.claimPods = append(d.claimPods, p)
+		}
 		if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
 			d.anti = append(d.anti, p)
 		}

@@ -59,7 +59,7 @@ func specTables() [][]specCase {
 	return [][]specCase{customConstraintCases(), wellKnownLabelCases(), fallbackCases(), compatibilityCases(),
 		binpackingCases(), containerResourceCases(), limitCases(), inFlightCases(), existingNodeCases(),
 		zonalSpreadCases(), hostnameAndCapacityTypeCases(), spreadPolicyCases(), combinedSpreadCases(),
-		podAffinityCases(), podAntiAffinityCases(), taintCases(), daemonSetCases(), nodeClaimCases(), nodePoolChoiceCases(), volumeCases(),
+		podAffinityCases(), podAntiAffinityCases(), taintCases(), daemonSetCases(), nodeClaimCases(), nodePoolChoiceCases(), volumeCases(), volumeLimitCases(),
 		cheapestCases(), minValuesCases(), poolFilteringCases()}
 }
 
@@ -71,7 +71,7 @@ func specTables() [][]specCase {
 //	deliberately different: specDifferent
 //	known holes:            specHoles
 const (
-	specPorted    = 296
+	specPorted    = 302
 	specDifferent = 2
 	specHoles     = 13
 )

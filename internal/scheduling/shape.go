@@ -23,6 +23,9 @@ type shape struct {
 	labels map[string]string
 	req    resVec
 	ports  []hostPort
+	// attach is, per pod, the volumes it attaches (nil: none attaches
+	// any), for existing nodes' attach limits (volumelimits.go).
+	attach [][]attachment
 
 	// Constraint sources; relaxation walks through them in Karpenter's order.
 	baseReqs       Requirements   // nodeSelector + volume topology

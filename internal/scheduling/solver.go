@@ -23,6 +23,9 @@ type node struct {
 	// anti are an existing node's pods with required anti-affinity.
 	anti []*corev1.Pod
 	pool string // an existing node's karpenter.sh/nodepool label
+	// vols are an existing node's attached volumes against its CSI
+	// drivers' limits (volumelimits.go); nil when nothing limits it.
+	vols *volumeUsage
 	// inRoomy marks membership of state.roomy.
 	inRoomy bool
 	// price is what a claim launches at, set when the plan is made.
@@ -61,6 +64,8 @@ type state struct {
 	reservedUsed map[string]int
 	// boundAsPending takes bound pods as pending (NewNodePrices).
 	boundAsPending bool
+	// volIdx resolves claims to PVs, classes and drivers.
+	volIdx *volumeIndex
 }
 
 // Options tune a solve.
@@ -95,6 +100,7 @@ func SolveWithOptions(ctx context.Context, in *Input, opts Options) (*Plan, erro
 	if err := st.buildExisting(); err != nil {
 		return nil, err
 	}
+	st.buildVolumeUsage()
 	st.zero = make(resVec, st.space.dim())
 	st.buildUniverse()
 	st.linkGroups()

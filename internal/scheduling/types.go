@@ -123,6 +123,10 @@ type ExistingNode struct {
 	Capacity corev1.ResourceList
 	// Pods already bound or nominated here.
 	Pods []*corev1.Pod
+	// VolumeLimits is how many volumes each CSI driver may attach here
+	// (its CSINode's allocatable counts); nil for no limits, as for an
+	// in-flight claim whose CSINode does not exist yet.
+	VolumeLimits map[string]int
 	// Digest, when set, must be DigestNode of this node as it is: a caller
 	// that solves many times over one cluster (a disruption pass's
 	// simulations) digests each node once instead of once per solve.

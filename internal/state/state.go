@@ -84,6 +84,8 @@ type Cluster struct {
 	requests *scheduling.RequestCache
 	// dynamic are the NodePools new claims may come from for pods.
 	dynamic []*scheduling.NodePool
+	// volumeLimits are the CSINodes' attach limits per node and driver.
+	volumeLimits map[string]map[string]int
 }
 
 // Node is a Node, a NodeClaim, or a Node with its NodeClaim.
@@ -171,6 +173,7 @@ func Build(src Sources) (*Cluster, error) {
 		byName:                 map[string]*Node{},
 		byClaim:                map[string]*Node{},
 		requests:               &scheduling.RequestCache{},
+		volumeLimits:           snap.VolumeLimits(),
 	}
 	var in scheduling.Input
 	if err := scheduling.InputFromConfig(src.Config, src.Catalog, &in); err != nil {
@@ -258,6 +261,7 @@ func (c *Cluster) existingNode(n *Node) *scheduling.ExistingNode {
 	en := &scheduling.ExistingNode{Name: n.Name, Pods: n.Pods, InFlight: n.Node == nil}
 	cl := n.Claim
 	if kn := n.Node; kn != nil {
+		en.VolumeLimits = c.volumeLimits[kn.Name]
 		en.Labels = kn.Labels
 		en.Taints = kn.Spec.Taints
 		en.Allocatable = kn.Status.Allocatable

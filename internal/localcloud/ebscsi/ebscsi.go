@@ -35,10 +35,18 @@ const (
 	provisionedBy = "pv.kubernetes.io/provisioned-by"
 )
 
-// AttachLimit is how many EBS volumes a node of instanceType can attach: 39
-// for the Xen generations, else the Nitro limit of 28 shared attachments
-// less the root volume and the primary network interface. (A simplification:
-// EC2 counts every ENI and NVMe instance store against the Nitro limit.)
+// AttachLimit is how many EBS volumes a node of instanceType can attach,
+// as the driver's node plugin publishes it in its CSINode: 39 for the Xen
+// generations (their limit of 40 less the root volume), else the Nitro
+// limit of 28 shared attachments less the root volume and the primary
+// network interface (DescribeInstanceTypes' EbsInfo.MaximumEbsAttachments
+// says 27 for m5.large: 28 less the primary ENI). Source: Amazon EC2 User
+// Guide, "Amazon EBS volume limits for Amazon EC2 instances". A
+// simplification: EC2 also counts further ENIs and NVMe instance store
+// volumes against the shared Nitro limit (m5d.large: 26 before the root
+// volume), and newer types (m7i, c7i, ...; AttachmentLimitType "dedicated")
+// have a dedicated EBS limit of their own (32 for m7i.large), which the
+// local cloud's catalog does not carry.
 func AttachLimit(instanceType string) int32 {
 	family, _, _ := strings.Cut(instanceType, ".")
 	switch family {
@@ -69,10 +77,26 @@ func Install(ctx context.Context, kc kubernetes.Interface) error {
 	return nil
 }
 
+// Options tune the simulated driver; the zero value is the driver as EKS
+// runs it.
+type Options struct {
+	// AttachLimit is the count a node's CSINode publishes (nil: the
+	// AttachLimit of its instance type); a test sets a low one.
+	AttachLimit func(*corev1.Node) int32
+	// Nodes selects the nodes the driver's node plugin runs on (nil: all):
+	// only those get a CSINode and volumes.
+	Nodes func(*corev1.Node) bool
+}
+
 // Run provisions, limits and deletes volumes every period until ctx ends.
 func Run(ctx context.Context, kc kubernetes.Interface, period time.Duration, logger *slog.Logger) {
+	RunWith(ctx, kc, period, logger, Options{})
+}
+
+// RunWith is Run with options.
+func RunWith(ctx context.Context, kc kubernetes.Interface, period time.Duration, logger *slog.Logger, o Options) {
 	for ctx.Err() == nil {
-		if err := Reconcile(ctx, kc, logger); err != nil && ctx.Err() == nil {
+		if err := ReconcileWith(ctx, kc, logger, o); err != nil && ctx.Err() == nil {
 			logger.WarnContext(ctx, "ebs csi simulation", "error", err)
 		}
 		select {
@@ -85,6 +109,11 @@ func Run(ctx context.Context, kc kubernetes.Interface, period time.Duration, log
 // Reconcile makes one pass: CSINodes for new nodes, PVs for placed
 // claims, deletion of released volumes.
 func Reconcile(ctx context.Context, kc kubernetes.Interface, logger *slog.Logger) error {
+	return ReconcileWith(ctx, kc, logger, Options{})
+}
+
+// ReconcileWith is Reconcile with options.
+func ReconcileWith(ctx context.Context, kc kubernetes.Interface, logger *slog.Logger, o Options) error {
 	nodes, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list nodes: %w", err)
@@ -93,14 +122,24 @@ func Reconcile(ctx context.Context, kc kubernetes.Interface, logger *slog.Logger
 	var errs []error
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
+		if o.Nodes != nil && !o.Nodes(n) {
+			continue
+		}
 		byName[n.Name] = n
-		errs = append(errs, ensureCSINode(ctx, kc, n))
+		errs = append(errs, ensureCSINode(ctx, kc, n, o.limit(n)))
 	}
 	errs = append(errs, provision(ctx, kc, byName, logger), deleteReleased(ctx, kc))
 	return errors.Join(errs...)
 }
 
-func ensureCSINode(ctx context.Context, kc kubernetes.Interface, n *corev1.Node) error {
+func (o Options) limit(n *corev1.Node) int32 {
+	if o.AttachLimit != nil {
+		return o.AttachLimit(n)
+	}
+	return AttachLimit(n.Labels[corev1.LabelInstanceTypeStable])
+}
+
+func ensureCSINode(ctx context.Context, kc kubernetes.Interface, n *corev1.Node, limit int32) error {
 	if _, err := kc.StorageV1().CSINodes().Get(ctx, n.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		return err
 	}
@@ -110,7 +149,7 @@ func ensureCSINode(ctx context.Context, kc kubernetes.Interface, n *corev1.Node)
 			APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}},
 		Spec: storagev1.CSINodeSpec{Drivers: []storagev1.CSINodeDriver{{
 			Name: Driver, NodeID: id, TopologyKeys: []string{corev1.LabelTopologyZone},
-			Allocatable: &storagev1.VolumeNodeResources{Count: new(AttachLimit(n.Labels[corev1.LabelInstanceTypeStable]))},
+			Allocatable: &storagev1.VolumeNodeResources{Count: new(limit)},
 		}}},
 	}
 	if _, err := kc.StorageV1().CSINodes().Create(ctx, cn, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -60,3 +60,23 @@ func TestReconcile(t *testing.T) {
 		t.Error("attach limits")
 	}
 }
+
+// Options: only the selected nodes get a CSINode, with the given limit.
+func TestReconcileWithOptions(t *testing.T) {
+	ctx := context.Background()
+	node := func(name string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelInstanceTypeStable: "m5.large"}},
+			Spec: corev1.NodeSpec{ProviderID: "aws:///us-west-2a/i-" + name}}
+	}
+	kc := fake.NewClientset(node("mine"), node("other"))
+	o := Options{AttachLimit: func(*corev1.Node) int32 { return 1 }, Nodes: func(n *corev1.Node) bool { return n.Name == "mine" }}
+	if err := ReconcileWith(ctx, kc, slog.New(slog.DiscardHandler), o); err != nil {
+		t.Fatal(err)
+	}
+	if cn, err := kc.StorageV1().CSINodes().Get(ctx, "mine", metav1.GetOptions{}); err != nil || *cn.Spec.Drivers[0].Allocatable.Count != 1 {
+		t.Errorf("CSINode of mine %+v, %v", cn, err)
+	}
+	if _, err := kc.StorageV1().CSINodes().Get(ctx, "other", metav1.GetOptions{}); err == nil {
+		t.Error("CSINode for a node the driver does not run on")
+	}
+}
