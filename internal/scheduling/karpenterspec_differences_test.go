@@ -18,9 +18,6 @@ var deliberateDifferences = []struct{ name, why string }{
 	{"InstanceTypeCompatibility/DifferentOSDifferentNodes", "Karpenter's fake provider offers every type as linux and windows in one pool; on AWS the os comes from the EC2NodeClass's AMI family (the provider's computeRequirements), as in nodewright, so an AL2023 pool plans the linux pod and leaves the windows pod pending (a Windows pool serves it: TestWindowsPodPlannedOntoWindowsPool)"},
 }
 
-const honorTaintDomains = "nodeTaintsPolicy=Honor drops pods on untolerated nodes from the counts but keeps those nodes' " +
-	"(and tainted NodePools') domains, so an empty domain the pod can never use holds the global minimum at 0 (nobody fixing)"
-
 const localVolumeHostname = "a bound local or hostPath volume's hostname node affinity is kept, so the pod is unschedulable; " +
 	"Karpenter ignores hostname affinity of such volumes (the node is new) (nobody fixing)"
 
@@ -35,11 +32,6 @@ var knownHoles = map[string]string{
 		"failure-domain.beta.kubernetes.io/zone, -region) are not normalized to the stable keys as Karpenter's " +
 		"v1.NormalizedLabels does; a pod selecting one is unschedulable (the solver now normalizes beta keys in pools, " +
 		"labels, affinity and nodeSelector, yet this case still fails: open)",
-	"Topology/NodeTaintsPolicy/Honor":                           honorTaintDomains,
-	"Topology/NodeTaintsPolicy/HonorDiscoveredFromPool":         honorTaintDomains,
-	"Topology/NodeTaintsPolicy/HonorExclusivePoolsShareDomains": honorTaintDomains,
-	"Topology/NodeAffinityPolicy/Honor": "nodeAffinityPolicy=Honor keeps the domains of existing nodes the pod's node selector " +
-		"excludes, so their empty domains hold the global minimum at 0 (nobody fixing)",
 	"Daemonsets/HostPortsOfDaemonsNotOnTheNode": "the host ports of every DaemonSet of the pool block a pod, also of daemons that " +
 		"run only on other instance types than the ones the pod can use (pools.go addOverhead collects them per pool, not per " +
 		"type) (nobody fixing)",
@@ -73,7 +65,7 @@ func specTables() [][]specCase {
 const (
 	specPorted    = 302
 	specDifferent = 2
-	specHoles     = 13
+	specHoles     = 9
 )
 
 func TestKarpenterSpecCounts(t *testing.T) {

@@ -103,6 +103,7 @@ func SolveWithOptions(ctx context.Context, in *Input, opts Options) (*Plan, erro
 	st.buildVolumeUsage()
 	st.zero = make(resVec, st.space.dim())
 	st.buildUniverse()
+	st.filteredDomains()
 	st.linkGroups()
 	st.orderShapes()
 	if err := st.placeAll(); err != nil {

@@ -47,6 +47,9 @@ type topoGroup struct {
 	filterTerms []Requirements
 	filterTols  []corev1.Toleration
 	honorTaints bool
+	// domains are the group's own domains when its node filter excludes
+	// some (filteredDomains); nil: the key's universe.
+	domains []string
 
 	counts map[string]int32
 	owners map[string]int32

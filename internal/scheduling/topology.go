@@ -374,7 +374,7 @@ func (st *state) spreadCheck(s *shape, g *topoGroup, self bool, doms []string, d
 	if doms == nil {
 		return topoFail(true, whyNoLabel, g, ""), false
 	}
-	minC := g.minCount(s, st.universeFor(g.key))
+	minC := g.minCount(s, st.domainsFor(g))
 	var inc int32
 	if self {
 		inc = 1
