@@ -31,7 +31,7 @@ func (st *state) buildShapes() error {
 		req := st.space.vector(reqList, true)
 		req[resPods] = 1
 		volReqs, volErr := vols.requirements(p)
-		volKey := volReqs.canonical()
+		volKey := volReqs.key()
 		if volErr != nil {
 			volKey = "!" + volErr.Error()
 		}
@@ -131,15 +131,14 @@ func podLess(a, b *corev1.Pod) bool {
 }
 
 // initShape digests the representative pod's constraints.
-func (st *state) initShape(s *shape, p *corev1.Pod, volReqs Requirements) {
+func (st *state) initShape(s *shape, p *corev1.Pod, volReqs volumeAlternatives) {
 	base, terms, prefs, err := podNodeRequirements(p)
 	if err != nil {
 		s.invalid = err.Error()
 		return
 	}
 	ignore := st.in.Policy.IgnorePreferences
-	s.baseReqs = base.Intersect(volReqs)
-	s.requiredTerms = terms
+	s.baseReqs, s.requiredTerms = withVolumes(base, terms, volReqs)
 	if !ignore {
 		s.preferredNode = prefs
 	}

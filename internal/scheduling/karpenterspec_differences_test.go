@@ -18,12 +18,6 @@ var deliberateDifferences = []struct{ name, why string }{
 	{"InstanceTypeCompatibility/DifferentOSDifferentNodes", "Karpenter's fake provider offers every type as linux and windows in one pool; on AWS the os comes from the EC2NodeClass's AMI family (the provider's computeRequirements), as in nodewright, so an AL2023 pool plans the linux pod and leaves the windows pod pending (a Windows pool serves it: TestWindowsPodPlannedOntoWindowsPool)"},
 }
 
-const localVolumeHostname = "a bound local or hostPath volume's hostname node affinity is kept, so the pod is unschedulable; " +
-	"Karpenter ignores hostname affinity of such volumes (the node is new) (nobody fixing)"
-
-const firstTermOnly = "only the first term of a PV's node affinity or of a StorageClass's allowedTopologies is used; " +
-	"Karpenter takes them as alternatives (nobody fixing)"
-
 // knownHoles lists the ported behaviours where nodewright is wrong today:
 // test name -> the hole. runSpec inverts these cases, so each still fails
 // as written and the fix makes the test fail until its entry is deleted.
@@ -35,15 +29,6 @@ var knownHoles = map[string]string{
 	"Daemonsets/HostPortsOfDaemonsNotOnTheNode": "the host ports of every DaemonSet of the pool block a pod, also of daemons that " +
 		"run only on other instance types than the ones the pod can use (pools.go addOverhead collects them per pool, not per " +
 		"type) (nobody fixing)",
-	"VolumeTopology/EmptyStorageClassUnbound": "an unbound claim with storageClassName \"\" (static binding only) imposes " +
-		"nothing and the pod gets a node; Karpenter leaves it pending until a volume is bound (nobody fixing)",
-	"VolumeTopology/LocalVolumeHostnameIgnored":    localVolumeHostname,
-	"VolumeTopology/HostPathVolumeHostnameIgnored": localVolumeHostname,
-	"VolumeUsage/PVWithMultipleZones":              firstTermOnly,
-	"VolumeUsage/StorageClassWithMultipleZones":    firstTermOnly,
-	"VolumeUsage/UnboundImmediateVolume": "an unbound claim of an Immediate-binding class imposes nothing and the pod gets a " +
-		"node (volume.go says so on purpose, but no user document does); Karpenter waits for the volume to bind (nobody fixing)",
-	"VolumeUsage/DeletingClaim": "a pod whose claim is being deleted gets a node; Karpenter leaves it pending (nobody fixing)",
 }
 
 // specTables is every table of the spec, for the counts.
@@ -65,7 +50,7 @@ func specTables() [][]specCase {
 const (
 	specPorted    = 302
 	specDifferent = 2
-	specHoles     = 9
+	specHoles     = 2
 )
 
 func TestKarpenterSpecCounts(t *testing.T) {

@@ -373,13 +373,37 @@ func (pc *planCheck) volumeErrors(p *corev1.Pod, n *vnode) {
 				continue
 			}
 			for _, pv := range pc.in.PersistentVolumes {
-				if pv.Name == pvc.Spec.VolumeName && pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil &&
-					!termMatches(pv.Spec.NodeAffinity.Required.NodeSelectorTerms[0], n.labels, n.name) {
+				if pv.Name == pvc.Spec.VolumeName && !pvAffinityMet(pv, n) {
 					pc.bad("pod %s on %s: volume %s's node affinity not met", p.Name, n.name, pv.Name)
 				}
 			}
 		}
 	}
+}
+
+// pvAffinityMet: some term of the PV's node affinity matches n (terms are
+// ORed); a local or hostPath volume's hostname expressions are ignored, as
+// Karpenter ignores them (volumetopology.go getPersistentVolumeRequirements).
+func pvAffinityMet(pv *corev1.PersistentVolume, n *vnode) bool {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return true
+	}
+	local := pv.Spec.Local != nil || pv.Spec.HostPath != nil
+	for _, term := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		if local {
+			var kept []corev1.NodeSelectorRequirement
+			for _, e := range term.MatchExpressions {
+				if e.Key != corev1.LabelHostname {
+					kept = append(kept, e)
+				}
+			}
+			term = corev1.NodeSelectorTerm{MatchExpressions: kept}
+		}
+		if termMatches(term, n.labels, n.name) {
+			return true
+		}
+	}
+	return false
 }
 
 // podAffinityErrors checks required pod anti-affinity and affinity in the
