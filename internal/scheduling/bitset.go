@@ -66,3 +66,14 @@ func (b bitset) equal(o bitset) bool {
 	}
 	return true
 }
+
+// and returns a new set of the bits in both b and o.
+func (b bitset) and(o bitset) bitset {
+	out := make(bitset, len(b))
+	for i := range out {
+		if i < len(o) {
+			out[i] = b[i] & o[i]
+		}
+	}
+	return out
+}

@@ -279,7 +279,7 @@ func (st *state) openClaimFrom(s *shape, p *poolState, n int) (int, string) {
 	}
 	c := &claimState{pool: p, reqs: reqs, hostname: hostname, options: opts, cur: opts.first(), maxAvail: maxAvail}
 	nd := &node{idx: int32(len(st.nodes)), name: hostname, used: make(resVec, st.space.dim()), claim: c, taints: p.taints}
-	nd.ports = append(nd.ports, p.daemons...)
+	nd.ports = append(nd.ports, p.daemonPorts(opts)...)
 	tr := st.topology(s, nd, k)
 	if tr.allow == 0 {
 		st.claimSeq--
@@ -307,7 +307,7 @@ func (st *state) poolRejects(s *shape, p *poolState) (bitset, string) {
 	if inc := p.reqs.Compatible(s.reqs); inc != nil {
 		return nil, ": " + inc.Error()
 	}
-	if len(s.ports) > 0 && portsConflict(p.daemons, s.ports) {
+	if len(s.ports) > 0 && p.portFree(s.ports).empty() {
 		return nil, ": host ports conflict with its DaemonSets"
 	}
 	if len(p.types) == 0 {

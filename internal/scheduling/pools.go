@@ -18,14 +18,18 @@ type typeInfo struct {
 
 // poolState is a NodePool prepared for one solve.
 type poolState struct {
-	np        *NodePool
-	reqs      Requirements // template requirements + labels + nodepool name
-	taints    []corev1.Taint
-	types     []*typeInfo // cheapest first
-	avail     []resVec    // allocatable minus compatible DaemonSet overhead
-	overhead  []resVec
-	all       bitset
-	daemons   []hostPort
+	np       *NodePool
+	reqs     Requirements // template requirements + labels + nodepool name
+	taints   []corev1.Taint
+	types    []*typeInfo // cheapest first
+	avail    []resVec    // allocatable minus compatible DaemonSet overhead
+	overhead []resVec
+	all      bitset
+	// typePorts are, per type, the host ports of the DaemonSets that run on
+	// it (Karpenter groups a template's types by their daemons:
+	// buildDaemonOverheadGroups), so a daemon that runs only on other types
+	// does not block a pod's port.
+	typePorts [][]hostPort
 	maskCache map[string]bitset
 
 	// Limits left after existing nodes and planned claims. A remainder may
@@ -254,13 +258,16 @@ func (p *poolState) addOverhead(space *resourceSpace, daemons []*daemon) {
 	for i, t := range p.types {
 		alloc := space.vector(t.it.Allocatable, false)
 		over := make(resVec, space.dim())
+		var ports []hostPort
 		for _, d := range daemons {
 			if d.compatibleWith(p.reqs, taints, t) {
 				v := space.vector(d.req, false)
 				over.addScaled(v, 1)
 				over[resPods]++
+				ports = append(ports, d.ports...)
 			}
 		}
+		p.typePorts = append(p.typePorts, ports)
 		av := alloc.clone()
 		for j := range av {
 			av[j] -= over[j]
@@ -268,11 +275,6 @@ func (p *poolState) addOverhead(space *resourceSpace, daemons []*daemon) {
 		p.avail = append(p.avail, av)
 		p.overhead = append(p.overhead, over)
 		p.all.set(i)
-	}
-	for _, d := range daemons {
-		if d.compatibleWith(p.reqs, taints, nil) {
-			p.daemons = append(p.daemons, d.ports...)
-		}
 	}
 }
 
@@ -484,4 +486,27 @@ func (p *poolState) distinctValues(r *Requirement, options bitset, limit int) in
 		return len(seen) < limit
 	})
 	return len(seen)
+}
+
+// portFree is the pool's types whose DaemonSets leave ports free.
+func (p *poolState) portFree(ports []hostPort) bitset {
+	out := newBitset(len(p.types))
+	for i := range p.types {
+		if !portsConflict(p.typePorts[i], ports) {
+			out.set(i)
+		}
+	}
+	return out
+}
+
+// daemonPorts are the host ports the DaemonSets of any of the types in opts
+// take: a new claim's ports until its type is known (a superset of what
+// its final type runs, so nothing placed on it later conflicts).
+func (p *poolState) daemonPorts(opts bitset) []hostPort {
+	var out []hostPort
+	opts.each(func(i int) bool {
+		out = append(out, p.typePorts[i]...)
+		return true
+	})
+	return out
 }

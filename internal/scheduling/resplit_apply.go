@@ -168,7 +168,7 @@ func (st *state) freshClaim(b *resplitBucket) *node {
 	reqs := b.reqs.Add(Requirement{Key: LabelHostname, values: []string{hostname}})
 	c := &claimState{pool: b.pool, reqs: reqs, hostname: hostname}
 	nd := &node{idx: int32(len(st.nodes)), name: hostname, used: make(resVec, st.space.dim()), claim: c, taints: b.pool.taints}
-	nd.ports = append(nd.ports, b.pool.daemons...)
+	nd.ports = append(nd.ports, b.pool.daemonPorts(b.pool.all)...)
 	st.nodes = append(st.nodes, nd)
 	return nd
 }

@@ -160,6 +160,9 @@ func (st *state) mask(s *shape, p *poolState) bitset {
 		return m
 	}
 	m := p.mask(s.reqs)
+	if len(s.ports) > 0 {
+		m = m.and(p.portFree(s.ports))
+	}
 	s.masks[p] = m
 	return m
 }
