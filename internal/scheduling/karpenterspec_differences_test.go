@@ -21,12 +21,7 @@ var deliberateDifferences = []struct{ name, why string }{
 // knownHoles lists the ported behaviours where nodewright is wrong today:
 // test name -> the hole. runSpec inverts these cases, so each still fails
 // as written and the fix makes the test fail until its entry is deleted.
-var knownHoles = map[string]string{
-	"InstanceTypeCompatibility/DifferentInstanceTypeSelectors": "beta labels (beta.kubernetes.io/instance-type, -arch, -os, " +
-		"failure-domain.beta.kubernetes.io/zone, -region) are not normalized to the stable keys as Karpenter's " +
-		"v1.NormalizedLabels does; a pod selecting one is unschedulable (the solver now normalizes beta keys in pools, " +
-		"labels, affinity and nodeSelector, yet this case still fails: open)",
-}
+var knownHoles = map[string]string{}
 
 // specTables is every table of the spec, for the counts.
 func specTables() [][]specCase {
@@ -47,7 +42,7 @@ func specTables() [][]specCase {
 const (
 	specPorted    = 302
 	specDifferent = 2
-	specHoles     = 1
+	specHoles     = 0
 )
 
 func TestKarpenterSpecCounts(t *testing.T) {

@@ -29,7 +29,7 @@ type vnode struct {
 }
 
 func matchExpr(e corev1.NodeSelectorRequirement, lbls map[string]string) bool {
-	v, ok := lbls[e.Key]
+	v, ok := nodeLabel(lbls, e.Key)
 	switch e.Operator {
 	case corev1.NodeSelectorOpIn:
 		if !ok {
@@ -83,10 +83,23 @@ func termMatches(t corev1.NodeSelectorTerm, lbls map[string]string, name string)
 	return true
 }
 
+// nodeLabel reads a node's label as a real node carries it: beside the
+// stable keys the plan names, k8s.io/cloud-provider's node controller sets
+// the deprecated beta.kubernetes.io/instance-type and
+// failure-domain.beta.kubernetes.io/zone and -region, and the kubelet the
+// beta arch and os.
+func nodeLabel(lbls map[string]string, key string) (string, bool) {
+	if v, ok := lbls[key]; ok {
+		return v, true
+	}
+	v, ok := lbls[scheduling.NormalizedKey(key)]
+	return v, ok
+}
+
 func nodeAffinityOK(p *corev1.Pod, n *vnode) error {
 	for k, v := range p.Spec.NodeSelector {
-		if n.labels[k] != v {
-			return fmt.Errorf("nodeSelector %s=%s not met (node has %q)", k, v, n.labels[k])
+		if got, _ := nodeLabel(n.labels, k); got != v {
+			return fmt.Errorf("nodeSelector %s=%s not met (node has %q)", k, v, got)
 		}
 	}
 	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
