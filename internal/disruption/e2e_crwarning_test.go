@@ -33,14 +33,7 @@ func TestCapacityReservationWarningEndToEnd(t *testing.T) {
 
 	e.deployment("web", 2, "1", int32p(1))
 	e.launchAll("web")
-	e.until("claims initialized", time.Minute, false, []string{"web"}, func() bool {
-		for _, cl := range e.claims() {
-			if cl.Status.NodeName == "" || !cl.IsTrue(apis.ConditionInitialized) {
-				return false
-			}
-		}
-		return true
-	}, nil)
+	e.untilClaimsInitialized("web")
 	before := e.claims()
 	for _, cl := range before {
 		if cl.Labels[apis.CapacityTypeLabelKey] != apis.CapacityTypeReserved || cl.Labels[apis.CapacityReservationIDLabelKey] != crID {

@@ -51,15 +51,7 @@ func TestScenario5ZeroBudgetInterruptionStillActs(t *testing.T) {
 
 	e.deployment("web", 8, "1", int32p(1))
 	e.launchAll("web")
-	// The pods may run before every claim launched for them has registered.
-	e.until("claims initialized", time.Minute, false, []string{"web"}, func() bool {
-		for _, cl := range e.claims() {
-			if cl.Status.NodeName == "" || !cl.IsTrue(apis.ConditionInitialized) {
-				return false
-			}
-		}
-		return true
-	}, nil)
+	e.untilClaimsInitialized("web")
 	before := e.claims()
 	for _, cl := range before {
 		if ct := cl.Labels[apis.CapacityTypeLabelKey]; ct != apis.CapacityTypeSpot {
@@ -228,6 +220,21 @@ func useSpot(e *env) {
 	spot.Requirements[0] = apistest.In(apis.CapacityTypeLabelKey, "spot")
 	cfg := apistest.Load(e.t, spot.YAML()+cloudtest.NodeClassYAML("default", e.cloud.ClusterName))
 	*e.cfg = *cfg
+}
+
+// untilClaimsInitialized waits for every claim to have its node
+// initialized: the pods may run before every claim launched for them has
+// registered.
+func (e *env) untilClaimsInitialized(apps ...string) {
+	e.t.Helper()
+	e.until("claims initialized", time.Minute, false, apps, func() bool {
+		for _, cl := range e.claims() {
+			if cl.Status.NodeName == "" || !cl.IsTrue(apis.ConditionInitialized) {
+				return false
+			}
+		}
+		return true
+	}, nil)
 }
 
 // pickVictim returns the claim whose node runs the most of the deployment's
